@@ -1,0 +1,23 @@
+// The checkers that ship with Compactor, by name.
+#pragma once
+
+#include "compactor/checker.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+// structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact,
+// request_kept, no_growth — in the order they run.
+const std::vector<std::string_view>& builtin_checker_names();
+
+// Null when no built-in checker has that name.
+CheckerPtr make_builtin_checker(std::string_view name);
+
+std::vector<CheckerPtr> make_builtin_checkers();
+
+// Runs every checker on `input`; violations in checker order.
+std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input);
+
+}  // namespace compactor

@@ -1,0 +1,36 @@
+// The interface every invariant checker implements. A checker compares a candidate with the
+// conversation it was made from and appends what it finds; it never throws and never changes
+// either. Checking one conversation on its own is checking it against itself.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/protected_tail.hpp"
+#include "compactor/size_unit.hpp"
+#include "compactor/violation.hpp"
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+struct CheckInput {
+  const Conversation& before;
+  const Conversation& candidate;
+  ProtectedTail tail;                 // of `before`
+  std::string_view active_request;    // empty: none
+  SizeUnit unit = SizeUnit::chars;    // what no_growth compares
+  bool may_touch_tail = false;        // the stage declared it may put receipt markers in the tail
+  bool may_grow = false;              // the stage declared its output may be larger
+};
+
+class Checker {
+ public:
+  virtual ~Checker() = default;
+  virtual std::string_view name() const = 0;
+  virtual void check(const CheckInput& input, std::vector<Violation>& out) const = 0;
+};
+
+using CheckerPtr = std::unique_ptr<const Checker>;
+
+}  // namespace compactor

@@ -1,0 +1,39 @@
+#include "compactor/builtin_checkers.hpp"
+
+#include "checkers/checker_support.hpp"
+
+namespace compactor {
+
+const std::vector<std::string_view>& builtin_checker_names() {
+  static const std::vector<std::string_view> names = {
+      "structure", "pairing", "unique_ids", "pairs_unchanged", "thinking_unchanged",
+      "recent_intact", "request_kept", "no_growth"};
+  return names;
+}
+
+CheckerPtr make_builtin_checker(std::string_view name) {
+  using namespace detail;
+  if (name == "structure") return make_structure_checker();
+  if (name == "pairing") return make_pairing_checker();
+  if (name == "unique_ids") return make_unique_ids_checker();
+  if (name == "pairs_unchanged") return make_pairs_unchanged_checker();
+  if (name == "thinking_unchanged") return make_thinking_unchanged_checker();
+  if (name == "recent_intact") return make_recent_intact_checker();
+  if (name == "request_kept") return make_request_kept_checker();
+  if (name == "no_growth") return make_no_growth_checker();
+  return nullptr;
+}
+
+std::vector<CheckerPtr> make_builtin_checkers() {
+  std::vector<CheckerPtr> checkers;
+  for (std::string_view n : builtin_checker_names()) checkers.push_back(make_builtin_checker(n));
+  return checkers;
+}
+
+std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input) {
+  std::vector<Violation> out;
+  for (const CheckerPtr& c : checkers) c->check(input, out);
+  return out;
+}
+
+}  // namespace compactor

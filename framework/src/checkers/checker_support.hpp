@@ -1,0 +1,64 @@
+// Small helpers the built-in checkers share.
+#pragma once
+
+#include "compactor/checker.hpp"
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace compactor::detail {
+
+// The messages of a conversation by identity: a candidate message found here is untouched.
+class MessageIdentity {
+ public:
+  explicit MessageIdentity(const Conversation& conversation) {
+    set_.reserve(conversation.size() * 2);
+    for (const MessagePtr& m : conversation.messages()) set_.insert(m.get());
+  }
+  bool contains(const Message* m) const { return set_.count(m) != 0; }
+
+ private:
+  std::unordered_set<const Message*> set_;
+};
+
+// True when the candidate is the very same sequence of messages as `before`.
+inline bool same_messages(const CheckInput& in) {
+  if (&in.before == &in.candidate) return true;
+  const auto& a = in.before.messages();
+  const auto& b = in.candidate.messages();
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+inline Violation violation(std::string_view checker, std::size_t index, std::string what,
+                           std::vector<std::string> ids = {}) {
+  Violation v;
+  v.checker = std::string(checker);
+  v.message_index = index;
+  v.what = std::move(what);
+  v.ids = std::move(ids);
+  return v;
+}
+
+inline std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += ", ";
+    out += s;
+  }
+  return out;
+}
+
+CheckerPtr make_structure_checker();
+CheckerPtr make_pairing_checker();
+CheckerPtr make_unique_ids_checker();
+CheckerPtr make_pairs_unchanged_checker();
+CheckerPtr make_thinking_unchanged_checker();
+CheckerPtr make_recent_intact_checker();
+CheckerPtr make_request_kept_checker();
+CheckerPtr make_no_growth_checker();
+
+}  // namespace compactor::detail

@@ -1,0 +1,27 @@
+// no_growth: a candidate is not larger than its input, unless its stage declares it may be.
+#include "checker_support.hpp"
+
+namespace compactor::detail {
+namespace {
+
+class NoGrowthChecker final : public Checker {
+ public:
+  std::string_view name() const override { return "no_growth"; }
+  void check(const CheckInput& in, std::vector<Violation>& out) const override {
+    if (in.may_grow || same_messages(in)) return;
+    SizeUnit unit = in.unit == SizeUnit::tokens ? SizeUnit::chars : in.unit;
+    std::uint64_t was = in.before.size_in(unit), now = in.candidate.size_in(unit);
+    if (now <= was) return;
+    Violation v;
+    v.checker = std::string(name());
+    v.what = "the candidate is larger than its input: " + std::to_string(now) + " > " + std::to_string(was) + " " +
+             std::string(to_string(unit));
+    out.push_back(std::move(v));
+  }
+};
+
+}  // namespace
+
+CheckerPtr make_no_growth_checker() { return std::make_unique<NoGrowthChecker>(); }
+
+}  // namespace compactor::detail

@@ -1,0 +1,34 @@
+// request_kept: the active request survives verbatim, as a message of its own or quoted whole in
+// a summary.
+#include "checker_support.hpp"
+
+namespace compactor::detail {
+namespace {
+
+class RequestKeptChecker final : public Checker {
+ public:
+  std::string_view name() const override { return "request_kept"; }
+  void check(const CheckInput& in, std::vector<Violation>& out) const override {
+    if (in.active_request.empty() || same_messages(in)) return;
+    // Newest first: the request is almost always near the end.
+    const auto& messages = in.candidate.messages();
+    for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+      const MessagePtr& m = *it;
+      if (m->role() != Role::user) continue;
+      for (const Block& b : m->blocks())
+        if (b.kind() == BlockKind::text && b.text().find(in.active_request) != std::string_view::npos) return;
+    }
+    std::string excerpt(in.active_request.substr(0, 60));
+    if (excerpt.size() < in.active_request.size()) excerpt += "…";
+    Violation v;
+    v.checker = std::string(name());
+    v.what = "the active request is no longer in the conversation: \"" + excerpt + "\"";
+    out.push_back(std::move(v));
+  }
+};
+
+}  // namespace
+
+CheckerPtr make_request_kept_checker() { return std::make_unique<RequestKeptChecker>(); }
+
+}  // namespace compactor::detail

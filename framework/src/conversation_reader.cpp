@@ -1,0 +1,152 @@
+#include "compactor/conversation_reader.hpp"
+
+#include "json_scanner.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace compactor {
+namespace {
+
+using detail::JsonScanner;
+using detail::JsonSpan;
+using detail::ScannedDocument;
+
+class Reader {
+ public:
+  Reader(std::string bytes, const ReadOptions& options)
+      : buffer_(std::make_shared<const std::string>(std::move(bytes))), text_(*buffer_), options_(options),
+        scanner_(text_, options.max_depth) {}
+
+  Expected<Conversation> read();
+
+ private:
+  Error syntax_error(const detail::ScanError& e) const { return at(e.offset, e.what, true); }
+  Error at(std::size_t offset, const std::string& what, bool with_byte) const {
+    auto lc = detail::line_column(text_, offset);
+    std::string where = options_.source + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.column);
+    if (with_byte) where += " (byte " + std::to_string(offset) + ")";
+    return Error{where + ": " + what};
+  }
+  Expected<Conversation> build(InputFormat format, const std::vector<JsonSpan>& spans, std::size_t empty_at,
+                               Sizes fixed);
+
+  std::shared_ptr<const std::string> buffer_;
+  std::string_view text_;
+  const ReadOptions& options_;
+  JsonScanner scanner_;
+};
+
+Sizes span_sizes(std::string_view text) { return Sizes{count_code_points(text), text.size()}; }
+
+Expected<Conversation> Reader::read() {
+  std::size_t start = scanner_.skip_whitespace(0);
+  if (start >= text_.size())
+    return at(start, "empty input: expected a messages array, a request body or JSONL messages", true);
+
+  InputFormat format;
+  if (options_.format) {
+    format = *options_.format;
+  } else if (text_[start] == '[') {
+    format = InputFormat::messages_array;
+  } else if (text_[start] == '{') {
+    // One object is a request body; several objects, a line each, are JSONL.
+    ScannedDocument first;
+    if (!scanner_.scan_document(start, first)) return syntax_error(scanner_.error());
+    std::size_t after = scanner_.skip_whitespace(first.span.end);
+    bool is_message = false;
+    for (const auto& m : first.members) is_message |= m.key == "role";
+    format = (after < text_.size() || is_message) ? InputFormat::jsonl : InputFormat::request_body;
+  } else {
+    return at(start, "expected a messages array '[', a request body '{' or JSONL messages", true);
+  }
+
+  if (format == InputFormat::jsonl) {
+    std::vector<JsonSpan> spans;
+    std::size_t pos = start;
+    while (pos < text_.size()) {
+      ScannedDocument doc;
+      if (!scanner_.scan_document(pos, doc)) return syntax_error(scanner_.error());
+      spans.push_back(doc.span);
+      std::size_t next = scanner_.skip_whitespace(doc.span.end);
+      if (next < text_.size() && text_.substr(doc.span.end, next - doc.span.end).find('\n') == std::string_view::npos)
+        return at(next, "expected a new line after a JSONL message", true);
+      pos = next;
+    }
+    return build(format, spans, start, {});
+  }
+
+  ScannedDocument doc;
+  if (!scanner_.scan_document(start, doc)) return syntax_error(scanner_.error());
+  std::size_t after = scanner_.skip_whitespace(doc.span.end);
+  if (after < text_.size()) return at(after, "unexpected content after the JSON document", true);
+
+  if (format == InputFormat::messages_array) {
+    if (doc.kind != '[') return at(start, "expected a messages array", true);
+    return build(format, doc.elements, start, {});
+  }
+  if (doc.kind != '{') return at(start, "expected a request body object", true);
+  Sizes fixed;
+  const detail::ScannedMember* messages = nullptr;
+  for (const auto& m : doc.members) {
+    if (m.key == "messages") messages = &m;
+    if (m.key == "system" || m.key == "tools")
+      fixed += span_sizes(text_.substr(m.value.begin, m.value.end - m.value.begin));
+  }
+  if (messages == nullptr) return at(start, "request body has no \"messages\"", true);
+  if (!doc.has_messages_array) return at(messages->value.begin, "\"messages\" must be an array", true);
+  return build(format, doc.messages_elements, messages->value.begin, fixed);
+}
+
+Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonSpan>& spans, std::size_t empty_at,
+                                     Sizes fixed) {
+  if (spans.empty()) return at(empty_at, "the conversation has no messages", true);
+  auto frame = std::make_shared<ConversationFrame>();
+  frame->format = format;
+  frame->buffer = buffer_;
+  frame->fixed = fixed;
+  frame->prefix = text_.substr(0, spans.front().begin);
+  frame->suffix = text_.substr(spans.back().end);
+  if (spans.size() >= 2)
+    frame->separator = text_.substr(spans[0].end, spans[1].begin - spans[0].end);
+  else
+    frame->separator = format == InputFormat::jsonl ? "\n" : ",";
+
+  std::vector<MessagePtr> messages;
+  messages.reserve(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    auto message = Message::from_input(buffer_, text_.substr(spans[i].begin, spans[i].end - spans[i].begin));
+    if (!message) return at(spans[i].begin, "messages." + std::to_string(i) + ": " + message.error().message, false);
+    messages.push_back(std::move(message.value()));
+  }
+  frame->original = messages;
+  return Conversation(std::move(frame), std::move(messages));
+}
+
+}  // namespace
+
+Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& options) {
+  return Reader(std::move(bytes), options).read();
+}
+
+Expected<Conversation> read_conversation_file(const std::string& path, ReadOptions options) {
+  if (options.source == "<input>") options.source = path == "-" ? "<stdin>" : path;
+  std::string bytes;
+  if (path == "-") {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    bytes = std::move(in).str();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) return Error{path + ": read failed: " + std::strerror(errno)};
+  }
+  return read_conversation(std::move(bytes), options);
+}
+
+}  // namespace compactor

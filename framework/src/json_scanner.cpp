@@ -1,0 +1,360 @@
+#include "json_scanner.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+namespace compactor::detail {
+namespace {
+
+// Bytes a string body can hold without a second look: printable ASCII but '"' and '\\'.
+constexpr std::array<bool, 256> make_plain_table() {
+  std::array<bool, 256> table{};
+  for (int c = 0x20; c < 0x80; ++c) table[c] = true;
+  table['"'] = false;
+  table['\\'] = false;
+  return table;
+}
+constexpr std::array<bool, 256> kPlain = make_plain_table();
+
+bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Length of the valid UTF-8 sequence at text[pos] (pos holds a byte >= 0x80), or 0.
+std::size_t utf8_sequence(std::string_view text, std::size_t pos) {
+  auto byte = [&](std::size_t i) -> unsigned { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
+  auto cont = [&](std::size_t i) { unsigned b = byte(i); return b >= 0x80 && b <= 0xBF; };
+  unsigned b0 = byte(pos);
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(pos + 1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    unsigned b1 = byte(pos + 1);
+    unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+    return (b1 >= lo && b1 <= hi && cont(pos + 2)) ? 3 : 0;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    unsigned b1 = byte(pos + 1);
+    unsigned lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+    return (b1 >= lo && b1 <= hi && cont(pos + 2) && cont(pos + 3)) ? 4 : 0;
+  }
+  return 0;
+}
+
+struct KeyRef {
+  std::string_view raw;
+  std::size_t offset;
+};
+
+bool keys_equal(std::string_view a, std::string_view b) {
+  bool escaped = a.find('\\') != std::string_view::npos || b.find('\\') != std::string_view::npos;
+  if (!escaped) return a == b;
+  return unescape_json_string(a) == unescape_json_string(b);
+}
+
+// The offset of a repeated key, or npos.
+std::size_t find_duplicate_key(std::vector<KeyRef>& keys) {
+  if (keys.size() < 2) return std::string_view::npos;
+  if (keys.size() <= 16) {
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (keys_equal(keys[i].raw, keys[j].raw)) return keys[i].offset;
+    return std::string_view::npos;
+  }
+  std::vector<std::pair<std::string, std::size_t>> decoded;
+  decoded.reserve(keys.size());
+  for (const auto& k : keys) decoded.emplace_back(unescape_json_string(k.raw), k.offset);
+  std::sort(decoded.begin(), decoded.end());
+  std::size_t found = std::string_view::npos;
+  for (std::size_t i = 1; i < decoded.size(); ++i)
+    if (decoded[i].first == decoded[i - 1].first) found = std::min(found, decoded[i].second);
+  return found;
+}
+
+}  // namespace
+
+std::size_t JsonScanner::skip_whitespace(std::size_t pos) const {
+  while (pos < text_.size() && is_ws(text_[pos])) ++pos;
+  return pos;
+}
+
+bool JsonScanner::fail(std::size_t offset, std::string what) {
+  error_.offset = offset;
+  error_.what = std::move(what);
+  return false;
+}
+
+bool JsonScanner::scan_document(std::size_t pos, ScannedDocument& doc) {
+  pos_ = skip_whitespace(pos);
+  if (pos_ >= text_.size()) return fail(pos_, "expected a JSON value, found end of input");
+  doc.kind = text_[pos_];
+  doc.span.begin = pos_;
+  if (!value(1, &doc)) return false;
+  doc.span.end = pos_;
+  return true;
+}
+
+bool JsonScanner::value(unsigned depth, ScannedDocument* top) {
+  if (pos_ >= text_.size()) return fail(pos_, "expected a value, found end of input");
+  char c = text_[pos_];
+  switch (c) {
+    case '{':
+      if (depth > max_depth_) return fail(pos_, "nesting deeper than the limit of " + std::to_string(max_depth_));
+      return object(depth, top);
+    case '[':
+      if (depth > max_depth_) return fail(pos_, "nesting deeper than the limit of " + std::to_string(max_depth_));
+      return array(depth, top != nullptr ? &top->elements : nullptr);
+    case '"': return string(nullptr);
+    case 't': return literal("true");
+    case 'f': return literal("false");
+    case 'n': return literal("null");
+    default:
+      if (c == '-' || is_digit(c)) return number();
+      if (static_cast<unsigned char>(c) >= 0x80)
+        return fail(pos_, "unexpected non-ASCII byte outside a string");
+      return fail(pos_, std::string("unexpected character '") + c + "'");
+  }
+}
+
+bool JsonScanner::object(unsigned depth, ScannedDocument* top) {
+  std::size_t open = pos_;
+  ++pos_;  // '{'
+  std::vector<KeyRef> keys;
+  ws();
+  if (pos_ < text_.size() && text_[pos_] == '}') {
+    ++pos_;
+    return true;
+  }
+  for (;;) {
+    ws();
+    if (pos_ >= text_.size()) return fail(pos_, "unterminated object (opened at byte " + std::to_string(open) + ")");
+    if (text_[pos_] != '"') return fail(pos_, "expected a string key in object");
+    std::size_t key_offset = pos_;
+    std::string_view key;
+    if (!string(&key)) return false;
+    keys.push_back({key, key_offset});
+    ws();
+    if (pos_ >= text_.size() || text_[pos_] != ':') return fail(pos_, "expected ':' after an object key");
+    ++pos_;
+    ws();
+    std::size_t value_begin = pos_;
+    if (top != nullptr && key == "messages" && pos_ < text_.size() && text_[pos_] == '[') {
+      if (depth + 1 > max_depth_) return fail(pos_, "nesting deeper than the limit of " + std::to_string(max_depth_));
+      top->has_messages_array = true;
+      top->messages_elements.clear();
+      if (!array(depth + 1, &top->messages_elements)) return false;
+    } else if (!value(depth + 1, nullptr)) {
+      return false;
+    }
+    if (top != nullptr) top->members.push_back({key, {value_begin, pos_}});
+    ws();
+    if (pos_ >= text_.size()) return fail(pos_, "unterminated object (opened at byte " + std::to_string(open) + ")");
+    if (text_[pos_] == ',') {
+      ++pos_;
+      continue;
+    }
+    if (text_[pos_] == '}') {
+      ++pos_;
+      break;
+    }
+    return fail(pos_, "expected ',' or '}' in object");
+  }
+  std::size_t duplicate = find_duplicate_key(keys);
+  if (duplicate != std::string_view::npos) {
+    std::string_view raw;
+    for (const auto& k : keys)
+      if (k.offset == duplicate) raw = k.raw;
+    return fail(duplicate, "duplicate object key \"" + unescape_json_string(raw) + "\"");
+  }
+  return true;
+}
+
+bool JsonScanner::array(unsigned depth, std::vector<JsonSpan>* elements) {
+  std::size_t open = pos_;
+  ++pos_;  // '['
+  ws();
+  if (pos_ < text_.size() && text_[pos_] == ']') {
+    ++pos_;
+    return true;
+  }
+  for (;;) {
+    ws();
+    std::size_t begin = pos_;
+    if (!value(depth + 1, nullptr)) return false;
+    if (elements != nullptr) elements->push_back({begin, pos_});
+    ws();
+    if (pos_ >= text_.size()) return fail(pos_, "unterminated array (opened at byte " + std::to_string(open) + ")");
+    if (text_[pos_] == ',') {
+      ++pos_;
+      continue;
+    }
+    if (text_[pos_] == ']') {
+      ++pos_;
+      return true;
+    }
+    return fail(pos_, "expected ',' or ']' in array");
+  }
+}
+
+bool JsonScanner::string(std::string_view* raw) {
+  std::size_t open = pos_;
+  ++pos_;  // '"'
+  const std::size_t n = text_.size();
+  const char* data = text_.data();
+  for (;;) {
+    while (pos_ < n && kPlain[static_cast<unsigned char>(data[pos_])]) ++pos_;
+    if (pos_ >= n) return fail(open, "unterminated string");
+    unsigned char c = static_cast<unsigned char>(data[pos_]);
+    if (c == '"') {
+      if (raw != nullptr) *raw = text_.substr(open + 1, pos_ - open - 1);
+      ++pos_;
+      return true;
+    }
+    if (c == '\\') {
+      if (pos_ + 1 >= n) return fail(open, "unterminated string");
+      char e = data[pos_ + 1];
+      if (e == 'u') {
+        auto read_hex = [&](std::size_t at, unsigned& out) {
+          if (at + 4 > n) return false;
+          out = 0;
+          for (std::size_t i = 0; i < 4; ++i) {
+            int h = hex_value(data[at + i]);
+            if (h < 0) return false;
+            out = out * 16 + static_cast<unsigned>(h);
+          }
+          return true;
+        };
+        unsigned cp = 0;
+        if (!read_hex(pos_ + 2, cp)) return fail(pos_, "invalid \\u escape: expected four hex digits");
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return fail(pos_, "invalid \\u escape: lone low surrogate");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+          unsigned low = 0;
+          if (pos_ + 7 >= n || data[pos_ + 6] != '\\' || data[pos_ + 7] != 'u' || !read_hex(pos_ + 8, low) ||
+              low < 0xDC00 || low > 0xDFFF)
+            return fail(pos_, "invalid \\u escape: high surrogate without a low surrogate");
+          pos_ += 12;
+        } else {
+          pos_ += 6;
+        }
+        continue;
+      }
+      if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+        pos_ += 2;
+        continue;
+      }
+      return fail(pos_, "invalid escape sequence in string");
+    }
+    if (c < 0x20) return fail(pos_, "unescaped control character in string");
+    std::size_t len = utf8_sequence(text_, pos_);
+    if (len == 0) return fail(pos_, "invalid UTF-8 byte in string");
+    pos_ += len;
+  }
+}
+
+bool JsonScanner::number() {
+  std::size_t begin = pos_;
+  const std::size_t n = text_.size();
+  if (text_[pos_] == '-') ++pos_;
+  if (pos_ >= n || !is_digit(text_[pos_])) return fail(begin, "invalid number");
+  if (text_[pos_] == '0') {
+    ++pos_;
+  } else {
+    while (pos_ < n && is_digit(text_[pos_])) ++pos_;
+  }
+  if (pos_ < n && text_[pos_] == '.') {
+    ++pos_;
+    if (pos_ >= n || !is_digit(text_[pos_])) return fail(begin, "invalid number: expected a digit after '.'");
+    while (pos_ < n && is_digit(text_[pos_])) ++pos_;
+  }
+  if (pos_ < n && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+    ++pos_;
+    if (pos_ < n && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
+    if (pos_ >= n || !is_digit(text_[pos_])) return fail(begin, "invalid number: expected a digit in the exponent");
+    while (pos_ < n && is_digit(text_[pos_])) ++pos_;
+  }
+  return true;
+}
+
+bool JsonScanner::literal(std::string_view word) {
+  if (text_.substr(pos_, word.size()) != word)
+    return fail(pos_, "invalid literal (expected " + std::string(word) + ")");
+  pos_ += word.size();
+  return true;
+}
+
+LineColumn line_column(std::string_view text, std::size_t offset) {
+  LineColumn lc;
+  offset = std::min(offset, text.size());
+  for (std::size_t i = 0; i < offset; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++lc.line;
+      lc.column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++lc.column;
+    }
+  }
+  return lc;
+}
+
+std::string unescape_json_string(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  auto append_utf8 = [&](unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  };
+  auto hex4 = [&](std::size_t at) {
+    unsigned v = 0;
+    for (std::size_t i = 0; i < 4 && at + i < raw.size(); ++i) v = v * 16 + static_cast<unsigned>(std::max(0, hex_value(raw[at + i])));
+    return v;
+  };
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c != '\\' || i + 1 >= raw.size()) {
+      out += c;
+      continue;
+    }
+    char e = raw[++i];
+    switch (e) {
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        unsigned cp = hex4(i + 1);
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < raw.size() + 1 && raw.substr(i + 1, 2) == "\\u") {
+          unsigned low = hex4(i + 3);
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          i += 6;
+        }
+        append_utf8(cp);
+        break;
+      }
+      default: out += e; break;
+    }
+  }
+  return out;
+}
+
+}  // namespace compactor::detail

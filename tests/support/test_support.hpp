@@ -1,0 +1,31 @@
+// Helpers shared by the test programs: reading fixtures, building messages, running the CLI.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/conversation_reader.hpp"
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+namespace compactor::test {
+
+std::string data_path(const std::string& name);   // tests/data/<name>
+std::string read_file(const std::string& path);
+std::vector<std::string> real_session_files();    // tests/data/cc-*.json
+
+Conversation parse_or_die(const std::string& json);
+Conversation load_or_die(const std::string& path);
+MessagePtr message_or_die(boost::json::object object);
+MessagePtr message_or_die(const std::string& json);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the built `compactor` with the arguments (no shell), capturing both streams.
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "",
+                      const std::string& cwd = "");
+
+}  // namespace compactor::test

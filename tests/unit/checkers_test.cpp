@@ -1,0 +1,171 @@
+// Each checker on small hand-made conversations: what it catches, in what words, and what it
+// must let through.
+#include "support/test_support.hpp"
+
+#include "compactor/builtin_checkers.hpp"
+
+#include <gtest/gtest.h>
+
+namespace compactor {
+namespace {
+
+std::vector<std::string> lines(const std::vector<Violation>& vs) {
+  std::vector<std::string> out;
+  for (const auto& v : vs) out.push_back(v.to_string());
+  return out;
+}
+
+std::vector<std::string> check_one(const std::string& json) {
+  auto c = test::parse_or_die(json);
+  return lines(run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), ""}));
+}
+
+const char* kUse1 = R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]})";
+const char* kRes1 = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]})";
+const char* kAsk = R"({"role":"user","content":"do it"})";
+
+std::string conv(std::initializer_list<std::string> messages) {
+  std::string out = "[";
+  for (const auto& m : messages) out += (out.size() > 1 ? "," : "") + m;
+  return out + "]";
+}
+
+TEST(PairingChecker, AcceptsAnsweredCallsAndJoinedTurns) {
+  EXPECT_TRUE(check_one(conv({kAsk, kUse1, kRes1})).empty());
+  // An assistant turn split over two messages is one turn; results answer both.
+  std::string split = conv({kAsk, R"({"role":"assistant","content":[{"type":"text","text":"a"}]})",
+                            R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"R","input":{}},{"type":"tool_use","id":"t2","name":"R","input":{}}]})",
+                            R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"x"},{"type":"tool_result","tool_use_id":"t1","content":"y"},{"type":"text","text":"more"}]})"});
+  EXPECT_TRUE(check_one(split).empty());
+}
+
+TEST(PairingChecker, MissingResult) {
+  EXPECT_EQ(check_one(conv({kAsk, kUse1, kAsk})),
+            std::vector<std::string>{"pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t1"});
+}
+
+TEST(PairingChecker, PendingAtTheEnd) {
+  EXPECT_EQ(check_one(conv({kAsk, kUse1})),
+            std::vector<std::string>{"pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t1"});
+}
+
+TEST(PairingChecker, ResultAfterASeparateTextMessageIsLate) {
+  EXPECT_EQ(check_one(conv({kAsk, kUse1, kAsk, kRes1})),
+            std::vector<std::string>{"pairing: messages.3: tool_result for t1 comes after a non-tool_result block; tool_result blocks must come first in the message that answers the tool_use"});
+}
+
+TEST(PairingChecker, UnknownIdAndDuplicateResult) {
+  EXPECT_EQ(check_one(conv({kAsk, kUse1, R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"},{"type":"tool_result","tool_use_id":"t9","content":"b"},{"type":"tool_result","tool_use_id":"t1","content":"c"}]})"})),
+            (std::vector<std::string>{
+                "pairing: messages.2: unexpected tool_use_id found in tool_result blocks: t9. Each tool_result block must have a corresponding tool_use block in the previous message",
+                "pairing: messages.2: more than one tool_result for tool_use id t1"}));
+}
+
+TEST(PairingChecker, ServerToolsAreAnsweredInTheirOwnTurn) {
+  EXPECT_TRUE(check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"server_tool_use","id":"s1","name":"web_search","input":{}},{"type":"web_search_tool_result","tool_use_id":"s1","content":[]},{"type":"text","text":"found"}]})"})).empty());
+  EXPECT_EQ(check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}]})", kAsk})),
+            std::vector<std::string>{"pairing: messages.1: server tool use s1 has no result in the same assistant turn"});
+}
+
+TEST(StructureChecker, FirstMessageMustBeUser) {
+  EXPECT_EQ(check_one(conv({R"({"role":"assistant","content":"hi"})", kAsk})),
+            std::vector<std::string>{"structure: messages.0: the first message must have role \"user\", got \"assistant\""});
+}
+
+TEST(UniqueIdsChecker, DuplicateMissingAndMalformedIds) {
+  std::string dup = conv({kAsk, kUse1, kRes1, kUse1, kRes1});
+  EXPECT_EQ(check_one(dup), std::vector<std::string>{"unique_ids: messages.3: tool_use id t1 is already used at messages.1"});
+  auto no_id = check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"tool_use","name":"R","input":{}}]})", kAsk}));
+  ASSERT_FALSE(no_id.empty());
+  EXPECT_EQ(no_id.back(), "unique_ids: messages.1: tool_use has no string \"id\"");
+  auto dotted = check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"tool_use","id":"call.1","name":"R","input":{}}]})",
+                                R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"call.1","content":"r"}]})"}));
+  EXPECT_EQ(dotted, std::vector<std::string>{"unique_ids: messages.1: tool_use id \"call.1\" does not match ^[a-zA-Z0-9_-]+$"});
+}
+
+struct Pair {
+  Conversation before;
+  Conversation after;
+};
+
+// `before` parsed; `after` the same conversation with message `index` replaced.
+Pair edit(const std::string& json, std::size_t index, const std::string& replacement) {
+  auto before = test::parse_or_die(json);
+  auto messages = before.messages();
+  messages[index] = test::message_or_die(replacement);
+  auto after = before.with_messages(messages);
+  return {before, after};
+}
+
+// Runs one checker, so each test sees only the rule it is about.
+std::vector<std::string> check_pair(std::string_view checker, const Pair& p, std::size_t exchanges = 0,
+                                    std::string_view request = "", bool may_touch_tail = false) {
+  CheckInput in{p.before, p.after, compute_protected_tail(p.before, exchanges), request};
+  in.may_touch_tail = may_touch_tail;
+  std::vector<CheckerPtr> one;
+  one.push_back(make_builtin_checker(checker));
+  return lines(run_checkers(one, in));
+}
+
+TEST(PairsUnchangedChecker, InputNameAndIsErrorStayButContentMayChange) {
+  std::string base = conv({kAsk, kUse1, kRes1, kAsk});
+  EXPECT_TRUE(check_pair("pairs_unchanged", edit(base, 2, R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[removed]"}]})")).empty());
+  EXPECT_EQ(check_pair("pairs_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"x":1}}]})")),
+            std::vector<std::string>{"pairs_unchanged: messages.1: tool_use t1 changed its input"});
+  EXPECT_EQ(check_pair("pairs_unchanged", edit(base, 2, R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r","is_error":true}]})")),
+            std::vector<std::string>{"pairs_unchanged: messages.2: tool_result for t1 changed is_error from false to true"});
+}
+
+TEST(ThinkingUnchangedChecker, EditedThinkingIsCaught) {
+  std::string think = R"({"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"S1"},{"type":"text","text":"ok"}]})";
+  std::string base = conv({kAsk, think, kAsk});
+  EXPECT_EQ(check_pair("thinking_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"thinking","thinking":"other plan","signature":"S1"},{"type":"text","text":"ok"}]})")),
+            std::vector<std::string>{"thinking_unchanged: messages.1: thinking block was modified or is not from the input"});
+  // Editing the text next to an unchanged thinking block is fine for this checker.
+  EXPECT_TRUE(check_pair("thinking_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"S1"},{"type":"text","text":"k"}]})")).empty());
+}
+
+TEST(ThinkingUnchangedChecker, OpenToolLoopKeepsItsThinking) {
+  std::string think_use = R"({"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"S1"},{"type":"tool_use","id":"t1","name":"Read","input":{}}]})";
+  std::string base = conv({kAsk, think_use, kRes1});
+  EXPECT_EQ(check_pair("thinking_unchanged", edit(base, 1, kUse1)),
+            std::vector<std::string>{"thinking_unchanged: thinking block of input messages.1, the last assistant turn of an open tool loop, was dropped"});
+}
+
+TEST(RecentIntactChecker, TailIsVerbatimUnlessTheStageMayPlaceReceipts) {
+  std::string base = conv({kAsk, kUse1, kRes1});
+  std::string marker = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[archived sha256:ab]"}]})";
+  EXPECT_EQ(check_pair("recent_intact", edit(base, 2, marker), 1),
+            std::vector<std::string>{"recent_intact: messages.2: a message of the protected tail was modified (the last 1 exchange(s), input messages.1 onwards)"});
+  EXPECT_TRUE(check_pair("recent_intact", edit(base, 2, marker), 1, "", /*may_touch_tail=*/true).empty());
+  // Even a stage that may touch the tail may not change anything but result content.
+  std::string flipped = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[archived]","is_error":true}]})";
+  auto v = check_pair("recent_intact", edit(base, 2, flipped), 1, "", true);
+  EXPECT_NE(std::find(v.begin(), v.end(), "recent_intact: messages.2: a message of the protected tail was modified (the last 1 exchange(s), input messages.1 onwards)"), v.end());
+}
+
+TEST(RequestKeptChecker, RequestMayMoveIntoASummaryButNotDisappear) {
+  std::string base = conv({R"({"role":"user","content":"fix the build"})", kUse1, kRes1});
+  EXPECT_TRUE(check_pair("request_kept", edit(base, 0, R"({"role":"user","content":"Request: fix the build\n[summary]"})"), 0, "fix the build").empty());
+  EXPECT_EQ(check_pair("request_kept", edit(base, 0, R"({"role":"user","content":"fix it"})"), 0, "fix the build"),
+            std::vector<std::string>{"request_kept: the active request is no longer in the conversation: \"fix the build\""});
+}
+
+TEST(NoGrowthChecker, LargerCandidateIsCaught) {
+  std::string base = conv({kAsk, kUse1, kRes1});
+  auto v = check_pair("no_growth", edit(base, 0, R"({"role":"user","content":"do it, and more"})"));
+  EXPECT_EQ(v, std::vector<std::string>{"no_growth: the candidate is larger than its input: 213 > 203 chars"});
+}
+
+TEST(Violation, NamesStageAndPluginWhenTheHostSetsThem) {
+  Violation v;
+  v.checker = "pairing";
+  v.message_index = 3;
+  v.what = "x";
+  v.stage = "micro";
+  v.plugin_file = "/p/compactor_stage_micro.so";
+  EXPECT_EQ(v.to_string(), "pairing: messages.3: x (stage micro, plugin /p/compactor_stage_micro.so)");
+}
+
+}  // namespace
+}  // namespace compactor

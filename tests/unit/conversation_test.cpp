@@ -1,0 +1,105 @@
+// Structural sharing and byte-identical round trips.
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace compactor {
+namespace {
+
+TEST(Conversation, RoundTripOfUntouchedInputIsByteIdentical) {
+  // Numbers Boost.JSON would rewrite (1.0 → 1E0, integers above 2^64 → doubles), pretty
+  // printing, and escapes all come back exactly.
+  std::string text = "[\n  {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"\\u00e9\\/\"}],"
+                     " \"n\": 1.0, \"big\": 123456789012345678901234567890},\n"
+                     "  {\"role\": \"assistant\", \"content\": \"x\", \"e\": 1e400}\n]\n";
+  auto c = test::parse_or_die(text);
+  EXPECT_TRUE(c.unchanged_from_input());
+  EXPECT_EQ(c.serialize(), text);
+}
+
+TEST(Conversation, RealSessionsRoundTripByteIdentical) {
+  for (const auto& file : test::real_session_files()) {
+    std::string bytes = test::read_file(file);
+    auto c = test::parse_or_die(bytes);
+    EXPECT_EQ(c.serialize(), bytes) << file;
+    // Rebuilt from the same message pointers (not the input buffer), it is still identical.
+    auto copy = c.with_messages(std::vector<MessagePtr>(c.messages()));
+    EXPECT_EQ(copy.serialize(), bytes) << file;
+  }
+}
+
+TEST(Conversation, OneMessageEditSharesEveryOtherMessage) {
+  std::string text = test::read_file(test::real_session_files().front());
+  auto c = test::parse_or_die(text);
+  ASSERT_GT(c.size(), 10u);
+  std::vector<MessagePtr> edited = c.messages();
+  edited[5] = test::message_or_die(R"({"role":"user","content":"replaced"})");
+  auto candidate = c.with_messages(edited);
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (i == 5) continue;
+    EXPECT_EQ(candidate.messages()[i].get(), c.messages()[i].get()) << "messages." << i;
+  }
+  EXPECT_FALSE(candidate.unchanged_from_input());
+  // Every untouched message is written from its own input bytes, in the input's framing.
+  std::string out = candidate.serialize();
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (i != 5) {
+      EXPECT_NE(out.find(c[i].raw()), std::string::npos) << "messages." << i;
+    }
+  }
+  EXPECT_NE(out.find(",\n{\"role\":\"user\",\"content\":\"replaced\"},\n"), std::string::npos);
+  // And the candidate parses back to the same messages.
+  auto again = test::parse_or_die(out);
+  ASSERT_EQ(again.size(), c.size());
+  EXPECT_EQ(again[4].raw(), c[4].raw());
+  EXPECT_EQ(again[5].text(), "replaced");
+}
+
+TEST(Conversation, SizesAreCachedPerMessageAndSummed) {
+  auto c = test::parse_or_die(R"([{"role":"user","content":"héllo"}])");
+  EXPECT_EQ(c[0].sizes().bytes, 34u);
+  EXPECT_EQ(c[0].sizes().chars, 33u);
+  EXPECT_EQ(c.sizes().bytes, 34u);
+  EXPECT_EQ(c.size_in(SizeUnit::chars), 33u);
+}
+
+TEST(Conversation, ImagesCountAtTheFixedEstimate) {
+  std::string data(100000, 'A');
+  auto m = test::message_or_die(R"({"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":")" +
+                                data + R"("}}]})");
+  std::uint64_t frame = m->raw().size() - data.size();
+  EXPECT_EQ(m->sizes().bytes, frame + kMediaBlockSize);
+  // Inside a tool result too.
+  auto r = test::message_or_die(
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":")" +
+      data + R"("}}]}]})");
+  EXPECT_EQ(r->sizes().bytes, r->raw().size() - data.size() + kMediaBlockSize);
+}
+
+TEST(Conversation, TypedBlockAccess) {
+  auto m = test::message_or_die(
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig"},)"
+      R"({"type":"text","text":"ok"},{"type":"tool_use","id":"toolu_1","name":"Read","input":{"path":"a"}},)"
+      R"({"type":"mcp_tool_use","id":"m1","name":"x","server_name":"s","input":{}},{"type":"mcp_tool_result","tool_use_id":"m1","content":[]},)"
+      R"({"type":"fancy_new_block","x":1}]})");
+  const auto& b = m->blocks();
+  ASSERT_EQ(b.size(), 6u);
+  EXPECT_EQ(b[0].kind(), BlockKind::thinking);
+  EXPECT_EQ(b[0].signature(), "sig");
+  EXPECT_EQ(b[1].text(), "ok");
+  EXPECT_EQ(b[2].kind(), BlockKind::tool_use);
+  EXPECT_EQ(b[2].id(), "toolu_1");
+  EXPECT_EQ(b[2].name(), "Read");
+  EXPECT_EQ(b[2].input()->as_object().at("path").as_string(), "a");
+  EXPECT_EQ(b[3].kind(), BlockKind::server_tool_use);
+  EXPECT_EQ(b[4].kind(), BlockKind::server_tool_result);
+  EXPECT_EQ(b[5].kind(), BlockKind::other);
+  EXPECT_EQ(b[5].type(), "fancy_new_block");
+  auto r = test::message_or_die(R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x","is_error":true}]})");
+  EXPECT_EQ(r->blocks()[0].tool_use_id(), "toolu_1");
+  EXPECT_TRUE(r->blocks()[0].is_error());
+  EXPECT_EQ(r->blocks()[0].content()->as_string(), "x");
+}
+
+}  // namespace
+}  // namespace compactor

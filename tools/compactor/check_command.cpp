@@ -1,0 +1,78 @@
+// compactor check --input F: is this a history the API accepts?
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "compactor/active_request.hpp"
+#include "compactor/builtin_checkers.hpp"
+#include "compactor/conversation_reader.hpp"
+#include "compactor/exit_code.hpp"
+
+#include <fmt/core.h>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: compactor check --input FILE [--request TEXT]
+
+Checks a conversation (messages array, request body or JSONL; FILE may be - for stdin) against
+every checker: structure, pairing, unique_ids and the others. Prints one summary line and exits 0
+when the API would accept it; prints one line per violation (what and where: messages.N, ids, or
+byte offset and line:col for syntax errors) on stderr and exits 2 when not. The input is only read.
+
+options:
+  --input FILE     the conversation to check ("-" for stdin)
+  --request TEXT   the active request (default: the newest user text that is not a tool result,
+                   a command echo or an interruption notice)
+)";
+
+constexpr std::size_t kMaxLines = 20;
+
+}  // namespace
+
+int check_command(int argc, char** argv) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2, {{"input"}, {"request"}}, error);
+  if (!args) {
+    fmt::print(stderr, "compactor check: {}\n{}", error, kHelp);
+    return kExitBadInput;
+  }
+  if (args->help) {
+    fmt::print("{}", kHelp);
+    return kExitOk;
+  }
+  auto input = args->get("input");
+  if (!input || !args->positional.empty()) {
+    fmt::print(stderr, "compactor check: {}\n{}", input ? "unexpected argument " + args->positional.front() : "--input is required", kHelp);
+    return kExitBadInput;
+  }
+
+  auto conversation = read_conversation_file(*input);
+  if (!conversation) {
+    fmt::print(stderr, "{}\n", conversation.error().message);
+    return kExitBadInput;
+  }
+  const Conversation& c = *conversation;
+  std::string request = args->get("request").value_or(find_active_request(c).text);
+  CheckInput check_input{c, c, compute_protected_tail(c, 0), request};
+  auto violations = run_checkers(make_builtin_checkers(), check_input);
+  std::string source = *input == "-" ? "<stdin>" : *input;
+  if (!violations.empty()) {
+    for (std::size_t i = 0; i < violations.size() && i < kMaxLines; ++i)
+      fmt::print(stderr, "{}: {}\n", source, violations[i].to_string());
+    if (violations.size() > kMaxLines)
+      fmt::print(stderr, "{}: … and {} more violations\n", source, violations.size() - kMaxLines);
+    return kExitBadInput;
+  }
+
+  std::size_t pairs = 0, users = 0;
+  for (const MessagePtr& m : c.messages()) {
+    users += m->role() == Role::user;
+    for (const Block& b : m->blocks()) pairs += b.kind() == BlockKind::tool_use;
+  }
+  fmt::print("OK {}: {} messages ({} user, {} assistant), {} tool pairs, {} chars, {} bytes ({})\n", source, c.size(),
+             users, c.size() - users, pairs, c.sizes().chars, c.sizes().bytes, to_string(c.format()));
+  return kExitOk;
+}
+
+}  // namespace compactor::cli

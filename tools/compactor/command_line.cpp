@@ -1,0 +1,61 @@
+#include "command_line.hpp"
+
+namespace compactor::cli {
+
+std::optional<std::string> ParsedArgs::get(const std::string& name) const {
+  auto it = options.find(name);
+  if (it == options.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+std::optional<ParsedArgs> parse_args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
+                                     std::string& error) {
+  ParsedArgs out;
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      out.help = true;
+      continue;
+    }
+    if (arg.size() < 3 || arg.rfind("--", 0) != 0) {
+      out.positional.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == name) spec = &s;
+    if (spec == nullptr) {
+      error = "unknown option --" + name;
+      return std::nullopt;
+    }
+    if (!spec->takes_value) {
+      if (value) {
+        error = "option --" + name + " takes no value";
+        return std::nullopt;
+      }
+      out.options[name].push_back("");
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= argc) {
+        error = "option --" + name + " needs a value";
+        return std::nullopt;
+      }
+      value = argv[++i];
+    }
+    if (!spec->repeatable && out.options.count(name)) {
+      error = "option --" + name + " given twice";
+      return std::nullopt;
+    }
+    out.options[name].push_back(*value);
+  }
+  return out;
+}
+
+}  // namespace compactor::cli

@@ -1,0 +1,51 @@
+// compactor: keeps an agent's conversation inside the model's context window.
+#include "commands.hpp"
+
+#include "compactor/build_fingerprint.hpp"
+#include "compactor/exit_code.hpp"
+
+#include <fmt/core.h>
+
+#include <exception>
+#include <string_view>
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: compactor COMMAND [options]
+
+commands:
+  check    --input F        validate a conversation against the checkers
+
+  compactor COMMAND --help  shows a command's options.
+  compactor --version       prints the version, the plugin API version and the build fingerprint.
+
+exit codes: 0 ok; 1 ran but still over budget, or a stage was rejected or declined under abort;
+            2 bad input or bad config; 3 plugin failure or internal error.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace compactor;
+  if (argc < 2) {
+    fmt::print(stderr, "{}", kUsage);
+    return kExitBadInput;
+  }
+  std::string_view command = argv[1];
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      fmt::print("{}", kUsage);
+      return kExitOk;
+    }
+    if (command == "--version") {
+      fmt::print("compactor {}\nplugin API {}\nfingerprint {}\n", COMPACTOR_VERSION, kApiVersion, kBuildFingerprint);
+      return kExitOk;
+    }
+    if (command == "check") return cli::check_command(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
+    return kExitPluginError;
+  }
+  fmt::print(stderr, "compactor: unknown command \"{}\"\n{}", command, kUsage);
+  return kExitBadInput;
+}
