@@ -1,0 +1,26 @@
+# compactor_add_stage(<name> SOURCES <files…> [OUTPUT_DIRECTORY <dir>])
+#
+# Builds the stage plugin compactor_stage_<name>.so as a MODULE library: hidden visibility (only
+# the COMPACTOR_PLUGIN entry point is exported), linked against the shared framework library and
+# shared Boost, never static copies. The build fingerprint is stamped by the compiler itself:
+# compactor/build_fingerprint.hpp turns the compiler's and libraries' version macros into the
+# entry symbol's name, so a plugin built with anything else cannot be mistaken for a match.
+# In-tree stages land in <build>/plugins, where the CLI finds them.
+function(compactor_add_stage name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "compactor_add_stage(${name}): SOURCES is required")
+  endif()
+  if(NOT ARG_OUTPUT_DIRECTORY)
+    set(ARG_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/plugins)
+  endif()
+  set(target compactor_stage_${name})
+  add_library(${target} MODULE ${ARG_SOURCES})
+  set_target_properties(${target} PROPERTIES
+    PREFIX ""
+    OUTPUT_NAME compactor_stage_${name}
+    LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY}
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_link_libraries(${target} PRIVATE compactor::framework)
+endfunction()

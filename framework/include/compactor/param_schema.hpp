@@ -1,0 +1,58 @@
+// The parameters a stage declares. The host validates the operator's YAML against this schema
+// and hands the stage plain values, so no YAML node crosses the plugin boundary.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace compactor {
+
+enum class ParamType { integer, number, boolean, string, choice };
+std::string_view to_string(ParamType type);
+
+using ParamValue = std::variant<std::int64_t, double, bool, std::string>;
+std::string to_string(const ParamValue& value);
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::integer;
+  std::string description;
+  std::optional<ParamValue> default_value;  // used when the config leaves it out
+  bool required = false;                    // no default: the config must give it
+  std::optional<double> min;                // integer and number
+  std::optional<double> max;
+  std::vector<std::string> choices;         // choice
+
+  // What a valid value looks like, for error messages: "an integer from 1 to 100".
+  std::string expectation() const;
+  // Empty when `value` is valid for this spec, else the expectation.
+  std::optional<std::string> check(const ParamValue& value) const;
+};
+
+using ParamSchema = std::vector<ParamSpec>;
+
+// Validated values (defaults filled in), as the stage's factory receives them.
+class ParamValues {
+ public:
+  void set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+
+  // Typed reads of a parameter the schema declared; calling the wrong one is a stage bug and
+  // throws std::logic_error (which the host turns into an error naming the stage).
+  std::int64_t integer(const std::string& name) const;
+  double number(const std::string& name) const;  // an integer value reads as a number too
+  bool boolean(const std::string& name) const;
+  const std::string& string(const std::string& name) const;
+
+  const std::map<std::string, ParamValue>& all() const { return values_; }
+
+ private:
+  const ParamValue& get(const std::string& name) const;
+  std::map<std::string, ParamValue> values_;
+};
+
+}  // namespace compactor

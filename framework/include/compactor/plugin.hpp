@@ -1,0 +1,40 @@
+// What a plugin shared library exports: exactly one `extern "C"` entry point, whose name encodes
+// the plugin API version and the build fingerprint, returning a plain descriptor. Stages are
+// registered from the descriptor's callback, never from static constructors.
+//
+//   static void register_stages(compactor::PluginRegistrar& r) { r.add_stage({...}); }
+//   COMPACTOR_PLUGIN("my_plugin", "1.0.0", register_stages)
+#pragma once
+
+#include "compactor/build_fingerprint.hpp"
+#include "compactor/stage.hpp"
+
+namespace compactor {
+
+class PluginRegistrar {
+ public:
+  virtual ~PluginRegistrar() = default;
+  virtual void add_stage(StageInfo stage) = 0;
+};
+
+}  // namespace compactor
+
+extern "C" {
+struct compactor_plugin_descriptor {
+  int api_version;
+  const char* name;
+  const char* version;
+  const char* fingerprint;
+  // Called once, after the loader has accepted the plugin. The PluginRegistrar is a C++ object;
+  // passing it is safe because the fingerprint guarantees the same compiler and libraries.
+  void (*register_plugin)(compactor::PluginRegistrar& registrar);
+};
+}
+
+#define COMPACTOR_PLUGIN(NAME, VERSION, REGISTER_FN)                                                  \
+  extern "C" __attribute__((visibility("default"))) const compactor_plugin_descriptor*                \
+  COMPACTOR_ENTRY_SYMBOL(void) {                                                                      \
+    static const compactor_plugin_descriptor descriptor{COMPACTOR_FP_API, NAME, VERSION,              \
+                                                        COMPACTOR_BUILD_FINGERPRINT, &REGISTER_FN};   \
+    return &descriptor;                                                                               \
+  }

@@ -1,0 +1,23 @@
+// Where stage `x` is looked for: the file `compactor_stage_x.so`, in order, in the pipeline
+// entry's `plugin:` path (relative to the config file), the config's `plugin_dirs`, `plugins/`
+// beside the config, then the plugin folder of the build or install tree the binary runs from.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+std::string stage_file_name(const std::string& stage);  // "compactor_stage_<stage>.so"
+
+// The build tree's `build/plugins` (beside `build/bin`), or an install's `lib/compactor/plugins`.
+std::vector<std::string> default_plugin_dirs();
+
+// The first `compactor_stage_<stage>.so` in `dirs`, or nothing.
+std::optional<std::string> find_stage_file(const std::string& stage, const std::vector<std::string>& dirs);
+
+// Every compactor_stage_*.so in `dirs`, first occurrence of each file name, in search order.
+std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs);
+
+}  // namespace compactor

@@ -1,0 +1,75 @@
+// Loads stage plugins with Boost.DLL. Before any plugin code runs (no dlopen, so not even its
+// static constructors), the loader reads the file's symbol table and refuses a plugin whose entry
+// symbol names another API version or build fingerprint. Accepted libraries are loaded
+// RTLD_LOCAL | RTLD_NOW and never unloaded while the process runs (committed messages may outlive
+// their stage). Every call into a plugin is guarded: an exception becomes an Error naming the
+// stage and the file.
+#pragma once
+
+#include "compactor/error.hpp"
+#include "compactor/plugin.hpp"
+#include "compactor/stage.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+// What a file says about itself, read from its symbol table without loading it.
+struct PluginProbe {
+  std::string file;
+  bool loadable = false;
+  std::string refusal;      // one line, when not loadable
+  int api_version = 0;      // from the entry symbol, when there is one
+  std::string fingerprint;  // from the entry symbol, when there is one
+};
+PluginProbe probe_plugin(const std::string& file);
+
+struct LoadedPlugin {
+  std::string file;  // the real path
+  std::string name;
+  std::string version;
+  int api_version = 0;
+  std::vector<std::string> stages;  // names it registered, in order
+};
+
+struct RegisteredStage {
+  const StageInfo* info = nullptr;
+  const LoadedPlugin* plugin = nullptr;  // null for a stage registered in-process
+  std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
+};
+
+// Process-wide: a library is loaded once per real path and stays loaded.
+class PluginRegistry {
+ public:
+  static PluginRegistry& instance();
+
+  // Loads the library (once per real path) and registers its stages. Refusals and failures are
+  // one line naming the file.
+  Expected<const LoadedPlugin*> load(const std::string& file);
+
+  // For stages compiled into the host or a test program.
+  Expected<const RegisteredStage*> add_builtin(StageInfo info);
+
+  const RegisteredStage* find_stage(const std::string& name) const;
+  std::vector<std::string> stage_names() const;
+
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+ private:
+  PluginRegistry() = default;
+  struct Library;
+  std::map<std::string, std::unique_ptr<Library>> libraries_;  // by real path
+  std::map<std::string, RegisteredStage> stages_;              // by stage name
+  std::vector<std::unique_ptr<StageInfo>> builtins_;
+};
+
+// Guarded calls into stage code: exceptions become Errors naming stage and file.
+Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);
+Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, const Conversation& committed,
+                                const StageContext& context);
+
+}  // namespace compactor

@@ -1,0 +1,76 @@
+// The interface a compaction stage implements. A stage receives the committed conversation
+// (immutable) and a context, and returns either a candidate (a new Conversation, sharing every
+// message it did not change) or a decline with a reason. It never mutates its input; the host
+// checks the candidate before committing it.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
+#include "compactor/param_schema.hpp"
+#include "compactor/protected_tail.hpp"
+#include "compactor/size_unit.hpp"
+#include "compactor/stage_logger.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace compactor {
+
+class ArchiveStore;  // the archive service (Stages 1 of 2)
+class Summarizer;    // the summarizer service (Stages 2 of 2)
+
+struct Budget {
+  SizeUnit unit = SizeUnit::chars;
+  std::uint64_t limit = 0;   // over this, `when: over_budget` stages run
+  std::uint64_t target = 0;  // what a stage aims for once it runs (≤ limit)
+};
+
+struct StageContext {
+  Budget budget;
+  ProtectedTail tail;                 // of the committed conversation
+  std::string_view active_request;    // verbatim; empty when none
+  ArchiveStore* archive = nullptr;    // null until the archive exists
+  Summarizer* summarizer = nullptr;   // null unless configured
+  StageLogger* log = nullptr;         // never null when the host calls a stage
+
+  std::uint64_t size(const Conversation& c) const { return c.size_in(budget.unit); }
+  bool over_limit(const Conversation& c) const { return size(c) > budget.limit; }
+  bool over_target(const Conversation& c) const { return size(c) > budget.target; }
+};
+
+class StageResult {
+ public:
+  static StageResult candidate(Conversation conversation) { return StageResult(std::move(conversation), {}); }
+  static StageResult decline(std::string reason) { return StageResult(std::nullopt, std::move(reason)); }
+
+  bool declined() const { return !candidate_.has_value(); }
+  const Conversation& conversation() const { return *candidate_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  StageResult(std::optional<Conversation> c, std::string reason) : candidate_(std::move(c)), reason_(std::move(reason)) {}
+  std::optional<Conversation> candidate_;
+  std::string reason_;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual StageResult run(const Conversation& committed, const StageContext& context) = 0;
+};
+
+using StageFactory = std::function<Expected<std::unique_ptr<Stage>>(const ParamValues& params)>;
+
+// What a plugin registers for each stage it provides.
+struct StageInfo {
+  std::string name;         // what a pipeline entry's `stage:` names
+  std::string description;  // one line, shown by `compactor plugins`
+  ParamSchema params;
+  bool may_touch_tail = false;  // may put receipt markers in tool_result content of the protected tail
+  bool may_grow = false;        // its candidate may be larger than its input
+  StageFactory create;
+};
+
+}  // namespace compactor

@@ -1,0 +1,51 @@
+#include "compactor/plugin_discovery.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <unistd.h>
+
+namespace compactor {
+
+namespace fs = std::filesystem;
+
+std::string stage_file_name(const std::string& stage) { return "compactor_stage_" + stage + ".so"; }
+
+std::vector<std::string> default_plugin_dirs() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  fs::path bin = exe.parent_path();
+  std::vector<std::string> dirs;
+  for (fs::path candidate : {bin.parent_path() / "plugins", bin.parent_path() / "lib" / "compactor" / "plugins"})
+    if (fs::is_directory(candidate, ec)) dirs.push_back(candidate.string());
+  return dirs;
+}
+
+std::optional<std::string> find_stage_file(const std::string& stage, const std::vector<std::string>& dirs) {
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    fs::path p = fs::path(dir) / stage_file_name(stage);
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    std::vector<std::string> here;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("compactor_stage_", 0) == 0 && e.path().extension() == ".so" && seen.insert(name).second)
+        here.push_back(e.path().string());
+    }
+    std::sort(here.begin(), here.end());
+    out.insert(out.end(), here.begin(), here.end());
+  }
+  return out;
+}
+
+}  // namespace compactor

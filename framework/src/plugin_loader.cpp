@@ -1,0 +1,263 @@
+#include "compactor/plugin_loader.hpp"
+
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "gcc12_2__cxx11abi1__…" → "gcc12.2-cxx11abi1-…"
+std::string fingerprint_from_symbol(std::string_view part) {
+  std::string out;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    if (part[i] == '_' && i + 1 < part.size() && part[i + 1] == '_') {
+      out += '-';
+      ++i;
+    } else {
+      out += part[i] == '_' ? '.' : part[i];
+    }
+  }
+  return out;
+}
+
+// The leading letters of each component that differs: "boost", "asan"…
+std::string differing_components(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& s) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= s.size(); ++i)
+      if (i == s.size() || s[i] == '-') {
+        parts.push_back(s.substr(start, i - start));
+        start = i + 1;
+      }
+    return parts;
+  };
+  auto pa = split(a), pb = split(b);
+  std::string out;
+  for (std::size_t i = 0; i < std::max(pa.size(), pb.size()); ++i) {
+    std::string x = i < pa.size() ? pa[i] : "", y = i < pb.size() ? pb[i] : "";
+    if (x == y) continue;
+    std::string name = x.substr(0, x.find_first_of("0123456789"));
+    if (name == "cxx") name = "cxx11abi";
+    if (!out.empty()) out += ", ";
+    out += name.empty() ? "?" : name;
+  }
+  return out;
+}
+
+std::string describe_exception(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+class CollectingRegistrar final : public PluginRegistrar {
+ public:
+  void add_stage(StageInfo stage) override { stages.push_back(std::move(stage)); }
+  std::vector<StageInfo> stages;
+};
+
+}  // namespace
+
+PluginProbe probe_plugin(const std::string& file) {
+  PluginProbe probe;
+  probe.file = file;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    probe.refusal = file + ": no such plugin file";
+    return probe;
+  }
+  {
+    // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
+    std::ifstream in(file, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, 4);
+    if (in.gcount() != 4 || std::string_view(magic, 4) != "\x7f" "ELF") {
+      probe.refusal = file + ": not a shared library (no ELF header)";
+      return probe;
+    }
+  }
+  std::vector<std::string> symbols;
+  try {
+    boost::dll::library_info info(file);
+    symbols = info.symbols();
+  } catch (const std::exception& e) {
+    probe.refusal = file + ": not a shared library (" + e.what() + ")";
+    return probe;
+  }
+  std::vector<std::string> entries;
+  for (const auto& s : symbols)
+    if (s.rfind(kEntrySymbolPrefix, 0) == 0) entries.push_back(s);
+  if (entries.empty()) {
+    probe.refusal = file + ": no Compactor plugin entry point (no exported " + kEntrySymbolPrefix +
+                    "… symbol; build it with compactor_add_stage and COMPACTOR_PLUGIN)";
+    return probe;
+  }
+  if (entries.size() > 1) {
+    probe.refusal = file + ": more than one Compactor plugin entry point (" + entries[0] + ", " + entries[1] + ")";
+    return probe;
+  }
+  std::string_view rest = std::string_view(entries[0]).substr(std::string_view(kEntrySymbolPrefix).size());
+  std::size_t sep = rest.find("__");
+  try {
+    probe.api_version = std::stoi(std::string(rest.substr(0, sep)));
+  } catch (const std::exception&) {
+    probe.refusal = file + ": malformed Compactor entry point " + entries[0];
+    return probe;
+  }
+  probe.fingerprint = sep == std::string_view::npos ? "" : fingerprint_from_symbol(rest.substr(sep + 2));
+  if (probe.api_version != kApiVersion) {
+    probe.refusal = file + ": plugin API version " + std::to_string(probe.api_version) +
+                    ", but this host implements version " + std::to_string(kApiVersion) +
+                    "; rebuild the plugin against this Compactor";
+    return probe;
+  }
+  if (probe.fingerprint != kBuildFingerprint) {
+    probe.refusal = file + ": built for " + probe.fingerprint + ", but this host is " + kBuildFingerprint + " (differs in: " +
+                    differing_components(probe.fingerprint, kBuildFingerprint) +
+                    "); rebuild the plugin with the host's compiler and libraries";
+    return probe;
+  }
+  probe.loadable = true;
+  return probe;
+}
+
+struct PluginRegistry::Library {
+  boost::dll::shared_library library;
+  LoadedPlugin plugin;
+  std::vector<std::unique_ptr<StageInfo>> stages;
+  std::optional<Error> failure;  // a library that failed after loading stays loaded, and failed
+};
+
+PluginRegistry& PluginRegistry::instance() {
+  // Deliberately never destroyed: plugin code must stay mapped until the process ends.
+  static PluginRegistry* registry = new PluginRegistry();
+  return *registry;
+}
+
+Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
+  PluginProbe probe = probe_plugin(file);
+  if (!probe.loadable) return Error{probe.refusal};
+  std::string real = fs::canonical(file).string();
+  if (auto it = libraries_.find(real); it != libraries_.end()) {
+    if (it->second->failure) return *it->second->failure;
+    return &it->second->plugin;
+  }
+
+  auto lib = std::make_unique<Library>();
+  lib->plugin.file = real;
+  boost::dll::fs::error_code ec;
+  lib->library.load(real, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, ec);
+  if (ec) {
+    // Boost.DLL clears dlerror(); a second dlopen of a file that just failed to load fails the
+    // same way, before any of its code runs, and tells why.
+    std::string why = ec.message();
+    dlerror();
+    if (void* h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL); h == nullptr) {
+      if (const char* e = dlerror()) why = e;
+    }
+    return Error{file + ": cannot load: " + why};
+  }
+
+  Library& l = *lib;
+  Library* stored = libraries_.emplace(real, std::move(lib)).first->second.get();
+  auto fail = [&](std::string message) -> Error {
+    stored->failure = Error{std::move(message)};
+    return *stored->failure;
+  };
+
+  const compactor_plugin_descriptor* descriptor = nullptr;
+  try {
+    auto entry = l.library.get<const compactor_plugin_descriptor*()>(COMPACTOR_ENTRY_SYMBOL_NAME);
+    descriptor = entry();
+  } catch (...) {
+    return fail(file + ": the plugin entry point threw: " + describe_exception(std::current_exception()));
+  }
+  if (descriptor == nullptr) return fail(file + ": bad plugin descriptor: the entry point returned null");
+  if (descriptor->api_version != kApiVersion || descriptor->fingerprint == nullptr ||
+      std::string_view(descriptor->fingerprint) != kBuildFingerprint)
+    return fail(file + ": bad plugin descriptor: its API version or fingerprint disagrees with its entry symbol");
+  if (descriptor->name == nullptr || *descriptor->name == '\0' || descriptor->version == nullptr ||
+      descriptor->register_plugin == nullptr)
+    return fail(file + ": bad plugin descriptor: name, version and register callback are required");
+  l.plugin.name = descriptor->name;
+  l.plugin.version = descriptor->version;
+  l.plugin.api_version = descriptor->api_version;
+
+  CollectingRegistrar registrar;
+  try {
+    descriptor->register_plugin(registrar);
+  } catch (...) {
+    return fail(file + ": registering plugin " + l.plugin.name + " threw: " + describe_exception(std::current_exception()));
+  }
+  if (registrar.stages.empty()) return fail(file + ": plugin " + l.plugin.name + " registered no stage");
+  std::set<std::string> names;
+  for (const StageInfo& s : registrar.stages) {
+    if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a stage without a name or factory");
+    if (!names.insert(s.name).second) return fail(file + ": plugin " + l.plugin.name + " registers stage \"" + s.name + "\" twice");
+    if (auto it = stages_.find(s.name); it != stages_.end())
+      return fail("stage \"" + s.name + "\" is registered by both " + it->second.file() + " and " + real);
+  }
+  for (StageInfo& s : registrar.stages) {
+    l.stages.push_back(std::make_unique<StageInfo>(std::move(s)));
+    l.plugin.stages.push_back(l.stages.back()->name);
+    stages_[l.stages.back()->name] = RegisteredStage{l.stages.back().get(), &l.plugin};
+  }
+  return &l.plugin;
+}
+
+Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo info) {
+  if (auto it = stages_.find(info.name); it != stages_.end())
+    return Error{"stage \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  builtins_.push_back(std::make_unique<StageInfo>(std::move(info)));
+  RegisteredStage& r = stages_[builtins_.back()->name];
+  r = RegisteredStage{builtins_.back().get(), nullptr};
+  return &r;
+}
+
+const RegisteredStage* PluginRegistry::find_stage(const std::string& name) const {
+  auto it = stages_.find(name);
+  return it == stages_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> PluginRegistry::stage_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : stages_) out.push_back(name);
+  return out;
+}
+
+Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params) {
+  std::string who = "stage " + stage.info->name + " (" + stage.file() + ")";
+  try {
+    auto created = stage.info->create(params);
+    if (!created) return Error{who + ": " + created.error().message};
+    if (created.value() == nullptr) return Error{who + ": the factory returned no stage"};
+    return std::move(created).value();
+  } catch (...) {
+    return Error{who + ": create threw: " + describe_exception(std::current_exception())};
+  }
+}
+
+Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, const Conversation& committed,
+                                const StageContext& context) {
+  try {
+    return instance.run(committed, context);
+  } catch (...) {
+    return Error{"stage " + stage.info->name + " (" + stage.file() + "): run threw: " +
+                 describe_exception(std::current_exception())};
+  }
+}
+
+}  // namespace compactor

@@ -1,0 +1,175 @@
+// The loader against real fixture plugins (MODULE libraries built by compactor_add_stage). Each
+// refusal or failure is asserted as the exact one-line error a user would see.
+#include "support/test_support.hpp"
+
+#include "compactor/plugin_discovery.hpp"
+#include "compactor/plugin_loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) { return std::string(FIXTURE_DIR) + "/compactor_stage_" + name + ".so"; }
+std::string marker(const std::string& name) { return std::string(MARKER_DIR) + "/" + name + ".marker"; }
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+
+std::string load_error(const std::string& file) {
+  auto r = PluginRegistry::instance().load(file);
+  EXPECT_FALSE(r.ok()) << file << " loaded";
+  return r.ok() ? "" : r.error().message;
+}
+
+class NullLogger final : public StageLogger {
+ public:
+  void log(LogLevel, std::string_view) override {}
+};
+
+Conversation small() { return test::parse_or_die(R"([{"role":"user","content":"hi"}])"); }
+
+TEST(Loader, GoodPluginLoadsRegistersAndRuns) {
+  fs::remove(marker("fixture_good"));
+  auto loaded = PluginRegistry::instance().load(fixture("fixture_good"));
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded.value()->name, "fixture_good");
+  EXPECT_EQ(loaded.value()->version, "1.2.3");
+  EXPECT_EQ(loaded.value()->api_version, 1);
+  EXPECT_EQ(loaded.value()->stages, std::vector<std::string>{"fixture_good"});
+  // Control for the refusal tests: a loaded plugin's static constructor does leave its marker.
+  EXPECT_TRUE(fs::exists(marker("fixture_good")));
+
+  const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_good");
+  ASSERT_NE(stage, nullptr);
+  EXPECT_EQ(stage->file(), fs::canonical(fixture("fixture_good")).string());
+  auto instance = create_stage(*stage, {});
+  ASSERT_TRUE(instance.ok()) << instance.error().message;
+  NullLogger log;
+  StageContext context;
+  context.log = &log;
+  Conversation c = small();
+  auto result = run_stage(**instance, *stage, c, context);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->conversation().messages()[0], c.messages()[0]);
+}
+
+TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
+  std::string link = std::string(FIXTURE_DIR) + "/link_to_good.so";
+  fs::remove(link);
+  fs::create_symlink(fixture("fixture_good"), link);
+  auto a = PluginRegistry::instance().load(fixture("fixture_good"));
+  auto b = PluginRegistry::instance().load(link);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(a.value(), b.value());
+}
+
+TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
+  fs::remove(marker("fixture_wrong_api"));
+  EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 1; rebuild the plugin against this Compactor");
+  EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
+  auto probe = probe_plugin(fixture("fixture_wrong_api"));
+  EXPECT_FALSE(probe.loadable);
+  EXPECT_EQ(probe.api_version, 999);
+}
+
+TEST(Loader, WrongFingerprintIsRefusedBeforeAnyPluginCodeRuns) {
+  fs::remove(marker("fixture_wrong_fingerprint"));
+  std::string host = kBuildFingerprint;
+  std::string theirs = replace(host, "boost108100", "boost107400");
+  EXPECT_EQ(load_error(fixture("fixture_wrong_fingerprint")),
+            fixture("fixture_wrong_fingerprint") + ": built for " + theirs + ", but this host is " + host +
+                " (differs in: boost); rebuild the plugin with the host's compiler and libraries");
+  EXPECT_FALSE(fs::exists(marker("fixture_wrong_fingerprint"))) << "the refused plugin's static constructor ran";
+}
+
+TEST(Loader, NoEntryPoint) {
+  EXPECT_EQ(load_error(fixture("fixture_no_entry")),
+            fixture("fixture_no_entry") + ": no Compactor plugin entry point (no exported compactor_plugin_api… symbol; build it with compactor_add_stage and COMPACTOR_PLUGIN)");
+}
+
+TEST(Loader, NotASharedLibrary) {
+  EXPECT_EQ(load_error(fixture("fixture_not_a_library")),
+            fixture("fixture_not_a_library") + ": not a shared library (no ELF header)");
+}
+
+TEST(Loader, MissingFile) {
+  EXPECT_EQ(load_error(fixture("fixture_nowhere")), fixture("fixture_nowhere") + ": no such plugin file");
+}
+
+TEST(Loader, MissingDependencyGivesDlerror) {
+  std::string file = fixture("fixture_missing_dependency");
+  EXPECT_EQ(load_error(file), file + ": cannot load: " + fs::canonical(file).string() +
+                                  ": undefined symbol: compactor_fixture_symbol_that_does_not_exist");
+  EXPECT_EQ(PluginRegistry::instance().find_stage("fixture_missing_dependency"), nullptr);
+}
+
+TEST(Loader, ThrowingRegistrationIsAnError) {
+  std::string file = fixture("fixture_throwing_register");
+  EXPECT_EQ(load_error(file), file + ": registering plugin fixture_throwing_register threw: register boom");
+  // Asking again gives the same answer; the library stays loaded but registers nothing.
+  EXPECT_EQ(load_error(file), file + ": registering plugin fixture_throwing_register threw: register boom");
+}
+
+TEST(Loader, ThrowingFactoryIsAnErrorNamingStageAndFile) {
+  std::string file = fixture("fixture_throwing_factory");
+  ASSERT_TRUE(PluginRegistry::instance().load(file).ok());
+  const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_throwing_factory");
+  ASSERT_NE(stage, nullptr);
+  auto instance = create_stage(*stage, {});
+  ASSERT_FALSE(instance.ok());
+  EXPECT_EQ(instance.error().message,
+            "stage fixture_throwing_factory (" + fs::canonical(file).string() + "): create threw: factory boom");
+}
+
+TEST(Loader, ThrowingRunIsAnErrorNamingStageAndFile) {
+  std::string file = fixture("fixture_throwing_run");
+  ASSERT_TRUE(PluginRegistry::instance().load(file).ok());
+  const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_throwing_run");
+  auto instance = create_stage(*stage, {});
+  ASSERT_TRUE(instance.ok());
+  NullLogger log;
+  StageContext context;
+  context.log = &log;
+  Conversation c = small();
+  auto result = run_stage(**instance, *stage, c, context);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().message, "stage fixture_throwing_run (" + fs::canonical(file).string() + "): run threw: run boom");
+}
+
+TEST(Loader, OneStageNameInTwoFilesNamesBoth) {
+  std::string a = std::string(FIXTURE_DIR) + "/duplicate_a/compactor_stage_fixture_duplicate.so";
+  std::string b = std::string(FIXTURE_DIR) + "/duplicate_b/compactor_stage_fixture_duplicate.so";
+  ASSERT_TRUE(PluginRegistry::instance().load(a).ok());
+  EXPECT_EQ(load_error(b), "stage \"fixture_duplicate\" is registered by both " + fs::canonical(a).string() + " and " +
+                               fs::canonical(b).string());
+}
+
+TEST(Discovery, FindsStageFilesInSearchOrder) {
+  std::vector<std::string> dirs = {std::string(FIXTURE_DIR) + "/duplicate_b", std::string(FIXTURE_DIR) + "/duplicate_a"};
+  EXPECT_EQ(find_stage_file("fixture_duplicate", dirs), dirs[0] + "/compactor_stage_fixture_duplicate.so");
+  EXPECT_EQ(find_stage_file("nothing_here", dirs), std::nullopt);
+  auto all = list_stage_files(dirs);
+  EXPECT_EQ(all, std::vector<std::string>{dirs[0] + "/compactor_stage_fixture_duplicate.so"});
+}
+
+#ifdef COMPACTOR_TEST_SANITIZED
+TEST(Loader, PluginBuiltWithoutTheSanitizerIsRefusedByFingerprint) {
+  std::string host = kBuildFingerprint;
+  std::string theirs = replace(host, "asan1", "asan0");
+  EXPECT_EQ(load_error(fixture("fixture_not_sanitized")),
+            fixture("fixture_not_sanitized") + ": built for " + theirs + ", but this host is " + host +
+                " (differs in: asan); rebuild the plugin with the host's compiler and libraries");
+}
+#endif
+
+}  // namespace
+}  // namespace compactor
