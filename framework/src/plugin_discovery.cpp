@@ -1,6 +1,7 @@
 #include "compactor/plugin_discovery.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <unistd.h>
@@ -10,6 +11,21 @@ namespace compactor {
 namespace fs = std::filesystem;
 
 std::string stage_file_name(const std::string& stage) { return "compactor_stage_" + stage + ".so"; }
+
+std::vector<std::string> env_plugin_dirs() {
+  std::vector<std::string> dirs;
+  const char* path = std::getenv("COMPACTOR_PLUGIN_PATH");
+  if (path == nullptr) return dirs;
+  std::string_view rest = path;
+  while (!rest.empty()) {
+    std::size_t colon = rest.find(':');
+    std::string_view dir = rest.substr(0, colon);
+    if (!dir.empty()) dirs.emplace_back(dir);
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return dirs;
+}
 
 std::vector<std::string> default_plugin_dirs() {
   std::error_code ec;

@@ -3,10 +3,13 @@
 #include "compactor/active_request.hpp"
 #include "compactor/builtin_checkers.hpp"
 #include "compactor/conversation_reader.hpp"
+#include "compactor/pipeline.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace {
@@ -45,9 +48,14 @@ std::string generate_conversation(std::size_t min_bytes) {
   return out + "]";
 }
 
-const std::string& input() {
-  static const std::string bytes = generate_conversation(10u << 20);
-  return bytes;
+// The benchmark inputs: 10 MB, and 40 MB for the scaling check.
+const std::string& input(int scale = 1) {
+  if (scale == 4) {
+    static const std::string four = generate_conversation(40u << 20);
+    return four;
+  }
+  static const std::string one = generate_conversation(10u << 20);
+  return one;
 }
 
 void BM_BoostJsonParseSerialize(benchmark::State& state) {
@@ -77,6 +85,49 @@ void BM_ParseCheckSerialize(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
 }
 BENCHMARK(BM_ParseCheckSerialize)->Unit(benchmark::kMillisecond);
+
+class QuietLogger final : public compactor::StageLogger {
+ public:
+  void log(compactor::LogLevel, std::string_view) override {}
+};
+
+// A whole `compactor run` with the default-style micro stage, as the CLI does it: parse, input
+// checks, micro over budget, every checker on its candidate, serialize.
+void BM_FullRunMicro(benchmark::State& state) {
+  using namespace compactor;
+  int scale = static_cast<int>(state.range(0));
+  const std::string& bytes = input(scale);
+  auto config_path = std::filesystem::temp_directory_path() / "compactor-bench-pipeline.yaml";
+  std::ofstream(config_path) << "version: 1\nbudget: {unit: chars, limit: 1000000}\nplugin_dirs: [\"" COMPACTOR_PLUGIN_DIR
+                                "\"]\npipeline:\n  - stage: micro\n    when: over_budget\n";
+  auto loaded = load_pipeline_config(config_path.string());
+  if (!loaded.config) {
+    state.SkipWithError(loaded.errors.front().c_str());
+    return;
+  }
+  auto pipeline = Pipeline::build(std::move(*loaded.config));
+  QuietLogger log;
+  for (auto _ : state) {
+    auto c = read_conversation(bytes);
+    RunReport report = pipeline->run(*c, {}, log);
+    if (report.stages.empty() || report.stages[0].status != StageStatus::committed) state.SkipWithError("micro did not commit");
+    std::string out = report.output->serialize();
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+}
+BENCHMARK(BM_FullRunMicro)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
+
+void BM_BoostJsonParseSerialize4x(benchmark::State& state) {
+  const std::string& bytes = input(4);
+  for (auto _ : state) {
+    json::value v = json::parse(bytes);
+    std::string out = json::serialize(v);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes.size()));
+}
+BENCHMARK(BM_BoostJsonParseSerialize4x)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -4,5 +4,9 @@
 namespace compactor::cli {
 
 int check_command(int argc, char** argv);
+int run_command(int argc, char** argv);
+int validate_command(int argc, char** argv);
+int print_pipeline_command(int argc, char** argv);
+int plugins_command(int argc, char** argv);
 
 }  // namespace compactor::cli

@@ -14,7 +14,17 @@ namespace {
 constexpr const char* kUsage = R"(usage: compactor COMMAND [options]
 
 commands:
-  check    --input F        validate a conversation against the checkers
+  run             --config F --input F [--output F] [--report F] [--request TEXT]
+                  [--reason prompt_too_long]
+                           run a pipeline on a conversation
+  check           --input F
+                           validate a conversation against the checkers
+  validate        --config F
+                           load, validate and build a pipeline without running it
+  print-pipeline  --config F
+                           print the normalized, resolved pipeline (feed-back-able YAML)
+  plugins         [--config F] [--plugin-dir D]…
+                           list stage plugins and whether each would load
 
   compactor COMMAND --help  shows a command's options.
   compactor --version       prints the version, the plugin API version and the build fingerprint.
@@ -42,6 +52,10 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     if (command == "check") return cli::check_command(argc, argv);
+    if (command == "run") return cli::run_command(argc, argv);
+    if (command == "validate") return cli::validate_command(argc, argv);
+    if (command == "print-pipeline") return cli::print_pipeline_command(argc, argv);
+    if (command == "plugins") return cli::plugins_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

@@ -1,6 +1,7 @@
 // Where stage `x` is looked for: the file `compactor_stage_x.so`, in order, in the pipeline
 // entry's `plugin:` path (relative to the config file), the config's `plugin_dirs`, `plugins/`
-// beside the config, then the plugin folder of the build or install tree the binary runs from.
+// beside the config, COMPACTOR_PLUGIN_PATH, then the plugin folder of the build or install tree
+// the binary runs from.
 #pragma once
 
 #include <optional>
@@ -10,6 +11,9 @@
 namespace compactor {
 
 std::string stage_file_name(const std::string& stage);  // "compactor_stage_<stage>.so"
+
+// The folders in the environment variable COMPACTOR_PLUGIN_PATH (colon-separated), in order.
+std::vector<std::string> env_plugin_dirs();
 
 // The build tree's `build/plugins` (beside `build/bin`), or an install's `lib/compactor/plugins`.
 std::vector<std::string> default_plugin_dirs();

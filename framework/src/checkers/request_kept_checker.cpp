@@ -5,19 +5,25 @@
 namespace compactor::detail {
 namespace {
 
+// Newest first: the request is almost always near the end.
+bool contains(const Conversation& c, std::string_view request) {
+  const auto& messages = c.messages();
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if ((*it)->role() != Role::user) continue;
+    for (const Block& b : (*it)->blocks())
+      if (b.kind() == BlockKind::text && b.text().find(request) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 class RequestKeptChecker final : public Checker {
  public:
   std::string_view name() const override { return "request_kept"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (in.active_request.empty() || same_messages(in)) return;
-    // Newest first: the request is almost always near the end.
-    const auto& messages = in.candidate.messages();
-    for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
-      const MessagePtr& m = *it;
-      if (m->role() != Role::user) continue;
-      for (const Block& b : m->blocks())
-        if (b.kind() == BlockKind::text && b.text().find(in.active_request) != std::string_view::npos) return;
-    }
+    if (contains(in.candidate, in.active_request)) return;
+    // A request given from outside that the input itself never held cannot be "dropped".
+    if (!contains(in.before, in.active_request)) return;
     std::string excerpt(in.active_request.substr(0, 60));
     if (excerpt.size() < in.active_request.size()) excerpt += "…";
     Violation v;

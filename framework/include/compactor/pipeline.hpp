@@ -1,0 +1,44 @@
+// The host's loop (DESIGN.md, "Data flow"): the input is checked; then for each stage, its `when`
+// is evaluated, it runs on the committed conversation, every enabled checker looks at its
+// candidate, and the candidate is committed or rejected (`on_violation: abort | skip`), the
+// conversation staying as it was on a reject or decline; last, the final budget check.
+#pragma once
+
+#include "compactor/checker.hpp"
+#include "compactor/pipeline_config.hpp"
+#include "compactor/run_report.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+struct RunOptions {
+  bool prompt_too_long = false;        // run `on_prompt_too_long` instead of `pipeline`
+  std::optional<std::string> request;  // the active request; found in the conversation if unset
+  std::string input_name;              // for the report
+};
+
+class Pipeline {
+ public:
+  // Creates every stage (guarded calls into plugin code). An error names stage and file.
+  static Expected<Pipeline> build(PipelineConfig config);
+
+  RunReport run(const Conversation& input, const RunOptions& options, StageLogger& log);
+
+  const PipelineConfig& config() const { return *config_; }
+
+ private:
+  struct BuiltStage {
+    const PipelineEntryConfig* entry;
+    std::unique_ptr<Stage> instance;
+  };
+  std::unique_ptr<PipelineConfig> config_;  // stable address: BuiltStage points into it
+  std::vector<BuiltStage> pipeline_;
+  std::vector<BuiltStage> on_prompt_too_long_;
+  std::vector<CheckerPtr> checkers_;
+};
+
+}  // namespace compactor

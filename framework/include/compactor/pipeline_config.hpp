@@ -1,0 +1,75 @@
+// The pipeline configuration an operator writes (YAML, `version: 1`), validated in full before
+// anything runs. Loading resolves every stage to a plugin (loading it), validates every stage's
+// params against the schema the stage declared, and reports every mistake it finds, each as one
+// line: `file:line:col: yaml.path: expected …, got …`.
+#pragma once
+
+#include "compactor/param_schema.hpp"
+#include "compactor/plugin_loader.hpp"
+#include "compactor/stage.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based
+  int column = 0;  // 1-based
+  std::string to_string() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
+};
+
+enum class WhenKind { always, over_budget, messages_over };
+struct When {
+  WhenKind kind = WhenKind::always;
+  std::uint64_t messages = 0;  // messages_over
+  std::string to_string() const;  // "always", "over_budget", "{messages_over: 50}"
+};
+
+struct PipelineEntryConfig {
+  std::string stage;
+  std::string plugin;       // as written in the config (may be empty)
+  When when;
+  ParamValues params;       // validated, defaults filled in
+  const RegisteredStage* registered = nullptr;
+  SourceLocation location;  // of the entry
+  std::string yaml_path;    // "pipeline[2]"
+};
+
+enum class ViolationPolicy { abort, skip };
+
+struct PipelineConfig {
+  std::string file;          // as given
+  Budget budget;
+  std::size_t recent_exchanges = 1;
+  std::string archive_dir = ".compactor/archive";
+  std::optional<std::string> meter_kind;
+  std::optional<std::string> summarizer_kind;
+  std::vector<std::string> checkers;  // enabled, in run order
+  ViolationPolicy on_violation = ViolationPolicy::abort;
+  std::vector<std::string> plugin_dirs;  // resolved against the config's folder
+  std::vector<PipelineEntryConfig> pipeline;
+  std::vector<PipelineEntryConfig> on_prompt_too_long;
+};
+
+struct ConfigLoadResult {
+  std::optional<PipelineConfig> config;  // set when there were no errors
+  std::vector<std::string> errors;       // every problem found, one line each
+  bool plugin_failure = false;           // a plugin was refused or failed: exit 3, not 2
+};
+
+// Reads, validates and resolves a config file. Plugins are searched (DESIGN.md) in the entry's
+// `plugin:` path, `plugin_dirs`, `plugins/` beside the config, each folder of the environment
+// variable COMPACTOR_PLUGIN_PATH (colon-separated), then the binary's own plugin folder.
+ConfigLoadResult load_pipeline_config(const std::string& file);
+
+// The plugin search folders a config file names, without validating the rest (for `plugins`).
+Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file);
+
+// The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
+// pipeline. Plugin versions are given in comments.
+std::string print_pipeline(const PipelineConfig& config);
+
+}  // namespace compactor

@@ -1,0 +1,63 @@
+// What a run did, stage by stage: the JSON report (`--report`, schema-versioned) and the
+// human summary the CLI prints.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/stage.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+inline constexpr int kRunReportSchemaVersion = 1;
+
+enum class StageStatus {
+  committed,  // ran, candidate passed every checker, now the conversation
+  unchanged,  // ran and returned its input
+  skipped,    // its `when` was false
+  declined,   // ran and said why it could not act; conversation unchanged
+  rejected,   // its candidate broke a rule; conversation unchanged
+  failed,     // threw (a plugin failure); the run stops
+};
+std::string_view to_string(StageStatus status);
+
+struct SizeSnapshot {
+  std::size_t messages = 0;
+  Sizes sizes;
+  static SizeSnapshot of(const Conversation& c) { return {c.size(), c.sizes()}; }
+};
+
+struct StageRunReport {
+  std::string stage;
+  std::string plugin_file;     // "<built-in>" for in-process stages
+  std::string plugin_version;
+  StageStatus status = StageStatus::skipped;
+  std::string reason;          // why skipped / declined / failed
+  std::vector<std::string> violations;
+  SizeSnapshot before;
+  SizeSnapshot after;
+  std::int64_t wall_us = 0;  // microseconds
+};
+
+struct RunReport {
+  std::string config_file;
+  std::string input;
+  std::string reason = "before_call";  // or "prompt_too_long"
+  Budget budget;
+  SizeSnapshot input_size;
+  SizeSnapshot output_size;
+  std::optional<std::size_t> first_changed_message;  // a prompt cache reuses everything before it
+  std::vector<StageRunReport> stages;
+  std::string resolved_pipeline;  // print_pipeline() of the config that ran
+  std::string status;             // ok | over_budget | aborted | bad_input | failed
+  std::string error;              // for bad_input / failed: the line(s) printed
+  int exit_code = 0;
+  std::optional<Conversation> output;  // the last committed conversation (exit 0 and 1)
+
+  std::string to_json() const;
+  std::string summary() const;  // a few lines for people
+};
+
+}  // namespace compactor

@@ -1,0 +1,187 @@
+#include "compactor/pipeline.hpp"
+
+#include "compactor/active_request.hpp"
+#include "compactor/builtin_checkers.hpp"
+
+#include <chrono>
+
+namespace compactor {
+namespace {
+
+// A stage's log lines start with its name.
+class PrefixedLogger final : public StageLogger {
+ public:
+  PrefixedLogger(StageLogger& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
+  void log(LogLevel level, std::string_view message) override { inner_.log(level, prefix_ + std::string(message)); }
+
+ private:
+  StageLogger& inner_;
+  std::string prefix_;
+};
+
+bool same_messages(const Conversation& a, const Conversation& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a.messages()[i] != b.messages()[i]) return false;
+  return true;
+}
+
+std::optional<std::size_t> first_changed(const Conversation& a, const Conversation& b) {
+  std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (a.messages()[i] != b.messages()[i]) return i;
+  if (a.size() != b.size()) return n;
+  return std::nullopt;
+}
+
+std::string join_lines(const std::vector<Violation>& vs) {
+  std::string out;
+  for (const auto& v : vs) out += (out.empty() ? "" : "\n") + v.to_string();
+  return out;
+}
+
+}  // namespace
+
+Expected<Pipeline> Pipeline::build(PipelineConfig config) {
+  Pipeline p;
+  p.config_ = std::make_unique<PipelineConfig>(std::move(config));
+  for (const auto& name : p.config_->checkers) p.checkers_.push_back(make_builtin_checker(name));
+  auto build_list = [](std::vector<PipelineEntryConfig>& entries, std::vector<BuiltStage>& out) -> std::optional<Error> {
+    for (auto& e : entries) {
+      auto instance = create_stage(*e.registered, e.params);
+      if (!instance) return Error{e.location.to_string() + ": " + e.yaml_path + ": " + instance.error().message};
+      out.push_back({&e, std::move(instance).value()});
+    }
+    return std::nullopt;
+  };
+  if (auto e = build_list(p.config_->pipeline, p.pipeline_)) return *e;
+  if (auto e = build_list(p.config_->on_prompt_too_long, p.on_prompt_too_long_)) return *e;
+  return p;
+}
+
+RunReport Pipeline::run(const Conversation& input, const RunOptions& options, StageLogger& log) {
+  const Budget& budget = config_->budget;
+  RunReport report;
+  report.config_file = config_->file;
+  report.input = options.input_name;
+  report.reason = options.prompt_too_long ? "prompt_too_long" : "before_call";
+  report.budget = budget;
+  report.input_size = SizeSnapshot::of(input);
+  report.resolved_pipeline = print_pipeline(*config_);
+
+  // The input must be a history the API accepts, whatever checkers the config enables.
+  {
+    std::vector<CheckerPtr> input_checkers;
+    for (const char* name : {"structure", "pairing", "unique_ids"}) input_checkers.push_back(make_builtin_checker(name));
+    auto violations = run_checkers(input_checkers, CheckInput{input, input, compute_protected_tail(input, 0), ""});
+    if (!violations.empty()) {
+      report.status = "bad_input";
+      report.exit_code = 2;
+      report.error = join_lines(violations);
+      return report;
+    }
+  }
+  std::string request = options.request.value_or(find_active_request(input).text);
+
+  Conversation committed = input;
+  auto& stages = options.prompt_too_long ? on_prompt_too_long_ : pipeline_;
+  for (BuiltStage& s : stages) {
+    const PipelineEntryConfig& entry = *s.entry;
+    StageRunReport sr;
+    sr.stage = entry.stage;
+    sr.plugin_file = entry.registered->file();
+    sr.plugin_version = entry.registered->plugin != nullptr ? entry.registered->plugin->version : "";
+    sr.before = SizeSnapshot::of(committed);
+    sr.after = sr.before;
+
+    std::uint64_t size = committed.size_in(budget.unit);
+    std::string unit(to_string(budget.unit));
+    if (entry.when.kind == WhenKind::over_budget && size <= budget.limit) {
+      sr.status = StageStatus::skipped;
+      sr.reason = "within budget (" + std::to_string(size) + " ≤ " + std::to_string(budget.limit) + " " + unit + ")";
+      report.stages.push_back(std::move(sr));
+      continue;
+    }
+    if (entry.when.kind == WhenKind::messages_over && committed.size() <= entry.when.messages) {
+      sr.status = StageStatus::skipped;
+      sr.reason = std::to_string(committed.size()) + " messages, not over " + std::to_string(entry.when.messages);
+      report.stages.push_back(std::move(sr));
+      continue;
+    }
+
+    StageContext context;
+    context.budget = budget;
+    context.tail = compute_protected_tail(committed, config_->recent_exchanges);
+    context.active_request = request;
+    PrefixedLogger stage_log(log, entry.stage + ": ");
+    context.log = &stage_log;
+
+    auto started = std::chrono::steady_clock::now();
+    auto result = run_stage(*s.instance, *entry.registered, committed, context);
+    sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+
+    if (!result) {
+      sr.status = StageStatus::failed;
+      sr.reason = result.error().message;
+      report.stages.push_back(std::move(sr));
+      report.status = "failed";
+      report.exit_code = 3;
+      report.error = result.error().message;
+      return report;
+    }
+    bool abort = config_->on_violation == ViolationPolicy::abort;
+    if (result->declined()) {
+      sr.status = StageStatus::declined;
+      sr.reason = result->reason();
+      report.stages.push_back(std::move(sr));
+      if (abort) {
+        report.status = "aborted";
+        report.exit_code = 1;
+        break;
+      }
+      continue;
+    }
+    const Conversation& candidate = result->conversation();
+    if (same_messages(candidate, committed)) {
+      sr.status = StageStatus::unchanged;
+      report.stages.push_back(std::move(sr));
+      continue;
+    }
+    CheckInput check{committed, candidate, context.tail, request};
+    check.unit = budget.unit;
+    check.may_touch_tail = entry.registered->info->may_touch_tail;
+    check.may_grow = entry.registered->info->may_grow;
+    auto violations = run_checkers(checkers_, check);
+    if (!violations.empty()) {
+      sr.status = StageStatus::rejected;
+      for (auto& v : violations) {
+        v.stage = entry.stage;
+        v.plugin_file = sr.plugin_file;
+        sr.violations.push_back(v.to_string());
+      }
+      report.stages.push_back(std::move(sr));
+      if (abort) {
+        report.status = "aborted";
+        report.exit_code = 1;
+        break;
+      }
+      continue;
+    }
+    committed = candidate;
+    sr.status = StageStatus::committed;
+    sr.after = SizeSnapshot::of(committed);
+    report.stages.push_back(std::move(sr));
+  }
+
+  if (report.status.empty()) {
+    bool over = committed.size_in(budget.unit) > budget.limit;
+    report.status = over ? "over_budget" : "ok";
+    report.exit_code = over ? 1 : 0;
+  }
+  report.output_size = SizeSnapshot::of(committed);
+  report.first_changed_message = first_changed(input, committed);
+  report.output = committed;
+  return report;
+}
+
+}  // namespace compactor

@@ -1,0 +1,468 @@
+#include "compactor/pipeline_config.hpp"
+
+#include "compactor/builtin_checkers.hpp"
+#include "compactor/plugin_discovery.hpp"
+#include "yaml_reader.hpp"
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace compactor {
+
+namespace fs = std::filesystem;
+using detail::join_path;
+using detail::YamlReader;
+
+std::string When::to_string() const {
+  switch (kind) {
+    case WhenKind::always: return "always";
+    case WhenKind::over_budget: return "over_budget";
+    case WhenKind::messages_over: return "{messages_over: " + std::to_string(messages) + "}";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"version", "budget", "meter", "recent", "archive", "summarizer",
+                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long"};
+const std::vector<std::string> kEntryKeys = {"stage", "plugin", "when", "params"};
+
+std::string list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+std::string resolve(const fs::path& base, const std::string& path) {
+  fs::path p(path);
+  return (p.is_absolute() ? p : base / p).lexically_normal().string();
+}
+
+std::string stage_of_file(const std::string& file) {
+  std::string name = fs::path(file).filename().string();
+  const std::string prefix = "compactor_stage_";
+  return name.substr(prefix.size(), name.size() - prefix.size() - 3);
+}
+
+class ConfigLoader {
+ public:
+  explicit ConfigLoader(std::string file) : r_(file), base_(fs::path(file).parent_path()) {
+    if (base_.empty()) base_ = ".";
+    config_.file = std::move(file);
+  }
+
+  ConfigLoadResult load();
+
+ private:
+  void read_budget(const YAML::Node& root);
+  void read_sections(const YAML::Node& root);
+  void read_entries(const YAML::Node& root, const std::string& key, bool required, std::vector<PipelineEntryConfig>& out,
+                    std::vector<YAML::Node>& params_nodes);
+  void read_when(const YAML::Node& node, const std::string& path, When& when);
+  std::vector<std::string> search_dirs() const;
+  const std::string& known_stages();
+  void resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node);
+  void read_params(PipelineEntryConfig& entry, const YAML::Node* params);
+
+  YamlReader r_;
+  fs::path base_;
+  PipelineConfig config_;
+  bool plugin_failure_ = false;
+  std::optional<std::string> known_stages_;  // computed at the first unknown stage
+  std::vector<YAML::Node> plugin_nodes_;
+};
+
+ConfigLoadResult ConfigLoader::load() {
+  ConfigLoadResult result;
+  std::ifstream in(config_.file, std::ios::binary);
+  if (!in) {
+    result.errors.push_back(config_.file + ": cannot read: " + std::strerror(errno));
+    return result;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.str());
+  } catch (const YAML::Exception& e) {
+    result.errors.push_back(config_.file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                            ": YAML syntax error: " + e.msg);
+    return result;
+  }
+  if (!root.IsMap()) {
+    r_.error(SourceLocation{config_.file, 1, 1}, "", "expected a mapping with version: 1, got " + YamlReader::describe(root));
+    result.errors = r_.errors();
+    return result;
+  }
+  r_.check_mapping(root, "", kTopKeys);
+  if (auto v = r_.member(root, "", "version", true)) {
+    if (auto n = r_.integer(*v, "version", 1, 1); !n) {
+      // integer() has reported it
+    }
+  }
+  read_budget(root);
+  read_sections(root);
+
+  std::vector<YAML::Node> pipeline_params, reactive_params;
+  read_entries(root, "pipeline", true, config_.pipeline, pipeline_params);
+  read_entries(root, "on_prompt_too_long", false, config_.on_prompt_too_long, reactive_params);
+
+  for (std::size_t i = 0; i < config_.pipeline.size(); ++i)
+    read_params(config_.pipeline[i], pipeline_params[i].IsDefined() ? &pipeline_params[i] : nullptr);
+  for (std::size_t i = 0; i < config_.on_prompt_too_long.size(); ++i)
+    read_params(config_.on_prompt_too_long[i], reactive_params[i].IsDefined() ? &reactive_params[i] : nullptr);
+
+  result.errors = r_.errors();
+  result.plugin_failure = plugin_failure_;
+  if (result.errors.empty()) result.config = std::move(config_);
+  return result;
+}
+
+void ConfigLoader::read_budget(const YAML::Node& root) {
+  auto budget = r_.member(root, "", "budget", true);
+  if (!budget || !r_.check_mapping(*budget, "budget", {"unit", "limit", "target"})) return;
+  if (auto unit = r_.member(*budget, "budget", "unit", false)) {
+    if (auto u = r_.choice(*unit, "budget.unit", {"chars", "bytes", "tokens"})) {
+      config_.budget.unit = *size_unit_from_string(*u);
+      if (config_.budget.unit == SizeUnit::tokens)
+        r_.error(*unit, "budget.unit", "tokens need a meter (meter.kind), and this build has none yet; use chars or bytes");
+    }
+  }
+  std::optional<std::int64_t> limit, target;
+  if (auto l = r_.member(*budget, "budget", "limit", true)) limit = r_.integer(*l, "budget.limit", 1);
+  if (auto t = r_.member(*budget, "budget", "target", false)) {
+    target = r_.integer(*t, "budget.target", 1);
+    if (target && limit && *target > *limit) {
+      r_.error(*t, "budget.target", "expected an integer from 1 to the limit " + std::to_string(*limit) + ", got \"" +
+                                        std::to_string(*target) + "\"");
+      target.reset();
+    }
+  }
+  config_.budget.limit = static_cast<std::uint64_t>(limit.value_or(0));
+  config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
+}
+
+void ConfigLoader::read_sections(const YAML::Node& root) {
+  if (auto meter = r_.member(root, "", "meter", false); meter && r_.check_mapping(*meter, "meter", {"kind", "file"})) {
+    if (auto kind = r_.member(*meter, "meter", "kind", true))
+      if (auto k = r_.string(*kind, "meter.kind")) r_.error(*kind, "meter.kind", "unknown meter \"" + *k + "\"; this build has none yet");
+  }
+  if (auto recent = r_.member(root, "", "recent", false); recent && r_.check_mapping(*recent, "recent", {"exchanges"})) {
+    if (auto e = r_.member(*recent, "recent", "exchanges", true))
+      if (auto n = r_.integer(*e, "recent.exchanges", 0, 1000)) config_.recent_exchanges = static_cast<std::size_t>(*n);
+  }
+  if (auto archive = r_.member(root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
+    if (auto d = r_.member(*archive, "archive", "dir", true))
+      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
+  }
+  if (auto s = r_.member(root, "", "summarizer", false); s && r_.check_mapping(*s, "summarizer", {"kind"})) {
+    if (auto kind = r_.member(*s, "summarizer", "kind", true))
+      if (auto k = r_.string(*kind, "summarizer.kind"))
+        r_.error(*kind, "summarizer.kind", "unknown summarizer \"" + *k + "\"; this build has none yet");
+  }
+  for (auto n : builtin_checker_names()) config_.checkers.emplace_back(n);
+  if (auto c = r_.member(root, "", "checkers", false); c && r_.check_mapping(*c, "checkers", {"enabled", "on_violation"})) {
+    if (auto enabled = r_.member(*c, "checkers", "enabled", false)) {
+      if (!enabled->IsSequence()) {
+        r_.error(*enabled, "checkers.enabled", "expected a sequence of checker names, got " + YamlReader::describe(*enabled));
+      } else {
+        config_.checkers.clear();
+        std::vector<std::string> known;
+        for (auto n : builtin_checker_names()) known.emplace_back(n);
+        for (std::size_t i = 0; i < enabled->size(); ++i) {
+          std::string path = "checkers.enabled[" + std::to_string(i) + "]";
+          if (auto name = r_.string((*enabled)[i], path)) {
+            if (!make_builtin_checker(*name))
+              r_.error((*enabled)[i], path, "unknown checker \"" + *name + "\"; known checkers: " + list(known));
+            else
+              config_.checkers.push_back(*name);
+          }
+        }
+      }
+    }
+    if (auto p = r_.member(*c, "checkers", "on_violation", false))
+      if (auto v = r_.choice(*p, "checkers.on_violation", {"abort", "skip"}))
+        config_.on_violation = *v == "skip" ? ViolationPolicy::skip : ViolationPolicy::abort;
+  }
+  if (auto dirs = r_.member(root, "", "plugin_dirs", false)) {
+    if (!dirs->IsSequence()) {
+      r_.error(*dirs, "plugin_dirs", "expected a sequence of folders, got " + YamlReader::describe(*dirs));
+    } else {
+      for (std::size_t i = 0; i < dirs->size(); ++i) {
+        std::string path = "plugin_dirs[" + std::to_string(i) + "]";
+        if (auto d = r_.string((*dirs)[i], path)) {
+          std::string resolved = resolve(base_, *d);
+          std::error_code ec;
+          if (!fs::is_directory(resolved, ec))
+            r_.error((*dirs)[i], path, "no such folder: " + resolved);
+          else
+            config_.plugin_dirs.push_back(resolved);
+        }
+      }
+    }
+  }
+}
+
+std::vector<std::string> ConfigLoader::search_dirs() const {
+  std::vector<std::string> dirs = config_.plugin_dirs;
+  dirs.push_back((base_ / "plugins").lexically_normal().string());
+  for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
+  for (const auto& d : default_plugin_dirs()) dirs.push_back(d);
+  return dirs;
+}
+
+const std::string& ConfigLoader::known_stages() {
+  if (!known_stages_) {
+    std::set<std::string> known;
+    for (const auto& f : list_stage_files(search_dirs())) known.insert(stage_of_file(f));
+    for (const auto& n : PluginRegistry::instance().stage_names()) known.insert(n);
+    known_stages_ = known.empty() ? "none" : list(std::vector<std::string>(known.begin(), known.end()));
+  }
+  return *known_stages_;
+}
+
+void ConfigLoader::read_when(const YAML::Node& node, const std::string& path, When& when) {
+  const std::string expected = "expected always, over_budget or {messages_over: N}, got ";
+  if (node.IsScalar() && (node.Scalar() == "always" || node.Scalar() == "over_budget") && node.Tag() == "?") {
+    when.kind = node.Scalar() == "always" ? WhenKind::always : WhenKind::over_budget;
+    return;
+  }
+  if (node.IsMap()) {
+    if (!r_.check_mapping(node, path, {"messages_over"})) return;
+    if (auto n = r_.member(node, path, "messages_over", true))
+      if (auto v = r_.integer(*n, join_path(path, "messages_over"), 0)) {
+        when.kind = WhenKind::messages_over;
+        when.messages = static_cast<std::uint64_t>(*v);
+      }
+    return;
+  }
+  r_.error(node, path, expected + YamlReader::describe(node));
+}
+
+void ConfigLoader::read_entries(const YAML::Node& root, const std::string& key, bool required,
+                                std::vector<PipelineEntryConfig>& out, std::vector<YAML::Node>& params_nodes) {
+  auto list_node = r_.member(root, "", key, required);
+  if (!list_node) return;
+  if (!list_node->IsSequence()) {
+    r_.error(*list_node, key, "expected a sequence of stages, got " + YamlReader::describe(*list_node));
+    return;
+  }
+  for (std::size_t i = 0; i < list_node->size(); ++i) {
+    YAML::Node node = (*list_node)[i];
+    PipelineEntryConfig entry;
+    entry.yaml_path = key + "[" + std::to_string(i) + "]";
+    entry.location = r_.location(node);
+    if (!r_.check_mapping(node, entry.yaml_path, kEntryKeys)) continue;
+    std::optional<YAML::Node> plugin_node = r_.member(node, entry.yaml_path, "plugin", false);
+    if (plugin_node)
+      if (auto p = r_.string(*plugin_node, join_path(entry.yaml_path, "plugin"))) entry.plugin = *p;
+    if (auto when = r_.member(node, entry.yaml_path, "when", false)) read_when(*when, join_path(entry.yaml_path, "when"), entry.when);
+    YAML::Node params;
+    if (auto p = r_.member(node, entry.yaml_path, "params", false)) params = *p;
+    if (auto stage = r_.member(node, entry.yaml_path, "stage", true)) {
+      if (auto s = r_.string(*stage, join_path(entry.yaml_path, "stage"))) {
+        entry.stage = *s;
+        std::size_t before = r_.errors().size();
+        resolve_stage(entry, plugin_node);
+        if (entry.registered == nullptr && r_.errors().size() == before) {
+          // Every unknown stage is reported (loading goes on), each with the names that exist.
+          r_.error(*stage, join_path(entry.yaml_path, "stage"),
+                   "unknown stage \"" + entry.stage + "\"; known stages: " + known_stages());
+        }
+      }
+    }
+    out.push_back(std::move(entry));
+    params_nodes.push_back(params);
+  }
+}
+
+void ConfigLoader::resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node) {
+  PluginRegistry& registry = PluginRegistry::instance();
+  std::string file;
+  if (!entry.plugin.empty()) {
+    file = resolve(base_, entry.plugin);
+    std::error_code ec;
+    std::string path = join_path(entry.yaml_path, "plugin");
+    if (!fs::is_regular_file(file, ec)) {
+      r_.error(*plugin_node, path, "no such plugin file: " + file);
+      return;
+    }
+    auto loaded = registry.load(file);
+    if (!loaded) {
+      r_.error(*plugin_node, path, loaded.error().message);
+      plugin_failure_ = true;
+      return;
+    }
+    const RegisteredStage* found = registry.find_stage(entry.stage);
+    if (found == nullptr || found->plugin != loaded.value()) {
+      r_.error(*plugin_node, path, file + " does not provide stage \"" + entry.stage + "\" (it provides: " +
+                                       list(loaded.value()->stages) + ")");
+      return;
+    }
+    entry.registered = found;
+    return;
+  }
+  if (auto found_file = find_stage_file(entry.stage, search_dirs())) {
+    auto loaded = registry.load(*found_file);
+    if (!loaded) {
+      r_.error(entry.location, join_path(entry.yaml_path, "stage"), loaded.error().message);
+      plugin_failure_ = true;
+      return;
+    }
+    entry.registered = registry.find_stage(entry.stage);
+    if (entry.registered == nullptr)
+      r_.error(entry.location, join_path(entry.yaml_path, "stage"),
+               *found_file + " does not provide stage \"" + entry.stage + "\" (it provides: " + list(loaded.value()->stages) + ")");
+    return;
+  }
+  // A stage registered in-process (tests, embedding hosts).
+  const RegisteredStage* builtin = registry.find_stage(entry.stage);
+  if (builtin != nullptr && builtin->plugin == nullptr) entry.registered = builtin;
+}
+
+void ConfigLoader::read_params(PipelineEntryConfig& entry, const YAML::Node* params) {
+  if (entry.registered == nullptr) return;
+  const StageInfo& info = *entry.registered->info;
+  std::string path = join_path(entry.yaml_path, "params");
+  std::vector<std::string> names;
+  for (const auto& p : info.params) names.push_back(p.name);
+  std::set<std::string> seen;  // given, valid or not: an invalid value is not also "missing"
+  if (params != nullptr && !params->IsNull()) {
+    if (!params->IsMap()) {
+      r_.error(*params, path, "expected a mapping of parameters, got " + YamlReader::describe(*params));
+      return;
+    }
+    for (auto it = params->begin(); it != params->end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      std::string key_path = join_path(path, key);
+      if (!seen.insert(key).second) {
+        r_.error(it->first, key_path, "duplicate key");
+        continue;
+      }
+      const ParamSpec* spec = nullptr;
+      for (const auto& p : info.params)
+        if (p.name == key) spec = &p;
+      if (spec == nullptr) {
+        r_.error(it->first, key_path, "unknown parameter; " + info.name + " takes: " + (names.empty() ? "none" : list(names)));
+        continue;
+      }
+      if (auto v = r_.param(it->second, key_path, *spec)) entry.params.set(key, *v);
+    }
+  }
+  for (const auto& spec : info.params) {
+    if (entry.params.has(spec.name) || seen.count(spec.name)) continue;
+    if (spec.default_value) {
+      entry.params.set(spec.name, *spec.default_value);
+    } else if (spec.required) {
+      SourceLocation at = params != nullptr && params->IsMap() ? r_.location(*params) : entry.location;
+      r_.error(at, params != nullptr && params->IsMap() ? path : entry.yaml_path,
+               "missing required parameter \"" + spec.name + "\" (" + spec.expectation() + ")");
+    }
+  }
+}
+
+// YAML double-quoted string (JSON escaping is valid YAML).
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", c);
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string yaml_value(const ParamValue& v) {
+  if (auto i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (auto d = std::get_if<double>(&v)) {
+    std::string s = fmt::format("{}", *d);
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return s;
+  }
+  if (auto b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  return quoted(std::get<std::string>(v));
+}
+
+void print_entries(std::string& out, const std::string& key, const std::vector<PipelineEntryConfig>& entries) {
+  if (entries.empty()) {
+    out += key + ": []\n";
+    return;
+  }
+  out += key + ":\n";
+  for (const auto& e : entries) {
+    out += "  - stage: " + quoted(e.stage) + "\n";
+    if (e.registered != nullptr && e.registered->plugin != nullptr) {
+      const LoadedPlugin& p = *e.registered->plugin;
+      out += "    plugin: " + quoted(p.file) + "  # plugin " + p.name + " " + p.version + ", API " +
+             std::to_string(p.api_version) + "\n";
+    }
+    out += "    when: " + e.when.to_string() + "\n";
+    if (e.params.all().empty()) {
+      out += "    params: {}\n";
+    } else {
+      out += "    params:\n";
+      for (const auto& [name, value] : e.params.all()) out += "      " + name + ": " + yaml_value(value) + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+ConfigLoadResult load_pipeline_config(const std::string& file) { return ConfigLoader(file).load(); }
+
+Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Error{file + ": cannot read: " + std::strerror(errno)};
+  fs::path base = fs::path(file).parent_path();
+  if (base.empty()) base = ".";
+  std::vector<std::string> dirs;
+  try {
+    YAML::Node root = YAML::LoadFile(file);
+    if (root.IsMap() && root["plugin_dirs"] && root["plugin_dirs"].IsSequence())
+      for (const auto& d : root["plugin_dirs"])
+        if (d.IsScalar()) dirs.push_back(resolve(base, d.Scalar()));
+  } catch (const YAML::Exception& e) {
+    return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                 ": YAML syntax error: " + e.msg};
+  }
+  dirs.push_back((base / "plugins").lexically_normal().string());
+  for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
+  return dirs;
+}
+
+std::string print_pipeline(const PipelineConfig& c) {
+  std::string out = "# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n";
+  out += "version: 1\n";
+  out += "budget:\n  unit: " + std::string(to_string(c.budget.unit)) + "\n  limit: " + std::to_string(c.budget.limit) +
+         "\n  target: " + std::to_string(c.budget.target) + "\n";
+  if (c.meter_kind) out += "meter:\n  kind: " + quoted(*c.meter_kind) + "\n";
+  out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
+  out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
+  if (c.summarizer_kind) out += "summarizer:\n  kind: " + quoted(*c.summarizer_kind) + "\n";
+  out += "checkers:\n  enabled: [" + list(c.checkers) + "]\n  on_violation: " +
+         (c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
+  if (c.plugin_dirs.empty()) {
+    out += "plugin_dirs: []\n";
+  } else {
+    out += "plugin_dirs:\n";
+    for (const auto& d : c.plugin_dirs) out += "  - " + quoted(d) + "\n";
+  }
+  print_entries(out, "pipeline", c.pipeline);
+  print_entries(out, "on_prompt_too_long", c.on_prompt_too_long);
+  return out;
+}
+
+}  // namespace compactor

@@ -1,0 +1,135 @@
+#include "compactor/run_report.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+namespace compactor {
+
+std::string_view to_string(StageStatus status) {
+  switch (status) {
+    case StageStatus::committed: return "committed";
+    case StageStatus::unchanged: return "unchanged";
+    case StageStatus::skipped: return "skipped";
+    case StageStatus::declined: return "declined";
+    case StageStatus::rejected: return "rejected";
+    case StageStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+namespace json = boost::json;
+
+json::object size_json(const SizeSnapshot& s) {
+  return json::object{{"messages", s.messages}, {"chars", s.sizes.chars}, {"bytes", s.sizes.bytes}};
+}
+
+// Two-space indented JSON, so reports read well and diff well.
+void pretty(const json::value& v, std::string& out, int indent) {
+  auto pad = [&](int n) { out.append(static_cast<std::size_t>(n), ' '); };
+  switch (v.kind()) {
+    case json::kind::object: {
+      const auto& o = v.get_object();
+      if (o.empty()) {
+        out += "{}";
+        return;
+      }
+      out += "{\n";
+      std::size_t i = 0;
+      for (const auto& kv : o) {
+        pad(indent + 2);
+        out += json::serialize(json::value(kv.key())) + ": ";
+        pretty(kv.value(), out, indent + 2);
+        out += ++i < o.size() ? ",\n" : "\n";
+      }
+      pad(indent);
+      out += "}";
+      return;
+    }
+    case json::kind::array: {
+      const auto& a = v.get_array();
+      if (a.empty()) {
+        out += "[]";
+        return;
+      }
+      out += "[\n";
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        pad(indent + 2);
+        pretty(a[i], out, indent + 2);
+        out += i + 1 < a.size() ? ",\n" : "\n";
+      }
+      pad(indent);
+      out += "]";
+      return;
+    }
+    default: out += json::serialize(v);
+  }
+}
+
+}  // namespace
+
+std::string RunReport::to_json() const {
+  json::array stages_json;
+  for (const auto& s : stages) {
+    json::array violations_json;
+    for (const auto& v : s.violations) violations_json.push_back(json::string(v));
+    json::object o{{"stage", s.stage},
+                   {"plugin", s.plugin_file},
+                   {"plugin_version", s.plugin_version},
+                   {"status", to_string(s.status)},
+                   {"reason", s.reason},
+                   {"violations", violations_json},
+                   {"before", size_json(s.before)},
+                   {"after", size_json(s.after)},
+                   {"wall_us", s.wall_us}};
+    stages_json.push_back(o);
+  }
+  json::object root{
+      {"schema_version", kRunReportSchemaVersion},
+      {"config", config_file},
+      {"input", input},
+      {"reason", reason},
+      {"budget", json::object{{"unit", to_string(budget.unit)}, {"limit", budget.limit}, {"target", budget.target}}},
+      {"input_size", size_json(input_size)},
+      {"output_size", size_json(output_size)},
+      {"first_changed_message", first_changed_message ? json::value(*first_changed_message) : json::value(nullptr)},
+      {"stages", stages_json},
+      {"status", status},
+      {"error", error},
+      {"exit_code", exit_code},
+      {"resolved_pipeline", resolved_pipeline},
+  };
+  std::string out;
+  pretty(root, out, 0);
+  return out + "\n";
+}
+
+std::string RunReport::summary() const {
+  std::string unit(to_string(budget.unit));
+  std::string out = fmt::format("compactor run: {} messages, {} {} in; budget {} {} (target {})\n", input_size.messages,
+                                input_size.sizes.in(budget.unit), unit, budget.limit, unit, budget.target);
+  for (const auto& s : stages) {
+    std::string detail;
+    switch (s.status) {
+      case StageStatus::committed:
+        detail = fmt::format("{} → {} {}, {} → {} messages", s.before.sizes.in(budget.unit), s.after.sizes.in(budget.unit),
+                             unit, s.before.messages, s.after.messages);
+        break;
+      case StageStatus::rejected: detail = s.violations.empty() ? "" : s.violations.front(); break;
+      default: detail = s.reason; break;
+    }
+    out += fmt::format("  {:<18} {:<10} {}", s.stage, to_string(s.status), detail);
+    if (s.status != StageStatus::skipped) out += fmt::format(" ({:.2f} ms)", static_cast<double>(s.wall_us) / 1000.0);
+    out += "\n";
+  }
+  if (output) {
+    out += fmt::format("output: {} messages, {} {}; first changed message: {}\n", output_size.messages,
+                       output_size.sizes.in(budget.unit), unit,
+                       first_changed_message ? "messages." + std::to_string(*first_changed_message) : std::string("none"));
+  }
+  out += fmt::format("status: {} (exit {})\n", status, exit_code);
+  return out;
+}
+
+}  // namespace compactor

@@ -1,0 +1,180 @@
+#include "yaml_reader.hpp"
+
+#include <charconv>
+#include <map>
+#include <regex>
+
+namespace compactor::detail {
+namespace {
+
+bool is_quoted(const YAML::Node& n) { return n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str"; }
+
+bool yaml11_boolean(const std::string& s) {
+  static const char* words[] = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE",
+                                "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF"};
+  for (const char* w : words)
+    if (s == w) return true;
+  return false;
+}
+bool yaml_null(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+bool decimal_integer(const std::string& s) {
+  static const std::regex re("[-+]?[0-9]+");
+  return std::regex_match(s, re);
+}
+bool yaml_number(const std::string& s) {
+  static const std::regex re("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  return std::regex_match(s, re);
+}
+
+}  // namespace
+
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+SourceLocation YamlReader::location(const YAML::Node& node) const {
+  YAML::Mark m = node.Mark();
+  return SourceLocation{file_, m.line < 0 ? 1 : m.line + 1, m.column < 0 ? 1 : m.column + 1};
+}
+
+void YamlReader::error(const YAML::Node& at, const std::string& path, const std::string& what) {
+  error(location(at), path, what);
+}
+
+void YamlReader::error(const SourceLocation& at, const std::string& path, const std::string& what) {
+  errors_.push_back(at.to_string() + ": " + (path.empty() ? "" : path + ": ") + what);
+}
+
+std::string YamlReader::describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a sequence";
+    case YAML::NodeType::Scalar: break;
+  }
+  if (is_quoted(node)) return "the quoted string \"" + node.Scalar() + "\"";
+  return "\"" + node.Scalar() + "\"";
+}
+
+bool YamlReader::check_mapping(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
+  if (!node.IsMap()) {
+    error(node, path, "expected a mapping, got " + describe(node));
+    return false;
+  }
+  std::map<std::string, SourceLocation> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    std::string key_path = join_path(path, key);
+    if (auto [pos, inserted] = seen.emplace(key, location(it->first)); !inserted) {
+      error(it->first, key_path, "duplicate key (first at line " + std::to_string(pos->second.line) + ")");
+      continue;
+    }
+    bool known = false;
+    for (const auto& a : allowed) known |= a == key;
+    if (!known) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      error(it->first, key_path, "unknown key; expected one of: " + list);
+    }
+  }
+  return true;
+}
+
+std::optional<YAML::Node> YamlReader::member(const YAML::Node& map, const std::string& path, const std::string& key,
+                                              bool required) {
+  // Iterate rather than map[key]: operator[] on a const node is fine, but iteration also sees
+  // the first of duplicate keys, which check_mapping has reported.
+  for (auto it = map.begin(); it != map.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
+  if (required) error(map, path, "missing required key \"" + key + "\"");
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> YamlReader::integer(const YAML::Node& node, const std::string& path, std::int64_t min,
+                                                 std::int64_t max) {
+  ParamSpec spec;
+  spec.type = ParamType::integer;
+  spec.min = static_cast<double>(min);
+  if (max != INT64_MAX) spec.max = static_cast<double>(max);
+  auto v = param(node, path, spec);
+  if (!v) return std::nullopt;
+  return std::get<std::int64_t>(*v);
+}
+
+std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path) {
+  ParamSpec spec;
+  spec.type = ParamType::string;
+  auto v = param(node, path, spec);
+  if (!v) return std::nullopt;
+  return std::get<std::string>(*v);
+}
+
+std::optional<std::string> YamlReader::choice(const YAML::Node& node, const std::string& path,
+                                              const std::vector<std::string>& choices) {
+  ParamSpec spec;
+  spec.type = ParamType::choice;
+  spec.choices = choices;
+  auto v = param(node, path, spec);
+  if (!v) return std::nullopt;
+  return std::get<std::string>(*v);
+}
+
+std::optional<ParamValue> YamlReader::param(const YAML::Node& node, const std::string& path, const ParamSpec& spec) {
+  auto fail = [&](const std::string& got) -> std::optional<ParamValue> {
+    error(node, path, "expected " + spec.expectation() + ", got " + got);
+    return std::nullopt;
+  };
+  if (!node.IsScalar()) return fail(describe(node));
+  const std::string& s = node.Scalar();
+  bool quoted = is_quoted(node);
+  ParamValue value;
+  switch (spec.type) {
+    case ParamType::integer: {
+      if (quoted || !decimal_integer(s)) return fail(describe(node));
+      std::int64_t i = 0;
+      const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+      auto [end, ec] = std::from_chars(begin, s.data() + s.size(), i);
+      if (ec != std::errc() || end != s.data() + s.size()) return fail(describe(node) + " (out of range)");
+      value = i;
+      break;
+    }
+    case ParamType::number: {
+      if (quoted || !yaml_number(s) || s.find("inf") != std::string::npos || s.find("nan") != std::string::npos ||
+          s.find("Inf") != std::string::npos || s.find("NaN") != std::string::npos || s.find("INF") != std::string::npos ||
+          s.find("NAN") != std::string::npos || s.rfind("0x", 0) == 0 || s.rfind("0o", 0) == 0)
+        return fail(describe(node));
+      if (decimal_integer(s)) {
+        value = static_cast<std::int64_t>(std::stoll(s));
+      } else {
+        value = std::stod(s);
+      }
+      break;
+    }
+    case ParamType::boolean:
+      if (quoted) return fail(describe(node));
+      if (s == "true") {
+        value = true;
+      } else if (s == "false") {
+        value = false;
+      } else if (yaml11_boolean(s)) {
+        return fail("\"" + s + "\" (YAML 1.1 booleans are not accepted; write true or false)");
+      } else {
+        return fail(describe(node));
+      }
+      break;
+    case ParamType::string:
+    case ParamType::choice:
+      if (!quoted) {
+        if (yaml11_boolean(s)) return fail(s + ", which YAML 1.1 reads as a boolean; quote it: \"" + s + "\"");
+        if (yaml_null(s)) return fail("nothing");
+        if (yaml_number(s)) return fail("the number " + s + "; quote it if you mean the string");
+      }
+      value = s;
+      break;
+  }
+  if (auto expected = spec.check(value)) return fail(describe(node));
+  return value;
+}
+
+}  // namespace compactor::detail

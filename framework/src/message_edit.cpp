@@ -1,0 +1,44 @@
+#include "compactor/message_edit.hpp"
+
+#include <boost/json/serialize.hpp>
+
+namespace compactor {
+
+Expected<MessagePtr> with_result_contents(const Message& message,
+                                          std::vector<std::pair<std::size_t, boost::json::value>> replacements) {
+  if (message.content_is_string()) return Error{"the message has string content, so no tool_result blocks"};
+  boost::json::object copy = message.json();
+  auto& blocks = copy["content"].as_array();
+  for (auto& [index, content] : replacements) {
+    if (index >= blocks.size() || message.blocks()[index].kind() != BlockKind::tool_result)
+      return Error{"content." + std::to_string(index) + " is not a tool_result block"};
+    blocks[index].as_object()["content"] = std::move(content);
+  }
+  return Message::from_json(std::move(copy));
+}
+
+std::uint64_t result_content_chars(const Block& tool_result) {
+  const boost::json::value* content = tool_result.content();
+  if (content == nullptr) return 0;
+  if (content->is_string()) return count_code_points(content->get_string());
+  std::uint64_t chars = 0;
+  if (content->is_array()) {
+    for (const auto& item : content->get_array()) {
+      if (!item.is_object()) continue;
+      const auto& o = item.get_object();
+      auto type = o.find("type");
+      std::string_view t = type != o.end() && type->value().is_string() ? std::string_view(type->value().get_string()) : "";
+      auto text = o.find("text");
+      if (t == "text" && text != o.end() && text->value().is_string())
+        chars += count_code_points(text->value().get_string());
+      else if (t == "image" || t == "document")
+        chars += kMediaBlockSize;
+      else
+        chars += count_code_points(boost::json::serialize(item));
+    }
+    return chars;
+  }
+  return count_code_points(boost::json::serialize(*content));
+}
+
+}  // namespace compactor

@@ -1,0 +1,105 @@
+// micro: older tool results above a size become a short marker (seed 001's micro_compact). The
+// newest `keep_recent` results stay whole, and so do results the model has not seen yet (those
+// of a final user message) and everything in the protected tail. With `until: target` it stops,
+// oldest message first, as soon as the conversation fits the budget's target.
+//
+// This stage removes content without archiving it (the archive arrives with "Stages 1 of 2"), so
+// its marker says plainly that the content was removed and is not an execution result.
+#include "compactor/message_edit.hpp"
+#include "compactor/plugin.hpp"
+
+#include <fmt/core.h>
+
+#include <map>
+
+namespace {
+
+using namespace compactor;
+
+constexpr std::string_view kMarkerPrefix = "[compactor micro:";
+
+class MicroStage final : public Stage {
+ public:
+  explicit MicroStage(const ParamValues& p)
+      : keep_recent_(static_cast<std::size_t>(p.integer("keep_recent"))),
+        min_chars_(static_cast<std::uint64_t>(p.integer("min_chars"))),
+        until_target_(p.string("until") == "target") {}
+
+  StageResult run(const Conversation& committed, const StageContext& context) override {
+    struct Result {
+      std::size_t message, block;
+    };
+    std::vector<Result> results;
+    for (std::size_t i = 0; i < committed.size(); ++i) {
+      const auto& blocks = committed[i].blocks();
+      for (std::size_t b = 0; b < blocks.size(); ++b)
+        if (blocks[b].kind() == BlockKind::tool_result) results.push_back({i, b});
+    }
+    if (results.size() <= keep_recent_) return StageResult::candidate(committed);
+    results.resize(results.size() - keep_recent_);
+
+    // A final user message holding results: the model has not seen them yet.
+    std::size_t unseen = committed.size();
+    if (committed[committed.size() - 1].role() == Role::user && committed[committed.size() - 1].has_tool_result())
+      unseen = committed.size() - 1;
+    std::size_t limit = std::min(context.tail.begin, unseen);
+
+    std::map<std::size_t, std::vector<std::pair<std::size_t, boost::json::value>>> edits;  // by message, oldest first
+    for (const Result& r : results) {
+      if (r.message >= limit) continue;
+      const Block& block = committed[r.message].blocks()[r.block];
+      const boost::json::value* content = block.content();
+      if (content != nullptr && content->is_string() &&
+          std::string_view(content->get_string()).substr(0, kMarkerPrefix.size()) == kMarkerPrefix)
+        continue;
+      std::uint64_t chars = result_content_chars(block);
+      if (chars <= min_chars_) continue;
+      std::string marker = fmt::format(
+          "{} an earlier tool result ({} chars) was removed to save context. This placeholder is not an "
+          "execution result; re-run the tool if the content is needed. tool_use_id: {}]",
+          kMarkerPrefix, chars, block.tool_use_id());
+      edits[r.message].emplace_back(r.block, boost::json::value(marker));
+    }
+    if (edits.empty()) return StageResult::candidate(committed);
+
+    std::vector<MessagePtr> messages = committed.messages();
+    std::uint64_t size = context.size(committed);
+    std::size_t replaced = 0;
+    for (auto& [index, replacements] : edits) {
+      if (until_target_ && size <= context.budget.target) break;
+      std::size_t count = replacements.size();
+      auto edited = with_result_contents(*messages[index], std::move(replacements));
+      if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
+      size = size - messages[index]->sizes().in(context.budget.unit) + (*edited)->sizes().in(context.budget.unit);
+      messages[index] = std::move(edited).value();
+      replaced += count;
+    }
+    context.log->info(fmt::format("replaced {} tool result(s) with markers", replaced));
+    return StageResult::candidate(committed.with_messages(std::move(messages)));
+  }
+
+ private:
+  std::size_t keep_recent_;
+  std::uint64_t min_chars_;
+  bool until_target_;
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "micro";
+  info.description = "replaces older tool results above a size with a short marker";
+  info.params = {
+      {"keep_recent", ParamType::integer, "how many of the newest tool results stay whole", std::int64_t{3}, false, 0, {}, {}},
+      {"min_chars", ParamType::integer, "results of at most this many chars stay whole", std::int64_t{120}, false, 0, {}, {}},
+      {"until", ParamType::choice, "all: every eligible result; target: stop once the budget target is met",
+       std::string("all"), false, {}, {}, {"all", "target"}},
+  };
+  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
+    return std::unique_ptr<Stage>(std::make_unique<MicroStage>(params));
+  };
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("micro", "0.1.0", register_stages)

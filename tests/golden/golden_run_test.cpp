@@ -1,0 +1,126 @@
+// Golden end-to-end cases for `compactor run`: tests/golden/run/<case>/ holds input.json,
+// pipeline.yaml, a one-line intent.txt, expected_exit, expected_output.json (absent when nothing
+// may be written), expected_report.json and optionally args (extra arguments, one a line).
+// Expected files are written by hand (sizes computed independently of Compactor), never by the
+// tool under test. Reports are compared as JSON after replacing the plugin folders with
+// $PLUGINS / $TEST_PLUGINS and zeroing wall times.
+#include "support/test_support.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> cases() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(std::string(COMPACTOR_GOLDEN_DIR) + "/run"))
+    if (e.is_directory()) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) s.replace(pos, from.size(), to);
+  return s;
+}
+
+boost::json::value normalized_report(std::string text) {
+  text = replace_all(text, fs::canonical(COMPACTOR_TEST_PLUGIN_DIR).string(), "$TEST_PLUGINS");
+  text = replace_all(text, fs::canonical(COMPACTOR_PLUGIN_DIR).string(), "$PLUGINS");
+  boost::json::value v = boost::json::parse(text);
+  for (auto& s : v.as_object()["stages"].as_array()) s.as_object()["wall_us"] = 0;
+  return v;
+}
+
+class GoldenRun : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenRun, MatchesExpected) {
+  std::string dir = std::string(COMPACTOR_GOLDEN_DIR) + "/run/" + GetParam();
+  ASSERT_FALSE(test::read_file(dir + "/intent.txt").empty());
+  fs::path out_dir = fs::temp_directory_path() / ("compactor-golden-" + std::to_string(::getpid()) + "-" + GetParam());
+  fs::remove_all(out_dir);
+  fs::create_directories(out_dir);
+  std::string input_before = test::read_file(dir + "/input.json");
+
+  std::vector<std::string> args = {"run", "--config", "pipeline.yaml", "--input", "input.json", "--output",
+                                   (out_dir / "out.json").string(), "--report", (out_dir / "report.json").string()};
+  if (fs::exists(dir + "/args")) {
+    std::ifstream extra(dir + "/args");
+    for (std::string line; std::getline(extra, line);)
+      if (!line.empty()) args.push_back(line);
+  }
+  ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_TEST_PLUGIN_DIR, 1);
+  auto r = test::run_cli(args, "", dir);
+  ::unsetenv("COMPACTOR_PLUGIN_PATH");
+
+  EXPECT_EQ(r.exit_code, std::stoi(test::read_file(dir + "/expected_exit"))) << r.err;
+  if (fs::exists(dir + "/expected_output.json")) {
+    ASSERT_TRUE(fs::exists(out_dir / "out.json")) << r.err;
+    EXPECT_EQ(test::read_file((out_dir / "out.json").string()), test::read_file(dir + "/expected_output.json"));
+  } else {
+    EXPECT_FALSE(fs::exists(out_dir / "out.json")) << "an output was written although none may be";
+  }
+  ASSERT_TRUE(fs::exists(out_dir / "report.json")) << r.err;
+  EXPECT_EQ(normalized_report(test::read_file((out_dir / "report.json").string())),
+            normalized_report(test::read_file(dir + "/expected_report.json")));
+  EXPECT_EQ(test::read_file(dir + "/input.json"), input_before) << "the input was modified";
+  // Nothing but the two outputs: no temporary file left behind.
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(out_dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
+  fs::remove_all(out_dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenRun, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(RunCommand, BadConfigExits2AndWritesNothing) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-badconfig-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.yaml") << "version: 1\nbudget: {limit: 10}\npipeline:\n  - stage: mirco\n";
+  std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
+  auto r = test::run_cli({"run", "--config", "bad.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find(';')), "bad.yaml:4:12: pipeline[0].stage: unknown stage \"mirco\"");
+  EXPECT_FALSE(fs::exists(dir / "out.json"));
+  fs::remove_all(dir);
+}
+
+TEST(RunCommand, BadInputExits2AndWritesNothing) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-badinput-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}])";
+  auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+                          "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "in.json: pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t\n");
+  EXPECT_FALSE(fs::exists(dir / "out.json"));
+  r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+                     "--output", "in.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "compactor run: in.json: refusing to overwrite the input\n");
+  fs::remove_all(dir);
+}
+
+TEST(RunCommand, ThrowingStageExits3WithTheStageAndFileAndWritesNoOutput) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-throws-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string plugin = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_throwing_run.so";
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 10}\npipeline:\n  - stage: fixture_throwing_run\n    plugin: \"" + plugin + "\"\n";
+  std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
+  auto r = test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "stage fixture_throwing_run (" + fs::canonical(plugin).string() + "): run threw: run boom\n");
+  EXPECT_FALSE(fs::exists(dir / "out.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,108 @@
+// The micro stage, loaded from its real plugin file.
+#include "support/test_support.hpp"
+
+#include "compactor/active_request.hpp"
+#include "compactor/builtin_checkers.hpp"
+#include "compactor/plugin_loader.hpp"
+
+#include <gtest/gtest.h>
+
+namespace compactor {
+namespace {
+
+class QuietLogger final : public StageLogger {
+ public:
+  void log(LogLevel, std::string_view) override {}
+};
+
+const RegisteredStage& micro() {
+  static const RegisteredStage* stage = [] {
+    auto loaded = PluginRegistry::instance().load(std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so");
+    if (!loaded) throw std::runtime_error(loaded.error().message);
+    return PluginRegistry::instance().find_stage("micro");
+  }();
+  return *stage;
+}
+
+Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::size_t exchanges, std::string until = "all",
+                       std::uint64_t target = 0) {
+  ParamValues p;
+  p.set("keep_recent", keep_recent);
+  p.set("min_chars", std::int64_t{120});
+  p.set("until", until);
+  auto stage = create_stage(micro(), p);
+  if (!stage) throw std::runtime_error(stage.error().message);
+  QuietLogger log;
+  StageContext ctx;
+  ctx.budget = {SizeUnit::chars, target, target};
+  ctx.tail = compute_protected_tail(c, exchanges);
+  ctx.log = &log;
+  auto r = run_stage(**stage, micro(), c, ctx);
+  if (!r || r->declined()) throw std::runtime_error("micro did not return a candidate");
+  // Whatever micro returns must pass every checker.
+  std::string request = find_active_request(c).text;  // CheckInput only views it
+  CheckInput in{c, r->conversation(), ctx.tail, request};
+  auto v = run_checkers(make_builtin_checkers(), in);
+  EXPECT_TRUE(v.empty()) << v.front().to_string();
+  return r->conversation();
+}
+
+// user ask; then n exchanges, each one tool call with a result of `size` chars; then a final
+// assistant text and a user follow-up when `closed`.
+Conversation exchanges(int n, int size, bool closed) {
+  std::string out = R"([{"role":"user","content":"look at the logs"})";
+  for (int i = 0; i < n; ++i) {
+    std::string id = "toolu_" + std::to_string(i);
+    out += R"(,{"role":"assistant","content":[{"type":"tool_use","id":")" + id + R"(","name":"Read","input":{}}]})";
+    out += R"(,{"role":"user","content":[{"type":"tool_result","tool_use_id":")" + id + R"(","content":")" +
+           std::string(static_cast<std::size_t>(size), 'x') + R"("}]})";
+  }
+  if (closed) out += R"(,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"})";
+  return test::parse_or_die(out + "]");
+}
+
+std::vector<bool> replaced(const Conversation& c) {
+  std::vector<bool> out;
+  for (const MessagePtr& m : c.messages())
+    for (const Block& b : m->blocks())
+      if (b.kind() == BlockKind::tool_result) out.push_back(b.content()->as_string().starts_with("[compactor micro:"));
+  return out;
+}
+
+TEST(MicroStage, KeepsTheNewestResultsAndReplacesOlderLargeOnes) {
+  auto c = exchanges(6, 500, true);
+  auto out = run_micro(c, 3, 0);
+  EXPECT_EQ(replaced(out), (std::vector<bool>{true, true, true, false, false, false}));
+  EXPECT_EQ(out[2].blocks()[0].content()->as_string(),
+            "[compactor micro: an earlier tool result (500 chars) was removed to save context. This placeholder is "
+            "not an execution result; re-run the tool if the content is needed. tool_use_id: toolu_0]");
+  // Untouched messages are the same objects.
+  EXPECT_EQ(out.messages()[1], c.messages()[1]);
+  EXPECT_EQ(out.messages()[8], c.messages()[8]);
+}
+
+TEST(MicroStage, LeavesSmallResultsUnseenResultsAndTheTail) {
+  EXPECT_EQ(replaced(run_micro(exchanges(6, 100, true), 3, 0)), std::vector<bool>(6, false));
+  // Open tool loop: the last results have not been seen by the model.
+  EXPECT_EQ(replaced(run_micro(exchanges(6, 500, false), 0, 0)), (std::vector<bool>{true, true, true, true, true, false}));
+  // The protected tail (2 exchanges) stays whole even with keep_recent 0.
+  EXPECT_EQ(replaced(run_micro(exchanges(6, 500, true), 0, 2)), (std::vector<bool>{true, true, true, true, true, false}));
+}
+
+TEST(MicroStage, UntilTargetStopsOnceTheTargetIsMet) {
+  auto c = exchanges(6, 500, true);
+  std::uint64_t one_saving = c.size_in(SizeUnit::chars) - run_micro(c, 5, 0).size_in(SizeUnit::chars);
+  ASSERT_GT(one_saving, 0u);
+  // A target that one replacement reaches: only the oldest result goes.
+  auto out = run_micro(c, 0, 0, "target", c.size_in(SizeUnit::chars) - one_saving);
+  EXPECT_EQ(replaced(out), (std::vector<bool>{true, false, false, false, false, false}));
+}
+
+TEST(MicroStage, SecondRunChangesNothing) {
+  auto once = run_micro(exchanges(6, 500, true), 3, 0);
+  auto twice = run_micro(once, 3, 0);
+  for (std::size_t i = 0; i < once.size(); ++i) EXPECT_EQ(twice.messages()[i], once.messages()[i]);
+}
+
+}  // namespace
+}  // namespace compactor

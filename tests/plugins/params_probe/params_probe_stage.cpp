@@ -1,0 +1,36 @@
+// params_probe: a test-only stage declaring one parameter of every type, so config tests can
+// show how each kind of mistake is reported. It returns its input.
+#include "compactor/plugin.hpp"
+
+namespace {
+
+using namespace compactor;
+
+class Probe final : public Stage {
+ public:
+  StageResult run(const Conversation& c, const StageContext&) override { return StageResult::candidate(c); }
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "params_probe";
+  info.description = "TEST ONLY: declares one parameter of each type";
+  info.params = {
+      {"label", ParamType::string, "a required string", std::nullopt, true, {}, {}, {}},
+      {"count", ParamType::integer, "an integer from 1 to 10", std::int64_t{3}, false, 1, 10, {}},
+      {"ratio", ParamType::number, "a number from 0 to 1", 0.5, false, 0, 1, {}},
+      {"enabled", ParamType::boolean, "a boolean", true, false, {}, {}, {}},
+      {"mode", ParamType::choice, "one of fast, thorough", std::string("fast"), false, {}, {}, {"fast", "thorough"}},
+  };
+  info.create = [](const ParamValues& p) -> Expected<std::unique_ptr<Stage>> {
+    // Reading every value proves the host passed each with its declared type.
+    (void)p.string("label"), (void)p.integer("count"), (void)p.number("ratio"), (void)p.boolean("enabled"),
+        (void)p.string("mode");
+    return std::unique_ptr<Stage>(std::make_unique<Probe>());
+  };
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("params_probe", "0.1.0", register_stages)

@@ -1,0 +1,195 @@
+// The config loader: every kind of mistake an operator makes, each asserted as the exact line.
+#include "support/test_support.hpp"
+
+#include "compactor/pipeline_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("compactor-config-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes the config (with the test plugins' folder as plugin_dirs) and loads it.
+  ConfigLoadResult load(const std::string& body, bool with_test_plugins = true) {
+    std::string text = "version: 1\n";
+    if (with_test_plugins) text += "plugin_dirs: [\"" + std::string(COMPACTOR_TEST_PLUGIN_DIR) + "\"]\n";
+    text += body;
+    path_ = (dir_ / "pipeline.yaml").string();
+    std::ofstream(path_) << text;
+    return load_pipeline_config(path_);
+  }
+  std::string at(int line, int col) const { return path_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": "; }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+const char* kBudget = "budget: {unit: chars, limit: 1000}\n";
+const std::string kKnown = "known stages: micro, params_probe, split_pair";
+
+TEST_F(ConfigTest, ValidConfigResolvesEverything) {
+  auto r = load(std::string(kBudget) + "recent: {exchanges: 2}\ncheckers: {enabled: [pairing], on_violation: skip}\n"
+                "pipeline:\n  - stage: params_probe\n    when: {messages_over: 4}\n    params: {label: \"x\", ratio: 0.25}\n");
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors.front());
+  const PipelineConfig& c = *r.config;
+  EXPECT_EQ(c.budget.limit, 1000u);
+  EXPECT_EQ(c.budget.target, 1000u);  // defaults to the limit
+  EXPECT_EQ(c.recent_exchanges, 2u);
+  EXPECT_EQ(c.checkers, std::vector<std::string>{"pairing"});
+  EXPECT_EQ(c.on_violation, ViolationPolicy::skip);
+  ASSERT_EQ(c.pipeline.size(), 1u);
+  const auto& e = c.pipeline[0];
+  EXPECT_EQ(e.when.kind, WhenKind::messages_over);
+  EXPECT_EQ(e.when.messages, 4u);
+  EXPECT_EQ(e.params.string("label"), "x");
+  EXPECT_EQ(e.params.number("ratio"), 0.25);
+  EXPECT_EQ(e.params.integer("count"), 3);  // default filled in
+  EXPECT_EQ(e.params.string("mode"), "fast");
+  EXPECT_EQ(e.registered->plugin->file, fs::canonical(std::string(COMPACTOR_TEST_PLUGIN_DIR) + "/compactor_stage_params_probe.so").string());
+}
+
+TEST_F(ConfigTest, TypoInStageNameListsKnownStages) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: mirco\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(5, 12) + "pipeline[0].stage: unknown stage \"mirco\"; " + kKnown});
+}
+
+TEST_F(ConfigTest, AllUnknownStagesAreReportedAtOnce) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: mirco\n  - stage: micro\n  - stage: snipp\n");
+  EXPECT_EQ(r.errors, (std::vector<std::string>{at(5, 12) + "pipeline[0].stage: unknown stage \"mirco\"; " + kKnown,
+                                                at(7, 12) + "pipeline[2].stage: unknown stage \"snipp\"; " + kKnown}));
+}
+
+TEST_F(ConfigTest, UnknownKey) {
+  auto r = load("budget: {unit: chars, limt: 1000, limit: 5}\npipeline: []\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(3, 23) + "budget.limt: unknown key; expected one of: unit, limit, target"});
+}
+
+TEST_F(ConfigTest, DuplicateKey) {
+  auto r = load("budget:\n  limit: 1000\n  limit: 2000\npipeline: []\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(5, 3) + "budget.limit: duplicate key (first at line 4)"});
+}
+
+TEST_F(ConfigTest, WrongParamType) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: ten}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"ten\""});
+}
+
+TEST_F(ConfigTest, QuotedNumberIsNotANumber) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: \"10\"}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got the quoted string \"10\""});
+}
+
+TEST_F(ConfigTest, ValueOutOfRange) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: 11, ratio: 1.5}\n");
+  EXPECT_EQ(r.errors, (std::vector<std::string>{at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"11\"",
+                                                at(6, 44) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1.5\""}));
+}
+
+TEST_F(ConfigTest, MissingRequiredParamIsReportedAtItsParent) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {count: 2}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].params: missing required parameter \"label\" (a string)"});
+  auto r2 = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n");
+  EXPECT_EQ(r2.errors, std::vector<std::string>{at(5, 5) + "pipeline[0]: missing required parameter \"label\" (a string)"});
+}
+
+TEST_F(ConfigTest, MissingRequiredKeyIsReportedAtItsParent) {
+  auto r = load("budget:\n  unit: bytes\npipeline: []\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(4, 3) + "budget: missing required key \"limit\""});
+}
+
+TEST_F(ConfigTest, Yaml11BooleanWhereAStringIsExpected) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: yes, enabled: on}\n");
+  EXPECT_EQ(r.errors, (std::vector<std::string>{
+                          at(6, 21) + "pipeline[0].params.label: expected a string, got yes, which YAML 1.1 reads as a boolean; quote it: \"yes\"",
+                          at(6, 35) + "pipeline[0].params.enabled: expected true or false, got \"on\" (YAML 1.1 booleans are not accepted; write true or false)"}));
+}
+
+TEST_F(ConfigTest, UnknownParameterListsTheStagesParameters) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", cuont: 2}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 26) + "pipeline[0].params.cuont: unknown parameter; params_probe takes: label, count, ratio, enabled, mode"});
+}
+
+TEST_F(ConfigTest, PluginPathThatDoesNotExist) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: micro\n    plugin: nowhere/compactor_stage_micro.so\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: no such plugin file: " + (dir_ / "nowhere/compactor_stage_micro.so").string()});
+  EXPECT_FALSE(r.plugin_failure);
+}
+
+TEST_F(ConfigTest, PluginRefusedByTheLoaderIsAPluginFailure) {
+  std::string file = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_wrong_api.so";
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: fixture_wrong_api\n    plugin: \"" + file + "\"\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: " + file +
+                                               ": plugin API version 999, but this host implements version 1; rebuild the plugin against this Compactor"});
+  EXPECT_TRUE(r.plugin_failure);
+}
+
+TEST_F(ConfigTest, WhenMustBeKnown) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: micro\n    when: sometimes\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 11) + "pipeline[0].when: expected always, over_budget or {messages_over: N}, got \"sometimes\""});
+}
+
+TEST_F(ConfigTest, TargetAboveLimitAndWrongVersion) {
+  auto r = load("budget: {limit: 10, target: 20}\npipeline: []\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(3, 29) + "budget.target: expected an integer from 1 to the limit 10, got \"20\""});
+  path_ = (dir_ / "v2.yaml").string();
+  std::ofstream(path_) << "version: 2\nbudget: {limit: 10}\npipeline: []\n";
+  auto v = load_pipeline_config(path_);
+  EXPECT_EQ(v.errors, std::vector<std::string>{at(1, 10) + "version: expected an integer from 1 to 1, got \"2\""});
+}
+
+TEST_F(ConfigTest, YamlSyntaxError) {
+  auto r = load("budget: [1, 2\npipeline: []\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(4, 9) + "YAML syntax error: end of sequence flow not found"});
+}
+
+TEST_F(ConfigTest, PrintPipelineRoundTrips) {
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    when: {messages_over: 4}\n    params: {label: \"a \\\"b\\\"\", ratio: 1}\n"
+                "on_prompt_too_long:\n  - stage: micro\n");
+  ASSERT_TRUE(r.config) << r.errors.front();
+  std::string printed = print_pipeline(*r.config);
+  std::string again_path = (dir_ / "printed.yaml").string();
+  std::ofstream(again_path) << printed;
+  auto again = load_pipeline_config(again_path);
+  ASSERT_TRUE(again.config) << again.errors.front();
+  EXPECT_EQ(print_pipeline(*again.config), printed);
+  EXPECT_EQ(again.config->pipeline[0].params.number("ratio"), 1.0);
+  EXPECT_EQ(again.config->pipeline[0].params.string("label"), "a \"b\"");
+}
+
+TEST(ShippedConfigs, EveryConfigValidatesAndRoundTrips) {
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(COMPACTOR_CONFIGS_DIR)) {
+    if (e.path().extension() != ".yaml") continue;
+    ++count;
+    auto r = load_pipeline_config(e.path().string());
+    ASSERT_TRUE(r.config) << e.path() << ": " << r.errors.front();
+    auto v = test::run_cli({"validate", "--config", e.path().string()});
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_EQ(v.out.rfind("OK ", 0), 0u) << v.out;
+    std::string printed = print_pipeline(*r.config);
+    fs::path tmp = fs::temp_directory_path() / ("compactor-printed-" + std::to_string(::getpid()) + ".yaml");
+    std::ofstream(tmp) << printed;
+    auto again = load_pipeline_config(tmp.string());
+    fs::remove(tmp);
+    ASSERT_TRUE(again.config) << again.errors.front();
+    EXPECT_EQ(print_pipeline(*again.config), printed);
+  }
+  EXPECT_GE(count, 1);
+}
+
+}  // namespace
+}  // namespace compactor

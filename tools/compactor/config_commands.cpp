@@ -1,0 +1,75 @@
+// compactor validate --config F, compactor print-pipeline --config F
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "config_loading.hpp"
+
+#include "compactor/exit_code.hpp"
+#include "compactor/pipeline.hpp"
+
+#include <fmt/core.h>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kValidateHelp = R"(usage: compactor validate --config FILE
+
+Loads the config, loads every plugin it names, validates every stage's params against the schema
+the stage declares and builds every stage, without processing anything. Prints OK and exits 0,
+or prints every error (file:line:col: yaml.path: what) and exits 2 (3 when a plugin is refused or
+fails).
+)";
+
+constexpr const char* kPrintHelp = R"(usage: compactor print-pipeline --config FILE
+
+Prints the normalized, resolved pipeline as YAML: every default filled in, every plugin resolved
+to its file (its name and version in a comment). Fed back to any command it yields the same
+pipeline, so benchmark runs can record exactly what ran.
+)";
+
+std::optional<std::string> config_arg(int argc, char** argv, const char* command, const char* help, int& exit_code) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2, {{"config"}}, error);
+  if (args && args->help) {
+    fmt::print("{}", help);
+    exit_code = kExitOk;
+    return std::nullopt;
+  }
+  if (!args || !args->positional.empty() || !args->get("config")) {
+    if (args) error = !args->positional.empty() ? "unexpected argument " + args->positional.front() : "--config is required";
+    fmt::print(stderr, "compactor {}: {}\n{}", command, error, help);
+    exit_code = kExitBadInput;
+    return std::nullopt;
+  }
+  return args->get("config");
+}
+
+}  // namespace
+
+int validate_command(int argc, char** argv) {
+  int exit_code = kExitOk;
+  auto file = config_arg(argc, argv, "validate", kValidateHelp, exit_code);
+  if (!file) return exit_code;
+  auto config = load_config_or_print_errors(*file, exit_code);
+  if (!config) return exit_code;
+  std::size_t stages = config->pipeline.size() + config->on_prompt_too_long.size();
+  auto pipeline = Pipeline::build(std::move(*config));
+  if (!pipeline) {
+    fmt::print(stderr, "{}\n", pipeline.error().message);
+    return kExitPluginError;
+  }
+  fmt::print("OK {}: {} stage(s) built\n", *file, stages);
+  return kExitOk;
+}
+
+int print_pipeline_command(int argc, char** argv) {
+  int exit_code = kExitOk;
+  auto file = config_arg(argc, argv, "print-pipeline", kPrintHelp, exit_code);
+  if (!file) return exit_code;
+  auto config = load_config_or_print_errors(*file, exit_code);
+  if (!config) return exit_code;
+  fmt::print("{}", print_pipeline(*config));
+  return kExitOk;
+}
+
+}  // namespace compactor::cli

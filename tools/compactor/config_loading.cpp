@@ -1,0 +1,17 @@
+#include "config_loading.hpp"
+
+#include "compactor/exit_code.hpp"
+
+#include <fmt/core.h>
+
+namespace compactor::cli {
+
+std::optional<PipelineConfig> load_config_or_print_errors(const std::string& file, int& exit_code) {
+  ConfigLoadResult loaded = load_pipeline_config(file);
+  if (loaded.config) return std::move(loaded.config);
+  for (const auto& e : loaded.errors) fmt::print(stderr, "{}\n", e);
+  exit_code = loaded.plugin_failure ? kExitPluginError : kExitBadInput;
+  return std::nullopt;
+}
+
+}  // namespace compactor::cli

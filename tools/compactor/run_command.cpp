@@ -1,0 +1,121 @@
+// compactor run --config F --input F [--output F] [--report F] [--request TEXT] [--reason prompt_too_long]
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "config_loading.hpp"
+
+#include "compactor/atomic_file.hpp"
+#include "compactor/conversation_reader.hpp"
+#include "compactor/exit_code.hpp"
+#include "compactor/pipeline.hpp"
+#include "compactor/stderr_logger.hpp"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: compactor run --config FILE --input FILE [--output FILE] [--report FILE]
+                     [--request TEXT] [--reason prompt_too_long]
+
+Runs the config's pipeline on the conversation (messages array, request body or JSONL; "-" is
+stdin) and prints a summary. Each stage runs when its `when` holds; every enabled checker looks at
+its candidate, which is committed, or rejected with the conversation left as it was.
+
+options:
+  --output FILE    write the resulting conversation ("-": stdout), atomically, on exit 0 and 1
+  --report FILE    write the JSON run report ("-": stdout), atomically
+  --request TEXT   the active request, kept verbatim (default: found in the conversation)
+  --reason prompt_too_long
+                   run the config's on_prompt_too_long pipeline instead (after the API refused)
+
+exit codes: 0 within budget; 1 still over budget, or a stage was rejected or declined under
+on_violation: abort (the last committed conversation is written); 2 bad input or config
+(nothing written); 3 plugin failure or internal error (nothing written).
+)";
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return a != "-" && b != "-" && std::filesystem::exists(b, ec) && std::filesystem::equivalent(a, b, ec);
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}}, error);
+  if (args && args->help) {
+    fmt::print("{}", kHelp);
+    return kExitOk;
+  }
+  if (args && !args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  else if (args && !args->get("config")) error = "--config is required";
+  else if (args && !args->get("input")) error = "--input is required";
+  else if (args && args->get("reason") && *args->get("reason") != "prompt_too_long")
+    error = "--reason takes only prompt_too_long, got \"" + *args->get("reason") + "\"";
+  if (!args || !error.empty()) {
+    fmt::print(stderr, "compactor run: {}\n{}", error, kHelp);
+    return kExitBadInput;
+  }
+  std::string input_path = *args->get("input");
+  std::optional<std::string> output = args->get("output"), report_path = args->get("report");
+  for (const auto& out : {output, report_path})
+    if (out && same_file(input_path, *out)) {
+      fmt::print(stderr, "compactor run: {}: refusing to overwrite the input\n", *out);
+      return kExitBadInput;
+    }
+
+  int exit_code = kExitOk;
+  auto config = load_config_or_print_errors(*args->get("config"), exit_code);
+  if (!config) return exit_code;
+  auto pipeline = Pipeline::build(std::move(*config));
+  if (!pipeline) {
+    fmt::print(stderr, "{}\n", pipeline.error().message);
+    return kExitPluginError;
+  }
+  auto input = read_conversation_file(input_path);
+  if (!input) {
+    fmt::print(stderr, "{}\n", input.error().message);
+    return kExitBadInput;
+  }
+
+  RunOptions options;
+  options.prompt_too_long = args->has("reason");
+  options.request = args->get("request");
+  options.input_name = input_path == "-" ? "<stdin>" : input_path;
+  auto log = make_stderr_logger("");
+  RunReport report = pipeline->run(*input, options, *log);
+
+  if (report.exit_code == kExitBadInput) {
+    std::string_view rest = report.error;
+    while (!rest.empty()) {
+      std::size_t nl = rest.find('\n');
+      fmt::print(stderr, "{}: {}\n", options.input_name, rest.substr(0, nl));
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+    return kExitBadInput;
+  }
+  if (report.exit_code == kExitPluginError) fmt::print(stderr, "{}\n", report.error);
+  if (output && report.output && (report.exit_code == kExitOk || report.exit_code == kExitNotDone)) {
+    auto written = write_file_atomically(*output, report.output->serialize());
+    if (!written) {
+      fmt::print(stderr, "compactor run: {}\n", written.error().message);
+      return kExitPluginError;
+    }
+  }
+  if (report_path) {
+    auto written = write_file_atomically(*report_path, report.to_json());
+    if (!written) {
+      fmt::print(stderr, "compactor run: {}\n", written.error().message);
+      return kExitPluginError;
+    }
+  }
+  bool stdout_taken = output == std::optional<std::string>("-") || report_path == std::optional<std::string>("-");
+  fmt::print(stdout_taken ? stderr : stdout, "{}", report.summary());
+  return report.exit_code;
+}
+
+}  // namespace compactor::cli
