@@ -8,7 +8,9 @@ bool is_runtime_text(std::string_view text) {
   std::size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos) return true;
   text.remove_prefix(start);
-  static constexpr std::array<std::string_view, 10> kPrefixes = {
+  // "[compactor " starts every marker a Compactor stage writes: never the user's request.
+  static constexpr std::array<std::string_view, 11> kPrefixes = {
+      "[compactor ",
       "<command-name>",     "<command-message>",     "<command-args>",         "<local-command-stdout>",
       "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "<bash-input>",
       "<bash-stdout>",      "[Request interrupted by user",

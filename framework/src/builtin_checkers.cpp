@@ -7,7 +7,7 @@ namespace compactor {
 const std::vector<std::string_view>& builtin_checker_names() {
   static const std::vector<std::string_view> names = {
       "structure", "pairing", "unique_ids", "pairs_unchanged", "thinking_unchanged",
-      "recent_intact", "request_kept", "no_growth"};
+      "recent_intact", "request_kept", "no_growth", "archived", "cache_control"};
   return names;
 }
 
@@ -21,6 +21,8 @@ CheckerPtr make_builtin_checker(std::string_view name) {
   if (name == "recent_intact") return make_recent_intact_checker();
   if (name == "request_kept") return make_request_kept_checker();
   if (name == "no_growth") return make_no_growth_checker();
+  if (name == "archived") return make_archived_checker();
+  if (name == "cache_control") return make_cache_control_checker();
   return nullptr;
 }
 

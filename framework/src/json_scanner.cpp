@@ -300,6 +300,74 @@ bool JsonScanner::literal(std::string_view word) {
   return true;
 }
 
+namespace {
+
+// Past the value that starts at `pos` in valid JSON.
+std::size_t skip_value(std::string_view t, std::size_t pos) {
+  char c = t[pos];
+  if (c == '"') {
+    for (++pos; t[pos] != '"'; ++pos)
+      if (t[pos] == '\\') ++pos;
+    return pos + 1;
+  }
+  if (c == '{' || c == '[') {
+    int depth = 0;
+    for (; pos < t.size(); ++pos) {
+      char d = t[pos];
+      if (d == '"') {
+        pos = skip_value(t, pos) - 1;
+      } else if (d == '{' || d == '[') {
+        ++depth;
+      } else if ((d == '}' || d == ']') && --depth == 0) {
+        return pos + 1;
+      }
+    }
+    return pos;
+  }
+  while (pos < t.size() && t[pos] != ',' && t[pos] != '}' && t[pos] != ']' && !is_ws(t[pos])) ++pos;
+  return pos;
+}
+
+std::size_t skip_ws(std::string_view t, std::size_t pos) {
+  while (pos < t.size() && is_ws(t[pos])) ++pos;
+  return pos;
+}
+
+}  // namespace
+
+std::optional<JsonSpan> find_value_span(std::string_view t, const std::vector<PathStep>& path) {
+  std::size_t pos = skip_ws(t, 0);
+  for (const PathStep& step : path) {
+    if (pos >= t.size()) return std::nullopt;
+    if (step.index != static_cast<std::size_t>(-1)) {
+      if (t[pos] != '[') return std::nullopt;
+      pos = skip_ws(t, pos + 1);
+      for (std::size_t i = 0;; ++i) {
+        if (pos >= t.size() || t[pos] == ']') return std::nullopt;
+        if (i == step.index) break;
+        pos = skip_ws(t, skip_value(t, pos));
+        if (t[pos] == ',') pos = skip_ws(t, pos + 1);
+      }
+      continue;
+    }
+    if (t[pos] != '{') return std::nullopt;
+    pos = skip_ws(t, pos + 1);
+    for (;;) {
+      if (pos >= t.size() || t[pos] != '"') return std::nullopt;
+      std::size_t key_end = skip_value(t, pos);
+      std::string_view raw_key = t.substr(pos + 1, key_end - pos - 2);
+      bool match = raw_key.find('\\') == std::string_view::npos ? raw_key == step.key
+                                                                : unescape_json_string(raw_key) == step.key;
+      pos = skip_ws(t, skip_ws(t, key_end) + 1);  // past ':'
+      if (match) break;
+      pos = skip_ws(t, skip_value(t, pos));
+      if (pos < t.size() && t[pos] == ',') pos = skip_ws(t, pos + 1);
+    }
+  }
+  if (pos >= t.size()) return std::nullopt;
+  return JsonSpan{pos, skip_value(t, pos)};
+}
+
 LineColumn line_column(std::string_view text, std::size_t offset) {
   LineColumn lc;
   offset = std::min(offset, text.size());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,16 @@ struct LineColumn {
   std::size_t column = 1;
 };
 LineColumn line_column(std::string_view text, std::size_t offset);
+
+// One step of a path into a JSON value: an object key or an array index.
+struct PathStep {
+  std::string_view key;   // used when index is npos
+  std::size_t index = static_cast<std::size_t>(-1);
+};
+
+// The span of the value at `path` inside `text`, which must be valid JSON (already scanned);
+// nothing when the path does not exist.
+std::optional<JsonSpan> find_value_span(std::string_view text, const std::vector<PathStep>& path);
 
 // Decodes a raw JSON string body (the text between the quotes, already validated).
 std::string unescape_json_string(std::string_view raw);

@@ -1,5 +1,7 @@
 #include "compactor/message_edit.hpp"
 
+#include "json_scanner.hpp"
+
 #include <boost/json/serialize.hpp>
 
 namespace compactor {
@@ -15,6 +17,13 @@ Expected<MessagePtr> with_result_contents(const Message& message,
     blocks[index].as_object()["content"] = std::move(content);
   }
   return Message::from_json(std::move(copy));
+}
+
+std::string_view raw_block_field(const Message& message, std::size_t block, std::string_view key) {
+  if (message.content_is_string()) return {};
+  auto span = detail::find_value_span(message.raw(), {{"content"}, {{}, block}, {key}});
+  if (!span) return {};
+  return message.raw().substr(span->begin, span->end - span->begin);
 }
 
 std::uint64_t result_content_chars(const Block& tool_result) {

@@ -3,8 +3,9 @@
 // of a final user message) and everything in the protected tail. With `until: target` it stops,
 // oldest message first, as soon as the conversation fits the budget's target.
 //
-// This stage removes content without archiving it (the archive arrives with "Stages 1 of 2"), so
-// its marker says plainly that the content was removed and is not an execution result.
+// Every replaced content is archived first; the marker names the receipt and the tool_use id and
+// says plainly that it is not an execution result.
+#include "compactor/archive_store.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
 
@@ -44,7 +45,13 @@ class MicroStage final : public Stage {
       unseen = committed.size() - 1;
     std::size_t limit = std::min(context.tail.begin, unseen);
 
-    std::map<std::size_t, std::vector<std::pair<std::size_t, boost::json::value>>> edits;  // by message, oldest first
+    if (context.archive == nullptr) return StageResult::decline("micro needs the archive, and the host gave none");
+    struct Edit {
+      std::size_t block;
+      std::string_view original;  // the exact bytes archived
+      std::string marker;
+    };
+    std::map<std::size_t, std::vector<Edit>> edits;  // by message, oldest first
     for (const Result& r : results) {
       if (r.message >= limit) continue;
       const Block& block = committed[r.message].blocks()[r.block];
@@ -54,11 +61,14 @@ class MicroStage final : public Stage {
         continue;
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
+      std::string_view original = raw_block_field(committed[r.message], r.block, "content");
+      std::string receipt = receipt_of(original);
       std::string marker = fmt::format(
-          "{} an earlier tool result ({} chars) was removed to save context. This placeholder is not an "
-          "execution result; re-run the tool if the content is needed. tool_use_id: {}]",
-          kMarkerPrefix, chars, block.tool_use_id());
-      edits[r.message].emplace_back(r.block, boost::json::value(marker));
+          "{} an earlier tool result ({} chars) was archived as {}; restore it with `compactor restore {}`. This "
+          "placeholder is not an execution result. tool_use_id: {}]",
+          kMarkerPrefix, chars, receipt, receipt, block.tool_use_id());
+      if (count_code_points(marker) >= chars) continue;  // a marker must save space
+      edits[r.message].push_back({r.block, original, std::move(marker)});
     }
     if (edits.empty()) return StageResult::candidate(committed);
 
@@ -67,14 +77,20 @@ class MicroStage final : public Stage {
     std::size_t replaced = 0;
     for (auto& [index, replacements] : edits) {
       if (until_target_ && size <= context.budget.target) break;
-      std::size_t count = replacements.size();
-      auto edited = with_result_contents(*messages[index], std::move(replacements));
+      std::vector<std::pair<std::size_t, boost::json::value>> contents;
+      for (Edit& e : replacements) {
+        // Archive first: the marker may only exist once its receipt holds the original.
+        if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
+        contents.emplace_back(e.block, boost::json::value(std::move(e.marker)));
+      }
+      std::size_t count = contents.size();
+      auto edited = with_result_contents(*messages[index], std::move(contents));
       if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
       size = size - messages[index]->sizes().in(context.budget.unit) + (*edited)->sizes().in(context.budget.unit);
       messages[index] = std::move(edited).value();
       replaced += count;
     }
-    context.log->info(fmt::format("replaced {} tool result(s) with markers", replaced));
+    context.log->info(fmt::format("replaced {} tool result(s) with receipt markers", replaced));
     return StageResult::candidate(committed.with_messages(std::move(messages)));
   }
 

@@ -48,33 +48,51 @@ TEST_P(GoldenRun, MatchesExpected) {
   fs::remove_all(out_dir);
   fs::create_directories(out_dir);
   std::string input_before = test::read_file(dir + "/input.json");
+  // The run happens in a scratch folder holding copies of the case's files, so its archive
+  // (.compactor/archive, relative to the working folder) never lands in the source tree.
+  fs::copy_file(dir + "/input.json", out_dir / "input.json");
+  fs::copy_file(dir + "/pipeline.yaml", out_dir / "pipeline.yaml");
+  fs::path results = out_dir / "results";
+  fs::create_directories(results);
 
   std::vector<std::string> args = {"run", "--config", "pipeline.yaml", "--input", "input.json", "--output",
-                                   (out_dir / "out.json").string(), "--report", (out_dir / "report.json").string()};
+                                   (results / "out.json").string(), "--report", (results / "report.json").string()};
   if (fs::exists(dir + "/args")) {
     std::ifstream extra(dir + "/args");
     for (std::string line; std::getline(extra, line);)
       if (!line.empty()) args.push_back(line);
   }
   ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_TEST_PLUGIN_DIR, 1);
-  auto r = test::run_cli(args, "", dir);
+  auto r = test::run_cli(args, "", out_dir.string());
   ::unsetenv("COMPACTOR_PLUGIN_PATH");
 
   EXPECT_EQ(r.exit_code, std::stoi(test::read_file(dir + "/expected_exit"))) << r.err;
   if (fs::exists(dir + "/expected_output.json")) {
-    ASSERT_TRUE(fs::exists(out_dir / "out.json")) << r.err;
-    EXPECT_EQ(test::read_file((out_dir / "out.json").string()), test::read_file(dir + "/expected_output.json"));
+    ASSERT_TRUE(fs::exists(results / "out.json")) << r.err;
+    EXPECT_EQ(test::read_file((results / "out.json").string()), test::read_file(dir + "/expected_output.json"));
   } else {
-    EXPECT_FALSE(fs::exists(out_dir / "out.json")) << "an output was written although none may be";
+    EXPECT_FALSE(fs::exists(results / "out.json")) << "an output was written although none may be";
   }
-  ASSERT_TRUE(fs::exists(out_dir / "report.json")) << r.err;
-  EXPECT_EQ(normalized_report(test::read_file((out_dir / "report.json").string())),
+  ASSERT_TRUE(fs::exists(results / "report.json")) << r.err;
+  EXPECT_EQ(normalized_report(test::read_file((results / "report.json").string())),
             normalized_report(test::read_file(dir + "/expected_report.json")));
-  EXPECT_EQ(test::read_file(dir + "/input.json"), input_before) << "the input was modified";
-  // Nothing but the two outputs: no temporary file left behind.
+  EXPECT_EQ(test::read_file((out_dir / "input.json").string()), input_before) << "the input was modified";
+  // Nothing but the two outputs, and no temporary file anywhere (the archive included).
   std::size_t files = 0;
-  for (const auto& e : fs::directory_iterator(out_dir)) files += e.is_regular_file();
+  for (const auto& e : fs::directory_iterator(results)) files += e.is_regular_file();
   EXPECT_EQ(files, 2u);
+  for (const auto& e : fs::recursive_directory_iterator(out_dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  // Every receipt the output names restores, through the CLI, to bytes that were in the input.
+  if (fs::exists(results / "out.json")) {
+    std::string output = test::read_file((results / "out.json").string());
+    for (std::size_t pos = output.find("sha256:"); pos != std::string::npos; pos = output.find("sha256:", pos + 1)) {
+      std::string receipt = output.substr(pos, 71);
+      auto restored = test::run_cli({"restore", receipt}, "", out_dir.string());
+      EXPECT_EQ(restored.exit_code, 0) << restored.err;
+      EXPECT_NE(input_before.find(restored.out.substr(0, restored.out.find('\n'))), std::string::npos) << receipt;
+    }
+  }
   fs::remove_all(out_dir);
 }
 

@@ -8,5 +8,7 @@ int run_command(int argc, char** argv);
 int validate_command(int argc, char** argv);
 int print_pipeline_command(int argc, char** argv);
 int plugins_command(int argc, char** argv);
+int restore_command(int argc, char** argv);
+int archive_command(int argc, char** argv);
 
 }  // namespace compactor::cli

@@ -25,6 +25,10 @@ commands:
                            print the normalized, resolved pipeline (feed-back-able YAML)
   plugins         [--config F] [--plugin-dir D]…
                            list stage plugins and whether each would load
+  restore         RECEIPT [--archive DIR]
+                           print what the archive holds under a receipt, verified
+  archive gc      --keep-days N [--archive DIR]
+                           remove archive blobs older than N days
 
   compactor COMMAND --help  shows a command's options.
   compactor --version       prints the version, the plugin API version and the build fingerprint.
@@ -56,6 +60,8 @@ int main(int argc, char** argv) {
     if (command == "validate") return cli::validate_command(argc, argv);
     if (command == "print-pipeline") return cli::print_pipeline_command(argc, argv);
     if (command == "plugins") return cli::plugins_command(argc, argv);
+    if (command == "restore") return cli::restore_command(argc, argv);
+    if (command == "archive") return cli::archive_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

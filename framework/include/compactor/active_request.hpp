@@ -1,7 +1,7 @@
 // The active request: what the user asked for in this turn. It is never dropped or paraphrased
 // (summaries quote it verbatim, snip keeps it). Given with --request, or found as the newest user
-// text that is not a tool result, a command echo (`<command-name>…`), a system reminder or an
-// interruption notice.
+// text that is not a tool result, a command echo (`<command-name>…`), a system reminder, an
+// interruption notice or a Compactor marker (`[compactor …`).
 #pragma once
 
 #include "compactor/conversation.hpp"

@@ -9,7 +9,7 @@
 namespace compactor {
 
 // structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact,
-// request_kept, no_growth — in the order they run.
+// request_kept, no_growth, archived, cache_control — in the order they run.
 const std::vector<std::string_view>& builtin_checker_names();
 
 // Null when no built-in checker has that name.

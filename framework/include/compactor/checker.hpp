@@ -14,6 +14,8 @@
 
 namespace compactor {
 
+class ArchiveStore;
+
 struct CheckInput {
   const Conversation& before;
   const Conversation& candidate;
@@ -22,6 +24,7 @@ struct CheckInput {
   SizeUnit unit = SizeUnit::chars;    // what no_growth compares
   bool may_touch_tail = false;        // the stage declared it may put receipt markers in the tail
   bool may_grow = false;              // the stage declared its output may be larger
+  const ArchiveStore* archive = nullptr;  // this run's archive (its manifest), when there is one
 };
 
 class Checker {

@@ -16,6 +16,10 @@ namespace compactor {
 Expected<MessagePtr> with_result_contents(const Message& message,
                                           std::vector<std::pair<std::size_t, boost::json::value>> replacements);
 
+// The exact bytes of field `key` of block `block` as this message is written (its input bytes
+// when untouched): what the archive keeps when that field is removed. Empty when absent.
+std::string_view raw_block_field(const Message& message, std::size_t block, std::string_view key);
+
 // Code points of a tool_result's content as the model reads it: a string's own characters, or
 // the compact JSON of a list (images counted at kMediaBlockSize).
 std::uint64_t result_content_chars(const Block& tool_result);

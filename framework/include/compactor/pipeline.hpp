@@ -5,6 +5,7 @@
 #pragma once
 
 #include "compactor/checker.hpp"
+#include "compactor/file_system.hpp"
 #include "compactor/pipeline_config.hpp"
 #include "compactor/run_report.hpp"
 
@@ -19,6 +20,7 @@ struct RunOptions {
   bool prompt_too_long = false;        // run `on_prompt_too_long` instead of `pipeline`
   std::optional<std::string> request;  // the active request; found in the conversation if unset
   std::string input_name;              // for the report
+  FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
 };
 
 class Pipeline {

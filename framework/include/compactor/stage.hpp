@@ -31,7 +31,7 @@ struct StageContext {
   Budget budget;
   ProtectedTail tail;                 // of the committed conversation
   std::string_view active_request;    // verbatim; empty when none
-  ArchiveStore* archive = nullptr;    // null until the archive exists
+  ArchiveStore* archive = nullptr;    // put() what you remove; name the receipt in the marker
   Summarizer* summarizer = nullptr;   // null unless configured
   StageLogger* log = nullptr;         // never null when the host calls a stage
 

@@ -60,5 +60,7 @@ CheckerPtr make_thinking_unchanged_checker();
 CheckerPtr make_recent_intact_checker();
 CheckerPtr make_request_kept_checker();
 CheckerPtr make_no_growth_checker();
+CheckerPtr make_archived_checker();
+CheckerPtr make_cache_control_checker();
 
 }  // namespace compactor::detail

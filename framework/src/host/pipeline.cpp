@@ -1,6 +1,7 @@
 #include "compactor/pipeline.hpp"
 
 #include "compactor/active_request.hpp"
+#include "compactor/archive_store.hpp"
 #include "compactor/builtin_checkers.hpp"
 
 #include <chrono>
@@ -83,6 +84,10 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
   }
   std::string request = options.request.value_or(find_active_request(input).text);
 
+  // Every removal of this run goes through one archive; it is made durable (commit) before the
+  // output can be written, and rolled back (by its destructor) when nothing will be written.
+  ArchiveStore archive(config_->archive_dir, options.file_system != nullptr ? *options.file_system : real_file_system());
+
   Conversation committed = input;
   auto& stages = options.prompt_too_long ? on_prompt_too_long_ : pipeline_;
   for (BuiltStage& s : stages) {
@@ -113,6 +118,7 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     context.budget = budget;
     context.tail = compute_protected_tail(committed, config_->recent_exchanges);
     context.active_request = request;
+    context.archive = &archive;
     PrefixedLogger stage_log(log, entry.stage + ": ");
     context.log = &stage_log;
 
@@ -151,6 +157,7 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     check.unit = budget.unit;
     check.may_touch_tail = entry.registered->info->may_touch_tail;
     check.may_grow = entry.registered->info->may_grow;
+    check.archive = &archive;
     auto violations = run_checkers(checkers_, check);
     if (!violations.empty()) {
       sr.status = StageStatus::rejected;
@@ -173,6 +180,12 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     report.stages.push_back(std::move(sr));
   }
 
+  if (auto durable = archive.commit(); !durable) {
+    report.status = "failed";
+    report.exit_code = 3;
+    report.error = durable.error().message;
+    return report;
+  }
   if (report.status.empty()) {
     bool over = committed.size_in(budget.unit) > budget.limit;
     report.status = over ? "over_budget" : "ok";

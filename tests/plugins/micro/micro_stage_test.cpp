@@ -2,10 +2,13 @@
 #include "support/test_support.hpp"
 
 #include "compactor/active_request.hpp"
+#include "compactor/archive_store.hpp"
 #include "compactor/builtin_checkers.hpp"
 #include "compactor/plugin_loader.hpp"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 namespace compactor {
 namespace {
@@ -33,7 +36,9 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   auto stage = create_stage(micro(), p);
   if (!stage) throw std::runtime_error(stage.error().message);
   QuietLogger log;
+  ArchiveStore archive((std::filesystem::temp_directory_path() / ("compactor-micro-test-" + std::to_string(::getpid()))).string());
   StageContext ctx;
+  ctx.archive = &archive;
   ctx.budget = {SizeUnit::chars, target, target};
   ctx.tail = compute_protected_tail(c, exchanges);
   ctx.log = &log;
@@ -42,6 +47,7 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   // Whatever micro returns must pass every checker.
   std::string request = find_active_request(c).text;  // CheckInput only views it
   CheckInput in{c, r->conversation(), ctx.tail, request};
+  in.archive = &archive;
   auto v = run_checkers(make_builtin_checkers(), in);
   EXPECT_TRUE(v.empty()) << v.front().to_string();
   return r->conversation();
@@ -73,9 +79,10 @@ TEST(MicroStage, KeepsTheNewestResultsAndReplacesOlderLargeOnes) {
   auto c = exchanges(6, 500, true);
   auto out = run_micro(c, 3, 0);
   EXPECT_EQ(replaced(out), (std::vector<bool>{true, true, true, false, false, false}));
+  std::string receipt = receipt_of("\"" + std::string(500, 'x') + "\"");
   EXPECT_EQ(out[2].blocks()[0].content()->as_string(),
-            "[compactor micro: an earlier tool result (500 chars) was removed to save context. This placeholder is "
-            "not an execution result; re-run the tool if the content is needed. tool_use_id: toolu_0]");
+            "[compactor micro: an earlier tool result (500 chars) was archived as " + receipt + "; restore it with "
+            "`compactor restore " + receipt + "`. This placeholder is not an execution result. tool_use_id: toolu_0]");
   // Untouched messages are the same objects.
   EXPECT_EQ(out.messages()[1], c.messages()[1]);
   EXPECT_EQ(out.messages()[8], c.messages()[8]);

@@ -1,0 +1,70 @@
+// The archive that makes every removal recoverable. A stage that removes or shortens content
+// first puts the exact bytes here and gets a receipt, `sha256:<hex>`, which its marker names.
+// Blobs are content-addressed (names come only from hashes, never from ids): a blob already there
+// with the same hash is success, so two processes can share a folder.
+//
+// Writes are batched for durability at one sync per run: put() creates each blob exclusively
+// under a temporary name (mode 0600, folders 0700) and writes it; commit(), which the host calls
+// before it writes its output, fsyncs every new blob, renames each into place and fsyncs the
+// folders. rollback() removes the temporaries of a run that will write nothing. The manifest of
+// this run (receipt → bytes) lets the `archived` checker verify a candidate without reading disk.
+#pragma once
+
+#include "compactor/error.hpp"
+#include "compactor/file_system.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+// "sha256:" + 64 lowercase hex digits.
+std::string receipt_of(std::string_view bytes);
+bool is_receipt(std::string_view text);
+// Every receipt in a text, in order.
+std::vector<std::string> find_receipts(std::string_view text);
+
+class ArchiveStore {
+ public:
+  explicit ArchiveStore(std::string dir, FileSystem& fs = real_file_system());
+  ~ArchiveStore();  // rolls back what was neither committed nor rolled back
+
+  ArchiveStore(const ArchiveStore&) = delete;
+  ArchiveStore& operator=(const ArchiveStore&) = delete;
+
+  // Archives `bytes` and returns the receipt. An error names the path and the errno text.
+  Expected<std::string> put(std::string_view bytes);
+
+  // The bytes this run archived under `receipt`, or null.
+  const std::string* find(std::string_view receipt) const;
+
+  // Makes every blob of this run durable and visible (see above).
+  Expected<bool> commit();
+  void rollback();
+
+  const std::string& dir() const { return dir_; }
+  // Where a receipt's blob lives: <dir>/<first two hex digits>/<hex>.
+  std::string path_of(std::string_view receipt) const;
+
+ private:
+  struct Pending {
+    std::string temp;
+    std::string final;
+    int fd;
+  };
+  Expected<bool> ensure_folder(const std::string& path);
+
+  std::string dir_;
+  FileSystem& fs_;
+  std::map<std::string, std::string, std::less<>> manifest_;  // receipt → bytes
+  std::vector<Pending> pending_;
+};
+
+// Reads a blob back, verifying its hash: the original bytes, or an error saying what is wrong
+// (malformed receipt, no such blob, hash mismatch) and where.
+Expected<std::string> restore_blob(const std::string& dir, std::string_view receipt);
+
+}  // namespace compactor

@@ -1,0 +1,29 @@
+// The file-system calls the archive makes, behind an interface so tests can make the k-th call
+// fail with a real errno (ENOSPC, EIO, EACCES…), write short, or remove the folder midway: CI
+// runs as root, so permission bits alone cannot make a write fail. Every call returns what the
+// POSIX call returns and sets errno the same way.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+namespace compactor {
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  virtual int open_exclusive(const std::string& path, int mode) = 0;  // O_WRONLY|O_CREAT|O_EXCL
+  virtual ssize_t write(int fd, const void* data, std::size_t size) = 0;
+  virtual int fsync(int fd) = 0;
+  virtual int close(int fd) = 0;
+  virtual int rename(const std::string& from, const std::string& to) = 0;
+  virtual int mkdir(const std::string& path, int mode) = 0;  // EEXIST when it exists
+  virtual int unlink(const std::string& path) = 0;
+  virtual int fsync_directory(const std::string& path) = 0;
+  virtual bool exists(const std::string& path) = 0;
+};
+
+// The real one (POSIX).
+FileSystem& real_file_system();
+
+}  // namespace compactor

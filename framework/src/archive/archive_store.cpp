@@ -1,0 +1,155 @@
+#include "compactor/archive_store.hpp"
+
+#include <openssl/evp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+namespace compactor {
+namespace {
+
+constexpr std::string_view kPrefix = "sha256:";
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+Error errno_error(const std::string& what, const std::string& path, int err) {
+  return Error{"archive: cannot " + what + " " + path + ": " + std::strerror(err)};
+}
+
+}  // namespace
+
+std::string receipt_of(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out(kPrefix);
+  for (unsigned int i = 0; i < length; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+bool is_receipt(std::string_view text) {
+  if (text.size() != kPrefix.size() + 64 || text.substr(0, kPrefix.size()) != kPrefix) return false;
+  for (char c : text.substr(kPrefix.size()))
+    if (!is_hex(c)) return false;
+  return true;
+}
+
+std::vector<std::string> find_receipts(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::size_t pos = text.find(kPrefix); pos != std::string_view::npos; pos = text.find(kPrefix, pos + 1)) {
+    std::string_view candidate = text.substr(pos, kPrefix.size() + 64);
+    bool boundary = pos + kPrefix.size() + 64 >= text.size() || !is_hex(text[pos + kPrefix.size() + 64]);
+    if (is_receipt(candidate) && boundary) out.emplace_back(candidate);
+  }
+  return out;
+}
+
+ArchiveStore::ArchiveStore(std::string dir, FileSystem& fs) : dir_(std::move(dir)), fs_(fs) {}
+
+ArchiveStore::~ArchiveStore() { rollback(); }
+
+std::string ArchiveStore::path_of(std::string_view receipt) const {
+  std::string_view hex = receipt.substr(kPrefix.size());
+  return dir_ + "/" + std::string(hex.substr(0, 2)) + "/" + std::string(hex);
+}
+
+Expected<bool> ArchiveStore::ensure_folder(const std::string& path) {
+  if (fs_.mkdir(path, 0700) != 0 && errno != EEXIST) return errno_error("create folder", path, errno);
+  return true;
+}
+
+Expected<std::string> ArchiveStore::put(std::string_view bytes) {
+  std::string receipt = receipt_of(bytes);
+  if (manifest_.count(receipt)) return receipt;
+  std::string final_path = path_of(receipt);
+  if (!fs_.exists(final_path)) {
+    // Parent folders, then the blob under a temporary name nobody else can be using.
+    std::string parent = final_path.substr(0, final_path.rfind('/'));
+    // The archive folder and each folder above it that is missing, then the fan-out folder.
+    for (std::size_t slash = dir_.find('/', 1); slash != std::string::npos; slash = dir_.find('/', slash + 1))
+      if (auto r = ensure_folder(dir_.substr(0, slash)); !r) return r.error();
+    if (auto r = ensure_folder(dir_); !r) return r.error();
+    if (auto r = ensure_folder(parent); !r) return r.error();
+    std::string temp = final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(pending_.size());
+    int fd = fs_.open_exclusive(temp, 0600);
+    if (fd < 0) return errno_error("create", temp, errno);
+    std::string_view rest = bytes;
+    while (!rest.empty()) {
+      ssize_t n = fs_.write(fd, rest.data(), rest.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int err = n < 0 ? errno : EIO;
+        fs_.close(fd);
+        fs_.unlink(temp);
+        return errno_error(n < 0 ? "write" : "write (short write)", temp, err);
+      }
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+    pending_.push_back({temp, final_path, fd});
+  }
+  manifest_.emplace(receipt, std::string(bytes));
+  return receipt;
+}
+
+const std::string* ArchiveStore::find(std::string_view receipt) const {
+  auto it = manifest_.find(receipt);
+  return it == manifest_.end() ? nullptr : &it->second;
+}
+
+Expected<bool> ArchiveStore::commit() {
+  std::set<std::string> folders;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    Pending& p = pending_[i];
+    if (fs_.fsync(p.fd) != 0) {
+      int err = errno;
+      rollback();
+      return errno_error("sync", p.temp, err);
+    }
+    fs_.close(p.fd);
+    p.fd = -1;
+    if (fs_.rename(p.temp, p.final) != 0) {
+      int err = errno;
+      rollback();
+      return errno_error("rename into place", p.final, err);
+    }
+    p.temp.clear();
+    folders.insert(p.final.substr(0, p.final.rfind('/')));
+  }
+  if (!pending_.empty()) folders.insert(dir_);
+  pending_.clear();
+  for (const auto& f : folders)
+    if (fs_.fsync_directory(f) != 0) return errno_error("sync folder", f, errno);
+  return true;
+}
+
+void ArchiveStore::rollback() {
+  for (Pending& p : pending_) {
+    if (p.fd >= 0) fs_.close(p.fd);
+    if (!p.temp.empty()) fs_.unlink(p.temp);
+  }
+  pending_.clear();
+}
+
+Expected<std::string> restore_blob(const std::string& dir, std::string_view receipt) {
+  if (!is_receipt(receipt))
+    return Error{"\"" + std::string(receipt) + "\" is not a receipt (expected sha256: and 64 lowercase hex digits)"};
+  std::string hex(receipt.substr(kPrefix.size()));
+  std::string path = dir + "/" + hex.substr(0, 2) + "/" + hex;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(errno) + ")"};
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string out = std::move(bytes).str();
+  if (receipt_of(out) != receipt) return Error{path + ": the blob does not match its hash (the archive is corrupted)"};
+  return out;
+}
+
+}  // namespace compactor

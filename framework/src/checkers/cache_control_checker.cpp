@@ -1,0 +1,42 @@
+// cache_control: a stage never adds a cache breakpoint (a marker never carries cache_control it
+// did not inherit), and the number of breakpoints never grows past 4 (the API's limit).
+#include "checker_support.hpp"
+
+namespace compactor::detail {
+namespace {
+
+std::size_t breakpoints(const Message& m) {
+  std::size_t n = m.json().contains("cache_control") ? 1 : 0;
+  for (const Block& b : m.blocks())
+    if (b.field("cache_control") != nullptr) ++n;
+  return n;
+}
+
+class CacheControlChecker final : public Checker {
+ public:
+  std::string_view name() const override { return "cache_control"; }
+  void check(const CheckInput& in, std::vector<Violation>& out) const override {
+    if (same_messages(in)) return;
+    std::size_t before = 0, after = 0;
+    for (const MessagePtr& m : in.before.messages()) before += breakpoints(*m);
+    for (const MessagePtr& m : in.candidate.messages()) after += breakpoints(*m);
+    if (after > before) {
+      Violation v;
+      v.checker = std::string(name());
+      v.what = "the candidate has " + std::to_string(after) + " cache_control breakpoints, more than its input's " +
+               std::to_string(before);
+      out.push_back(std::move(v));
+    } else if (after > 4) {
+      Violation v;
+      v.checker = std::string(name());
+      v.what = "the candidate has " + std::to_string(after) + " cache_control breakpoints; the API allows 4";
+      out.push_back(std::move(v));
+    }
+  }
+};
+
+}  // namespace
+
+CheckerPtr make_cache_control_checker() { return std::make_unique<CacheControlChecker>(); }
+
+}  // namespace compactor::detail

@@ -1,0 +1,121 @@
+// snip: a history of more than `max_messages` keeps its first `keep_head` messages and its newest
+// ones, and the middle is archived (as JSONL, one message a line) and replaced by one marker
+// message naming the receipt (seed 001's snip_compact). A cut never falls inside a tool pair: the
+// head grows to take the results of a call it ends with, and the tail start moves back to the
+// assistant turn whose results it would otherwise begin with. The protected tail and the active
+// request are always kept. A history that was snipped before keeps one marker: the old marker
+// falls inside the new middle and is archived with it.
+#include "compactor/archive_store.hpp"
+#include "compactor/plugin.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+namespace {
+
+using namespace compactor;
+
+constexpr std::string_view kMarkerPrefix = "[compactor snip:";
+
+bool is_marker(const Message& m) {
+  return m.role() == Role::user && m.blocks().size() == 1 && m.blocks()[0].kind() == BlockKind::text &&
+         m.blocks()[0].text().substr(0, kMarkerPrefix.size()) == kMarkerPrefix;
+}
+
+// Moves `start` back until it begins a turn group: never at results whose call comes before it,
+// never in the middle of an assistant turn split over several messages.
+std::size_t align_start(const Conversation& c, std::size_t start, std::size_t floor) {
+  while (start > floor) {
+    const Message& m = c[start];
+    const Message& prev = c[start - 1];
+    bool answers_previous = m.role() == Role::user && m.has_tool_result();
+    bool splits_turn = m.role() == Role::assistant && prev.role() == Role::assistant;
+    bool splits_answer = m.role() == Role::user && prev.role() == Role::user && prev.has_tool_result();
+    if (!answers_previous && !splits_turn && !splits_answer) break;
+    --start;
+  }
+  return start;
+}
+
+class SnipStage final : public Stage {
+ public:
+  explicit SnipStage(const ParamValues& p)
+      : max_messages_(static_cast<std::size_t>(p.integer("max_messages"))),
+        keep_head_(static_cast<std::size_t>(p.integer("keep_head"))) {}
+
+  StageResult run(const Conversation& committed, const StageContext& context) override {
+    std::size_t n = committed.size();
+    if (n <= max_messages_) return StageResult::candidate(committed);
+
+    std::size_t head_end = std::min(keep_head_, n);
+    if (head_end > 0 && committed[head_end - 1].has_tool_use())
+      while (head_end < n && committed[head_end].role() == Role::user && committed[head_end].has_tool_result()) ++head_end;
+    // An earlier snip's marker goes into the new middle, so there is only ever one marker.
+    for (std::size_t i = 0; i <= head_end && i < n; ++i)
+      if (is_marker(committed[i])) {
+        head_end = i;
+        break;
+      }
+
+    std::size_t keep_tail = max_messages_ > keep_head_ ? max_messages_ - keep_head_ : 1;
+    std::size_t tail_start = n > keep_tail ? n - keep_tail : 0;
+    tail_start = std::min(tail_start, context.tail.begin);
+    // The active request stays as it is.
+    if (!context.active_request.empty())
+      for (std::size_t i = head_end; i < tail_start; ++i)
+        for (const Block& b : committed[i].blocks())
+          if (b.kind() == BlockKind::text && b.text().find(context.active_request) != std::string_view::npos) {
+            tail_start = std::min(tail_start, i);
+            break;
+          }
+    tail_start = align_start(committed, tail_start, head_end);
+    if (head_end >= tail_start || tail_start - head_end < 2) return StageResult::candidate(committed);
+
+    std::string jsonl;
+    for (std::size_t i = head_end; i < tail_start; ++i) {
+      jsonl += committed[i].raw();
+      jsonl += '\n';
+    }
+    if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
+    auto receipt = context.archive->put(jsonl);
+    if (!receipt) return StageResult::decline(receipt.error().message);
+
+    std::size_t count = tail_start - head_end;
+    std::string text = fmt::format(
+        "{} {} earlier messages were archived as {}; restore them with `compactor restore {}` (JSONL, one message a "
+        "line). They are not shown here.]",
+        kMarkerPrefix, count, *receipt, *receipt);
+    auto marker = Message::from_json(boost::json::object{
+        {"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text}}}}});
+    if (!marker) return StageResult::decline("cannot build the marker: " + marker.error().message);
+
+    std::vector<MessagePtr> messages;
+    messages.reserve(head_end + 1 + (n - tail_start));
+    messages.insert(messages.end(), committed.messages().begin(), committed.messages().begin() + static_cast<std::ptrdiff_t>(head_end));
+    messages.push_back(std::move(marker).value());
+    messages.insert(messages.end(), committed.messages().begin() + static_cast<std::ptrdiff_t>(tail_start), committed.messages().end());
+    context.log->info(fmt::format("snipped messages.{} to messages.{}", head_end, tail_start - 1));
+    return StageResult::candidate(committed.with_messages(std::move(messages)));
+  }
+
+ private:
+  std::size_t max_messages_, keep_head_;
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "snip";
+  info.description = "archives the middle of a long history and leaves one marker message";
+  info.params = {
+      {"max_messages", ParamType::integer, "a history of more messages is snipped", std::int64_t{50}, false, 2, {}, {}},
+      {"keep_head", ParamType::integer, "messages kept at the start", std::int64_t{3}, false, 1, {}, {}},
+  };
+  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
+    return std::unique_ptr<Stage>(std::make_unique<SnipStage>(params));
+  };
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("snip", "0.1.0", register_stages)
