@@ -303,13 +303,23 @@ bool JsonScanner::literal(std::string_view word) {
 namespace {
 
 // Past the value that starts at `pos` in valid JSON.
+std::size_t skip_string(std::string_view t, std::size_t pos) {
+  // memchr to each '"'; it closes the string unless an odd run of backslashes precedes it.
+  std::size_t from = pos + 1;
+  for (;;) {
+    const void* q = std::memchr(t.data() + from, '"', t.size() - from);
+    if (q == nullptr) return t.size();
+    std::size_t at = static_cast<std::size_t>(static_cast<const char*>(q) - t.data());
+    std::size_t k = at;
+    while (k > pos + 1 && t[k - 1] == '\\') --k;
+    if ((at - k) % 2 == 0) return at + 1;
+    from = at + 1;
+  }
+}
+
 std::size_t skip_value(std::string_view t, std::size_t pos) {
   char c = t[pos];
-  if (c == '"') {
-    for (++pos; t[pos] != '"'; ++pos)
-      if (t[pos] == '\\') ++pos;
-    return pos + 1;
-  }
+  if (c == '"') return skip_string(t, pos);
   if (c == '{' || c == '[') {
     int depth = 0;
     for (; pos < t.size(); ++pos) {

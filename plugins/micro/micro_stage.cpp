@@ -18,6 +18,14 @@ namespace {
 using namespace compactor;
 
 constexpr std::string_view kMarkerPrefix = "[compactor micro:";
+const std::string kPlaceholderReceipt = "sha256:" + std::string(64, '0');
+
+std::string marker_text(std::uint64_t chars, std::string_view receipt, std::string_view tool_use_id) {
+  return fmt::format(
+      "{} an earlier tool result ({} chars) was archived as {}; restore it with `compactor restore {}`. This "
+      "placeholder is not an execution result. tool_use_id: {}]",
+      kMarkerPrefix, chars, receipt, receipt, tool_use_id);
+}
 
 class MicroStage final : public Stage {
  public:
@@ -49,7 +57,8 @@ class MicroStage final : public Stage {
     struct Edit {
       std::size_t block;
       std::string_view original;  // the exact bytes archived
-      std::string marker;
+      std::uint64_t chars;
+      std::string tool_use_id;
     };
     std::map<std::size_t, std::vector<Edit>> edits;  // by message, oldest first
     for (const Result& r : results) {
@@ -61,14 +70,10 @@ class MicroStage final : public Stage {
         continue;
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
-      std::string_view original = raw_block_field(committed[r.message], r.block, "content");
-      std::string receipt = receipt_of(original);
-      std::string marker = fmt::format(
-          "{} an earlier tool result ({} chars) was archived as {}; restore it with `compactor restore {}`. This "
-          "placeholder is not an execution result. tool_use_id: {}]",
-          kMarkerPrefix, chars, receipt, receipt, block.tool_use_id());
-      if (count_code_points(marker) >= chars) continue;  // a marker must save space
-      edits[r.message].push_back({r.block, original, std::move(marker)});
+      // A marker must save space; every receipt has the same length, so a placeholder one tells.
+      if (count_code_points(marker_text(chars, kPlaceholderReceipt, block.tool_use_id())) >= chars) continue;
+      edits[r.message].push_back({r.block, raw_block_field(committed[r.message], r.block, "content"), chars,
+                                  std::string(block.tool_use_id())});
     }
     if (edits.empty()) return StageResult::candidate(committed);
 
@@ -80,8 +85,9 @@ class MicroStage final : public Stage {
       std::vector<std::pair<std::size_t, boost::json::value>> contents;
       for (Edit& e : replacements) {
         // Archive first: the marker may only exist once its receipt holds the original.
-        if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
-        contents.emplace_back(e.block, boost::json::value(std::move(e.marker)));
+        auto receipt = context.archive->put(e.original);
+        if (!receipt) return StageResult::decline(receipt.error().message);
+        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, *receipt, e.tool_use_id)));
       }
       std::size_t count = contents.size();
       auto edited = with_result_contents(*messages[index], std::move(contents));

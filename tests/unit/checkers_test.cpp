@@ -2,7 +2,9 @@
 // must let through.
 #include "support/test_support.hpp"
 
+#include "compactor/archive_store.hpp"
 #include "compactor/builtin_checkers.hpp"
+#include "compactor/message_edit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +25,8 @@ std::vector<std::string> check_one(const std::string& json) {
 const char* kUse1 = R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]})";
 const char* kRes1 = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]})";
 const char* kAsk = R"({"role":"user","content":"do it"})";
+std::string kUse1_2() { return R"({"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Read","input":{}}]})"; }
+std::string kRes1_2() { return R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"r2"}]})"; }
 
 std::string conv(std::initializer_list<std::string> messages) {
   std::string out = "[";
@@ -155,6 +159,54 @@ TEST(NoGrowthChecker, LargerCandidateIsCaught) {
   std::string base = conv({kAsk, kUse1, kRes1});
   auto v = check_pair("no_growth", edit(base, 0, R"({"role":"user","content":"do it, and more"})"));
   EXPECT_EQ(v, std::vector<std::string>{"no_growth: the candidate is larger than its input: 213 > 203 chars"});
+}
+
+std::vector<std::string> check_archived(const Pair& p, const ArchiveStore& archive) {
+  CheckInput in{p.before, p.after, compute_protected_tail(p.before, 0), ""};
+  in.archive = &archive;
+  std::vector<CheckerPtr> one;
+  one.push_back(make_builtin_checker("archived"));
+  return lines(run_checkers(one, in));
+}
+
+TEST(ArchivedChecker, RemovedContentNeedsAReceiptHoldingTheExactBytes) {
+  std::string base = conv({kAsk, kUse1, R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"long \u00e9 output"}]})", kAsk});
+  ArchiveStore archive("/nonexistent/never-written");  // never committed: the manifest is enough
+  auto before = test::parse_or_die(base);
+  std::string original(raw_block_field(before[2], 0, "content"));
+  EXPECT_EQ(original, "\"long \\u00e9 output\"");  // the input's own bytes, escape and all
+  std::string receipt = receipt_of(original);
+  std::string marker = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[archived as )" + receipt + R"(]"}]})";
+  // Not archived yet: the receipt names nothing in this run's archive.
+  EXPECT_EQ(check_archived(edit(base, 2, marker), archive),
+            std::vector<std::string>{"archived: messages.2: tool_result t1: content was shortened or removed, but no receipt in it archives the original"});
+  ASSERT_TRUE(archive.put(original).ok());
+  EXPECT_TRUE(check_archived(edit(base, 2, marker), archive).empty());
+  // The right receipt for other bytes is not enough.
+  ASSERT_TRUE(archive.put("\"something else\"").ok());
+  std::string wrong = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[archived as )" + receipt_of("\"something else\"") + R"(]"}]})";
+  EXPECT_EQ(check_archived(edit(base, 2, wrong), archive).size(), 1u);
+}
+
+TEST(ArchivedChecker, DroppedMessagesMustBeInANamedSnapshot) {
+  auto before = test::parse_or_die(conv({kAsk, kUse1, kRes1, kUse1_2(), kRes1_2(), kAsk}));
+  ArchiveStore archive("/nonexistent/never-written");
+  std::string jsonl = std::string(before[1].raw()) + "\n" + std::string(before[2].raw()) + "\n";
+  std::string receipt = receipt_of(jsonl);
+  auto marker = test::message_or_die(R"({"role":"user","content":"[snipped: )" + receipt + R"(]"})");
+  std::vector<MessagePtr> kept = {before.messages()[0], marker, before.messages()[3], before.messages()[4], before.messages()[5]};
+  Pair p{before, before.with_messages(kept)};
+  EXPECT_EQ(check_archived(p, archive), (std::vector<std::string>{
+                                            "archived: messages.1: input messages.1 was dropped, but no receipt in the candidate archives it",
+                                            "archived: messages.2: input messages.2 was dropped, but no receipt in the candidate archives it"}));
+  ASSERT_TRUE(archive.put(jsonl).ok());
+  EXPECT_TRUE(check_archived(p, archive).empty());
+}
+
+TEST(CacheControlChecker, AStageNeverAddsABreakpoint) {
+  std::string base = conv({kAsk, kUse1, kRes1, kAsk});
+  EXPECT_EQ(check_pair("cache_control", edit(base, 0, R"({"role":"user","content":[{"type":"text","text":"do it","cache_control":{"type":"ephemeral"}}]})")),
+            std::vector<std::string>{"cache_control: the candidate has 1 cache_control breakpoints, more than its input's 0"});
 }
 
 TEST(Violation, NamesStageAndPluginWhenTheHostSetsThem) {

@@ -243,6 +243,19 @@ std::vector<Mutation> mutations() {
       first["compactor_mutation"] = true;  // any change at all
     });
   }});
+  m.push_back({"replace a result's content without archiving it", "archived", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
+    auto results = find_blocks(s.conversation, BlockKind::tool_result, s.conversation.size());
+    if (results.empty()) return std::nullopt;
+    Where w = choose(results, rng);
+    return replace(s.conversation, w.message, [&](json::object& o) { block_at(o, w.block)["content"] = "[removed]"; });
+  }});
+  m.push_back({"add a cache breakpoint", "cache_control", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
+    std::size_t i = std::uniform_int_distribution<std::size_t>(0, s.conversation.size() - 1)(rng);
+    if (s.conversation[i].content_is_string()) return std::nullopt;
+    return replace(s.conversation, i, [&](json::object& o) {
+      block_at(o, 0)["cache_control"] = json::object{{"type", "ephemeral"}};
+    });
+  }});
   m.push_back({"start with an assistant message", "structure", 0, [](const Subject& s, Rng&, std::size_t&) -> std::optional<Conversation> {
     if (s.conversation.size() < 3 || s.conversation[1].role() != Role::assistant) return std::nullopt;
     auto messages = s.conversation.messages();

@@ -3,10 +3,11 @@
 // Blobs are content-addressed (names come only from hashes, never from ids): a blob already there
 // with the same hash is success, so two processes can share a folder.
 //
-// Writes are batched for durability at one sync per run: put() creates each blob exclusively
-// under a temporary name (mode 0600, folders 0700) and writes it; commit(), which the host calls
-// before it writes its output, fsyncs every new blob, renames each into place and fsyncs the
-// folders. rollback() removes the temporaries of a run that will write nothing. The manifest of
+// Writes are batched for durability: put() creates each blob exclusively under a temporary name
+// (mode 0600, folders 0700) and writes it; commit(), which the host calls before it writes its
+// output, syncs the file system once (every blob's data), renames each blob into place, and syncs
+// once more (the renames): two syncs per run, however many blobs. rollback() removes the
+// temporaries of a run that will write nothing. The manifest of
 // this run (receipt → bytes) lets the `archived` checker verify a candidate without reading disk.
 #pragma once
 
@@ -45,6 +46,15 @@ class ArchiveStore {
   Expected<bool> commit();
   void rollback();
 
+  // What a stage wrote can be taken back when its candidate is not committed: mark() before the
+  // stage runs, revert_to(mark) when it declines or is rejected.
+  struct Mark {
+    std::size_t pending = 0;
+    std::size_t receipts = 0;
+  };
+  Mark mark() const { return {pending_.size(), added_.size()}; }
+  void revert_to(Mark mark);
+
   const std::string& dir() const { return dir_; }
   // Where a receipt's blob lives: <dir>/<first two hex digits>/<hex>.
   std::string path_of(std::string_view receipt) const;
@@ -53,13 +63,13 @@ class ArchiveStore {
   struct Pending {
     std::string temp;
     std::string final;
-    int fd;
   };
   Expected<bool> ensure_folder(const std::string& path);
 
   std::string dir_;
   FileSystem& fs_;
   std::map<std::string, std::string, std::less<>> manifest_;  // receipt → bytes
+  std::vector<std::string> added_;                             // receipts in the order they came
   std::vector<Pending> pending_;
 };
 

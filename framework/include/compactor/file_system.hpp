@@ -14,12 +14,13 @@ class FileSystem {
   virtual ~FileSystem() = default;
   virtual int open_exclusive(const std::string& path, int mode) = 0;  // O_WRONLY|O_CREAT|O_EXCL
   virtual ssize_t write(int fd, const void* data, std::size_t size) = 0;
-  virtual int fsync(int fd) = 0;
   virtual int close(int fd) = 0;
   virtual int rename(const std::string& from, const std::string& to) = 0;
   virtual int mkdir(const std::string& path, int mode) = 0;  // EEXIST when it exists
   virtual int unlink(const std::string& path) = 0;
-  virtual int fsync_directory(const std::string& path) = 0;
+  // Flushes everything written to the file system holding `path` (syncfs): one call makes a whole
+  // run's blobs, or its renames, durable.
+  virtual int sync_filesystem(const std::string& path) = 0;
   virtual bool exists(const std::string& path) = 0;
 };
 

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -93,9 +92,15 @@ Expected<std::string> ArchiveStore::put(std::string_view bytes) {
       }
       rest.remove_prefix(static_cast<std::size_t>(n));
     }
-    pending_.push_back({temp, final_path, fd});
+    if (fs_.close(fd) != 0) {
+      int err = errno;
+      fs_.unlink(temp);
+      return errno_error("close", temp, err);
+    }
+    pending_.push_back({temp, final_path});
   }
   manifest_.emplace(receipt, std::string(bytes));
+  added_.push_back(receipt);
   return receipt;
 }
 
@@ -105,36 +110,37 @@ const std::string* ArchiveStore::find(std::string_view receipt) const {
 }
 
 Expected<bool> ArchiveStore::commit() {
-  std::set<std::string> folders;
+  if (pending_.empty()) return true;
+  if (fs_.sync_filesystem(dir_) != 0) {
+    Error e = errno_error("sync", dir_, errno);
+    rollback();
+    return e;
+  }
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     Pending& p = pending_[i];
-    if (fs_.fsync(p.fd) != 0) {
-      int err = errno;
-      rollback();
-      return errno_error("sync", p.temp, err);
-    }
-    fs_.close(p.fd);
-    p.fd = -1;
     if (fs_.rename(p.temp, p.final) != 0) {
-      int err = errno;
+      Error e = errno_error("rename into place", p.final, errno);
       rollback();
-      return errno_error("rename into place", p.final, err);
+      return e;
     }
     p.temp.clear();
-    folders.insert(p.final.substr(0, p.final.rfind('/')));
   }
-  if (!pending_.empty()) folders.insert(dir_);
   pending_.clear();
-  for (const auto& f : folders)
-    if (fs_.fsync_directory(f) != 0) return errno_error("sync folder", f, errno);
+  if (fs_.sync_filesystem(dir_) != 0) return errno_error("sync", dir_, errno);
   return true;
 }
 
+void ArchiveStore::revert_to(Mark mark) {
+  for (std::size_t i = mark.pending; i < pending_.size(); ++i)
+    if (!pending_[i].temp.empty()) fs_.unlink(pending_[i].temp);
+  if (pending_.size() > mark.pending) pending_.resize(mark.pending);
+  for (std::size_t i = mark.receipts; i < added_.size(); ++i) manifest_.erase(added_[i]);
+  if (added_.size() > mark.receipts) added_.resize(mark.receipts);
+}
+
 void ArchiveStore::rollback() {
-  for (Pending& p : pending_) {
-    if (p.fd >= 0) fs_.close(p.fd);
+  for (Pending& p : pending_)
     if (!p.temp.empty()) fs_.unlink(p.temp);
-  }
   pending_.clear();
 }
 

@@ -13,16 +13,17 @@ class PosixFileSystem final : public FileSystem {
     return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   }
   ssize_t write(int fd, const void* data, std::size_t size) override { return ::write(fd, data, size); }
-  int fsync(int fd) override { return ::fsync(fd); }
   int close(int fd) override { return ::close(fd); }
   int rename(const std::string& from, const std::string& to) override { return ::rename(from.c_str(), to.c_str()); }
   int mkdir(const std::string& path, int mode) override { return ::mkdir(path.c_str(), static_cast<mode_t>(mode)); }
   int unlink(const std::string& path) override { return ::unlink(path.c_str()); }
-  int fsync_directory(const std::string& path) override {
+  int sync_filesystem(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return -1;
-    int rc = ::fsync(fd);
+    int rc = ::syncfs(fd);
+    int err = errno;
     ::close(fd);
+    errno = err;
     return rc;
   }
   bool exists(const std::string& path) override {

@@ -44,21 +44,41 @@ class ArchivedChecker final : public Checker {
 
     std::unordered_set<std::string> receipts;
     for (std::size_t i : added) collect_receipts(in.candidate[i], receipts);
-    // Lines of every named blob: a dropped message must be one of them (or a whole blob).
+    // Lines of every named blob: a dropped message must be one of them (or a whole blob). Built
+    // only when a whole message has to be found, since it hashes everything archived.
     std::unordered_set<std::string_view> archived_lines;
+    bool lines_built = false;
     auto blob = [&](const std::string& receipt) { return in.archive ? in.archive->find(receipt) : nullptr; };
+    // Snapshots hold the dropped messages in order, so first try each named blob's next line
+    // (a memcmp); only a message found out of order costs hashing every archived line.
+    std::vector<std::string_view> cursors;
     for (const auto& r : receipts)
-      if (const std::string* bytes = blob(r)) {
-        std::string_view rest = *bytes;
-        archived_lines.insert(rest);
-        while (!rest.empty()) {
-          std::size_t nl = rest.find('\n');
-          archived_lines.insert(rest.substr(0, nl));
-          if (nl == std::string_view::npos) break;
+      if (const std::string* bytes = blob(r)) cursors.emplace_back(*bytes);
+    auto archived_whole = [&](const Message& m) {
+      for (std::string_view& rest : cursors) {
+        if (rest == m.raw()) return true;
+        std::size_t nl = rest.find('\n');
+        if (nl != std::string_view::npos && rest.substr(0, nl) == m.raw()) {
           rest.remove_prefix(nl + 1);
+          return true;
         }
       }
-    auto archived_whole = [&](const Message& m) { return archived_lines.count(m.raw()) != 0; };
+      if (!lines_built) {
+        lines_built = true;
+        for (const auto& r : receipts)
+          if (const std::string* bytes = blob(r)) {
+            std::string_view rest = *bytes;
+            archived_lines.insert(rest);
+            while (!rest.empty()) {
+              std::size_t nl = rest.find('\n');
+              archived_lines.insert(rest.substr(0, nl));
+              if (nl == std::string_view::npos) break;
+              rest.remove_prefix(nl + 1);
+            }
+          }
+      }
+      return archived_lines.count(m.raw()) != 0;
+    };
 
     std::size_t next_added = 0;
     for (std::size_t r : removed) {

@@ -122,10 +122,13 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     PrefixedLogger stage_log(log, entry.stage + ": ");
     context.log = &stage_log;
 
+    // What the stage archives stays only if its candidate is committed.
+    const ArchiveStore::Mark archive_mark = archive.mark();
     auto started = std::chrono::steady_clock::now();
     auto result = run_stage(*s.instance, *entry.registered, committed, context);
     sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
 
+    if (!result || result->declined()) archive.revert_to(archive_mark);
     if (!result) {
       sr.status = StageStatus::failed;
       sr.reason = result.error().message;
@@ -160,6 +163,7 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     check.archive = &archive;
     auto violations = run_checkers(checkers_, check);
     if (!violations.empty()) {
+      archive.revert_to(archive_mark);
       sr.status = StageStatus::rejected;
       for (auto& v : violations) {
         v.stage = entry.stage;

@@ -1,0 +1,317 @@
+// The archive: receipts, restore, faults injected through the file-system seam, two processes on
+// one folder, and the round trip from every stage's receipts back to the input's own bytes.
+#include "support/test_support.hpp"
+
+#include "compactor/archive_store.hpp"
+#include "compactor/pipeline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("compactor-archive-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::vector<std::string> temp_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+TEST(ArchiveStore, PutCommitRestoreAndDeduplicate) {
+  fs::path dir = scratch("basic");
+  std::string archive_dir = (dir / "a").string();
+  ArchiveStore store(archive_dir);
+  auto r1 = store.put("\"hello\"");
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(*r1, "sha256:5aa762ae383fbb727af3c7a36d4940a5b8c40a989452d2304fc958ff3f354e7a");
+  EXPECT_EQ(*store.put("\"hello\""), *r1);  // same bytes, same receipt
+  EXPECT_EQ(*store.find(*r1), "\"hello\"");
+  EXPECT_FALSE(fs::exists(store.path_of(*r1)));  // not visible before commit
+  ASSERT_TRUE(store.commit().ok());
+  EXPECT_TRUE(temp_files(dir).empty());
+  EXPECT_EQ((fs::status(store.path_of(*r1)).permissions() & fs::perms::all), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ((fs::status(archive_dir).permissions() & fs::perms::all), fs::perms::owner_all);
+  EXPECT_EQ(*restore_blob(archive_dir, *r1), "\"hello\"");
+  // A second store finds the blob already there: success without writing.
+  ArchiveStore again(archive_dir);
+  EXPECT_EQ(*again.put("\"hello\""), *r1);
+  ASSERT_TRUE(again.commit().ok());
+  fs::remove_all(dir);
+}
+
+TEST(ArchiveStore, RestoreRefusesWhatItCannotVerify) {
+  fs::path dir = scratch("verify");
+  ArchiveStore store(dir.string());
+  std::string receipt = *store.put("[1,2,3]");
+  ASSERT_TRUE(store.commit().ok());
+  EXPECT_EQ(restore_blob(dir.string(), "sha256:XYZ").error().message,
+            "\"sha256:XYZ\" is not a receipt (expected sha256: and 64 lowercase hex digits)");
+  std::string other = receipt_of("nothing");
+  EXPECT_EQ(restore_blob(dir.string(), other).error().message,
+            store.path_of(other) + ": no such blob in the archive " + dir.string() + " (No such file or directory)");
+  std::ofstream(store.path_of(receipt), std::ios::trunc) << "[1,2,4]";
+  EXPECT_EQ(restore_blob(dir.string(), receipt).error().message,
+            store.path_of(receipt) + ": the blob does not match its hash (the archive is corrupted)");
+  fs::remove_all(dir);
+}
+
+TEST(ArchiveStore, RollbackLeavesNothing) {
+  fs::path dir = scratch("rollback");
+  {
+    ArchiveStore store(dir.string());
+    ASSERT_TRUE(store.put("abc").ok());
+    EXPECT_EQ(temp_files(dir).size(), 1u);
+  }  // destroyed uncommitted
+  EXPECT_TRUE(temp_files(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(Receipts, FoundInText) {
+  std::string r = receipt_of("x");
+  EXPECT_EQ(find_receipts("see " + r + "; or `compactor restore " + r + "`"), (std::vector<std::string>{r, r}));
+  EXPECT_TRUE(find_receipts("sha256:abc").empty());
+  EXPECT_TRUE(find_receipts(r + "0").empty());  // 65 hex digits is not a receipt
+}
+
+// ---- faults -----------------------------------------------------------------------------------
+
+// The real file system, except that the k-th call of one kind fails the way it is told to.
+class FaultyFileSystem final : public FileSystem {
+ public:
+  enum class Fault { write_errno, short_write, vanish_before_open, fsync_errno };
+  FaultyFileSystem(Fault fault, int err, int k, std::string dir) : fault_(fault), errno_(err), k_(k), dir_(std::move(dir)) {}
+
+  int open_exclusive(const std::string& path, int mode) override {
+    if (fault_ == Fault::vanish_before_open && ++opens_ == k_) fs::remove_all(dir_);
+    return real().open_exclusive(path, mode);
+  }
+  ssize_t write(int fd, const void* data, std::size_t size) override {
+    if (fault_ == Fault::write_errno && ++writes_ == k_) {
+      errno = errno_;
+      return -1;
+    }
+    if (fault_ == Fault::short_write && ++writes_ >= k_) {
+      if (writes_ == k_ && size > 1) return real().write(fd, data, size / 2);  // half, then the disk is full
+      return 0;
+    }
+    return real().write(fd, data, size);
+  }
+  int sync_filesystem(const std::string& p) override {
+    if (fault_ == Fault::fsync_errno && ++syncs_ == k_) {
+      errno = errno_;
+      return -1;
+    }
+    return real().sync_filesystem(p);
+  }
+  int close(int fd) override { return real().close(fd); }
+  int rename(const std::string& a, const std::string& b) override { return real().rename(a, b); }
+  int mkdir(const std::string& p, int mode) override { return real().mkdir(p, mode); }
+  int unlink(const std::string& p) override { return real().unlink(p); }
+  bool exists(const std::string& p) override { return real().exists(p); }
+
+ private:
+  static FileSystem& real() { return real_file_system(); }
+  Fault fault_;
+  int errno_, k_;
+  std::string dir_;
+  int opens_ = 0, writes_ = 0, syncs_ = 0;
+};
+
+class QuietLogger final : public StageLogger {
+ public:
+  void log(LogLevel, std::string_view) override {}
+};
+
+Pipeline build_pipeline(const fs::path& dir, const std::string& stages, const std::string& archive_dir) {
+  std::string path = (dir / "p.yaml").string();
+  std::ofstream(path) << "version: 1\nbudget: {limit: 100}\nrecent: {exchanges: 0}\narchive: {dir: \"" + archive_dir +
+                             "\"}\nplugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\npipeline:\n" + stages;
+  auto loaded = load_pipeline_config(path);
+  if (!loaded.config) throw std::runtime_error(loaded.errors.front());
+  auto p = Pipeline::build(std::move(*loaded.config));
+  if (!p) throw std::runtime_error(p.error().message);
+  return std::move(p).value();
+}
+
+// Four 2,000-char results, so micro (keep_recent 0) archives three blobs; a thinking-free,
+// closed history.
+Conversation four_results() {
+  std::string out = R"([{"role":"user","content":"read the logs"})";
+  for (int i = 0; i < 4; ++i) {
+    std::string id = "toolu_" + std::to_string(i);
+    out += R"(,{"role":"assistant","content":[{"type":"tool_use","id":")" + id + R"(","name":"Read","input":{}}]})";
+    out += R"(,{"role":"user","content":[{"type":"tool_result","tool_use_id":")" + id + R"(","content":")" +
+           std::string(2000, static_cast<char>('a' + i)) + R"("}]})";
+  }
+  return test::parse_or_die(out + R"(,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}])");
+}
+
+struct FaultCase {
+  const char* name;
+  FaultyFileSystem::Fault fault;
+  int err;
+  const char* text;  // how the errno reads
+};
+
+void PrintTo(const FaultCase& f, std::ostream* os) { *os << f.name; }
+
+class ArchiveFault : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
+  const FaultCase& f = GetParam();
+  fs::path dir = scratch(std::string("fault-") + f.name);
+  std::string archive_dir = (dir / "archive").string();
+  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
+  FaultyFileSystem faulty(f.fault, f.err, 2, archive_dir);  // the second write / open fails
+  QuietLogger log;
+  Conversation input = four_results();
+  RunOptions options;
+  options.file_system = &faulty;
+  RunReport report = pipeline.run(input, options, log);
+
+  ASSERT_EQ(report.stages.size(), 1u);
+  EXPECT_EQ(report.stages[0].status, StageStatus::declined);
+  EXPECT_EQ(report.stages[0].stage, "micro");
+  EXPECT_NE(report.stages[0].reason.find("archive: cannot "), std::string::npos) << report.stages[0].reason;
+  EXPECT_NE(report.stages[0].reason.find(archive_dir), std::string::npos) << report.stages[0].reason;
+  EXPECT_NE(report.stages[0].reason.find(f.text), std::string::npos) << report.stages[0].reason;
+  EXPECT_EQ(report.exit_code, 1);  // declined under abort
+  ASSERT_TRUE(report.output.has_value());
+  EXPECT_EQ(report.output->serialize(), input.serialize());  // the last committed: the input
+  EXPECT_TRUE(temp_files(dir).empty());
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errnos, ArchiveFault,
+    ::testing::Values(FaultCase{"ENOSPC", FaultyFileSystem::Fault::write_errno, ENOSPC, "No space left on device"},
+                      FaultCase{"EIO", FaultyFileSystem::Fault::write_errno, EIO, "Input/output error"},
+                      FaultCase{"EACCES", FaultyFileSystem::Fault::write_errno, EACCES, "Permission denied"},
+                      FaultCase{"ENOTDIR", FaultyFileSystem::Fault::write_errno, ENOTDIR, "Not a directory"},
+                      FaultCase{"short_write", FaultyFileSystem::Fault::short_write, 0, "(short write)"},
+                      FaultCase{"vanished_folder", FaultyFileSystem::Fault::vanish_before_open, 0, "No such file or directory"}),
+    [](const ::testing::TestParamInfo<FaultCase>& p) { return std::string(p.param.name); });
+
+TEST(ArchiveFault, FailedSyncAtCommitFailsTheRunAndWritesNothing) {
+  fs::path dir = scratch("fsync");
+  std::string archive_dir = (dir / "archive").string();
+  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
+  FaultyFileSystem faulty(FaultyFileSystem::Fault::fsync_errno, EIO, 1, archive_dir);
+  QuietLogger log;
+  RunOptions options;
+  options.file_system = &faulty;
+  RunReport report = pipeline.run(four_results(), options, log);
+  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_FALSE(report.output.has_value());
+  EXPECT_EQ(report.error, "archive: cannot sync " + archive_dir + ": Input/output error");
+  EXPECT_TRUE(temp_files(dir).empty());
+  fs::remove_all(dir);
+}
+
+// ---- two processes, one archive ------------------------------------------------------------
+
+TEST(ArchiveSharing, TwoRunsInParallelOnOneFolderBothSucceed) {
+  fs::path dir = scratch("parallel");
+  std::ofstream(dir / "in.json") << four_results().serialize();
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 100}\nrecent: {exchanges: 0}\narchive: {dir: shared}\n"
+                                   "plugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\npipeline:\n  - stage: micro\n    params: {keep_recent: 0}\n";
+  auto run = [&](const std::string& out) {
+    return test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--output", out}, "", dir.string());
+  };
+  for (int round = 0; round < 5; ++round) {
+    fs::remove_all(dir / "shared");
+    auto a = std::async(std::launch::async, run, "a.json");
+    auto b = std::async(std::launch::async, run, "b.json");
+    auto ra = a.get(), rb = b.get();
+    EXPECT_EQ(ra.exit_code, 1) << ra.err;  // still over the 100-char budget, as intended
+    EXPECT_EQ(rb.exit_code, 1) << rb.err;
+    std::string out = test::read_file((dir / "a.json").string());
+    EXPECT_EQ(out, test::read_file((dir / "b.json").string()));
+    auto receipts = find_receipts(out);
+    EXPECT_EQ(receipts.size(), 2u * 4u);  // each marker names its receipt twice
+    for (const auto& r : receipts) EXPECT_TRUE(restore_blob((dir / "shared").string(), r).ok()) << r;
+    EXPECT_TRUE(temp_files(dir).empty());
+  }
+  fs::remove_all(dir);
+}
+
+// ---- round trip ------------------------------------------------------------------------------
+
+Conversation generated(int seed) {
+  std::string out = R"([{"role":"user","content":"task )" + std::to_string(seed) + R"("})";
+  for (int i = 0; i < 30 + seed; ++i) {
+    std::string id = "toolu_" + std::to_string(seed) + "_" + std::to_string(i);
+    out += R"(,{"role":"assistant","content":[{"type":"text","text":"step"},{"type":"tool_use","id":")" + id +
+           R"(","name":"Bash","input":{"n":1.0}}]})";
+    std::string body(static_cast<std::size_t>(200 + (i * 397 + seed * 131) % 3000), static_cast<char>('a' + i % 26));
+    if (i % 5 == 0) body += "\\u00e9\\/\\n";  // escapes that must come back as written
+    out += R"(,{"role":"user","content":[{"type":"tool_result","tool_use_id":")" + id + R"(","content":")" + body + R"("}]})";
+  }
+  return test::parse_or_die(out + "]");
+}
+
+TEST(ArchiveRoundTrip, EveryReceiptRestoresTheExactInputBytes) {
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, bytes
+  for (const auto& f : test::real_session_files()) inputs.emplace_back(f, test::read_file(f));
+  for (int seed = 0; seed < 6; ++seed) inputs.emplace_back("generated " + std::to_string(seed), generated(seed).serialize());
+  const std::vector<std::string> stages = {
+      "  - stage: budget_persist\n    params: {max_batch_chars: 1500, persist_chars: 400, preview_chars: 50}\n",
+      "  - stage: snip\n    params: {max_messages: 20}\n",
+      "  - stage: micro\n    params: {keep_recent: 3}\n",
+  };
+  int checked = 0;
+  for (const auto& [name, bytes] : inputs) {
+    for (const auto& stage : stages) {
+      fs::path dir = scratch("roundtrip");
+      std::string archive_dir = (dir / "archive").string();
+      Pipeline pipeline = build_pipeline(dir, stage, archive_dir);
+      QuietLogger log;
+      Conversation input = test::parse_or_die(bytes);
+      RunReport report = pipeline.run(input, {}, log);
+      ASSERT_TRUE(report.output.has_value()) << name << ": " << report.error;
+      ASSERT_NE(report.stages[0].status, StageStatus::rejected) << name << ": " << report.stages[0].violations.front();
+      std::string out = report.output->serialize();
+      // One receipt per removal: each marker names its receipt twice (archived as R; restore R).
+      std::size_t markers = 0;
+      for (std::size_t p = out.find("[compactor "); p != std::string::npos; p = out.find("[compactor ", p + 1)) ++markers;
+      auto receipts = find_receipts(out);
+      EXPECT_EQ(receipts.size(), 2 * markers) << name;
+      for (const auto& r : receipts) {
+        auto restored = restore_blob(archive_dir, r);
+        ASSERT_TRUE(restored.ok()) << restored.error().message;
+        // Compared with the input file, not with the archive: every line restored (a content, or
+        // a message of a JSONL snapshot) is a run of the input's own bytes.
+        std::string_view rest = *restored;
+        while (!rest.empty()) {
+          std::size_t nl = rest.find('\n');
+          std::string_view line = rest.substr(0, nl);
+          EXPECT_NE(bytes.find(line), std::string::npos) << name << ": " << r << " restores bytes not in the input";
+          ++checked;
+          if (nl == std::string_view::npos) break;
+          rest.remove_prefix(nl + 1);
+        }
+      }
+      fs::remove_all(dir);
+    }
+  }
+  EXPECT_GT(checked, 100);
+  std::printf("%d restored pieces compared with their inputs\n", checked);
+}
+
+}  // namespace
+}  // namespace compactor
