@@ -6,21 +6,30 @@
 # compactor/build_fingerprint.hpp turns the compiler's and libraries' version macros into the
 # entry symbol's name, so a plugin built with anything else cannot be mistaken for a match.
 # In-tree stages land in <build>/plugins, where the CLI finds them.
-function(compactor_add_stage name)
+function(_compactor_add_plugin target caller)
   cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
-    message(FATAL_ERROR "compactor_add_stage(${name}): SOURCES is required")
+    message(FATAL_ERROR "${caller}: SOURCES is required")
   endif()
   if(NOT ARG_OUTPUT_DIRECTORY)
     set(ARG_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/plugins)
   endif()
-  set(target compactor_stage_${name})
   add_library(${target} MODULE ${ARG_SOURCES})
   set_target_properties(${target} PROPERTIES
     PREFIX ""
-    OUTPUT_NAME compactor_stage_${name}
+    OUTPUT_NAME ${target}
     LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY}
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(${target} PRIVATE compactor::framework)
+endfunction()
+
+function(compactor_add_stage name)
+  _compactor_add_plugin(compactor_stage_${name} "compactor_add_stage(${name})" ${ARGN})
+endfunction()
+
+# compactor_add_summarizer(<kind> SOURCES <files…> [OUTPUT_DIRECTORY <dir>]): the same, for a
+# summarizer backend found as compactor_summarizer_<kind>.so (`summarizer: {kind: <kind>}`).
+function(compactor_add_summarizer kind)
+  _compactor_add_plugin(compactor_summarizer_${kind} "compactor_add_summarizer(${kind})" ${ARGN})
 endfunction()

@@ -1,5 +1,7 @@
 #include "compactor/active_request.hpp"
 
+#include "compactor/summary_compaction.hpp"
+
 #include <array>
 
 namespace compactor {
@@ -30,6 +32,11 @@ ActiveRequest find_active_request(const Conversation& conversation) {
       if (block.kind() == BlockKind::text && !is_runtime_text(block.text()))
         return ActiveRequest{std::string(block.text()), i - 1};
     }
+  }
+  // No user text since the history was summarized: the summary quotes the request verbatim.
+  if (!conversation.empty()) {
+    SummaryState state = read_summary_state(conversation);
+    if (!state.request.empty()) return ActiveRequest{state.request, 0};
   }
   return {};
 }

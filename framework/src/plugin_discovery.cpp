@@ -11,6 +11,7 @@ namespace compactor {
 namespace fs = std::filesystem;
 
 std::string stage_file_name(const std::string& stage) { return "compactor_stage_" + stage + ".so"; }
+std::string summarizer_file_name(const std::string& kind) { return "compactor_summarizer_" + kind + ".so"; }
 
 std::vector<std::string> env_plugin_dirs() {
   std::vector<std::string> dirs;
@@ -38,13 +39,17 @@ std::vector<std::string> default_plugin_dirs() {
   return dirs;
 }
 
-std::optional<std::string> find_stage_file(const std::string& stage, const std::vector<std::string>& dirs) {
+std::optional<std::string> find_plugin_file(const std::string& file_name, const std::vector<std::string>& dirs) {
   std::error_code ec;
   for (const auto& dir : dirs) {
-    fs::path p = fs::path(dir) / stage_file_name(stage);
+    fs::path p = fs::path(dir) / file_name;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
   return std::nullopt;
+}
+
+std::optional<std::string> find_stage_file(const std::string& stage, const std::vector<std::string>& dirs) {
+  return find_plugin_file(stage_file_name(stage), dirs);
 }
 
 std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs) {

@@ -66,7 +66,28 @@ std::string describe_exception(std::exception_ptr e) {
 class CollectingRegistrar final : public PluginRegistrar {
  public:
   void add_stage(StageInfo stage) override { stages.push_back(std::move(stage)); }
+  void add_summarizer(SummarizerInfo s) override { summarizers.push_back(std::move(s)); }
   std::vector<StageInfo> stages;
+  std::vector<SummarizerInfo> summarizers;
+};
+
+// Every call into a backend's code is caught here and becomes an Error naming it.
+class GuardedSummarizer final : public Summarizer {
+ public:
+  GuardedSummarizer(std::unique_ptr<Summarizer> inner, std::string who) : inner_(std::move(inner)), who_(std::move(who)) {}
+  Expected<Summary> summarize(const SummaryRequest& request) override {
+    try {
+      auto s = inner_->summarize(request);
+      if (!s) return Error{who_ + ": " + s.error().message};
+      return s;
+    } catch (...) {
+      return Error{who_ + " threw: " + describe_exception(std::current_exception())};
+    }
+  }
+
+ private:
+  std::unique_ptr<Summarizer> inner_;
+  std::string who_;
 };
 
 }  // namespace
@@ -138,12 +159,22 @@ struct PluginRegistry::Library {
   boost::dll::shared_library library;
   LoadedPlugin plugin;
   std::vector<std::unique_ptr<StageInfo>> stages;
+  std::vector<std::unique_ptr<SummarizerInfo>> summarizers;
   std::optional<Error> failure;  // a library that failed after loading stays loaded, and failed
 };
 
 PluginRegistry& PluginRegistry::instance() {
   // Deliberately never destroyed: plugin code must stay mapped until the process ends.
-  static PluginRegistry* registry = new PluginRegistry();
+  static PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();
+    auto info = std::make_unique<SummarizerInfo>();
+    info->name = "extractive";
+    info->description = "deterministic, offline: goal, files, tools and failures, last state";
+    info->create = [] { return make_extractive_summarizer(); };
+    r->summarizers_["extractive"] = RegisteredSummarizer{info.get(), nullptr};
+    r->builtin_summarizers_.push_back(std::move(info));
+    return r;
+  }();
   return *registry;
 }
 
@@ -202,7 +233,13 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
   } catch (...) {
     return fail(file + ": registering plugin " + l.plugin.name + " threw: " + describe_exception(std::current_exception()));
   }
-  if (registrar.stages.empty()) return fail(file + ": plugin " + l.plugin.name + " registered no stage");
+  if (registrar.stages.empty() && registrar.summarizers.empty())
+    return fail(file + ": plugin " + l.plugin.name + " registered no stage and no summarizer");
+  for (const SummarizerInfo& s : registrar.summarizers) {
+    if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a summarizer without a name or factory");
+    if (auto it = summarizers_.find(s.name); it != summarizers_.end())
+      return fail("summarizer \"" + s.name + "\" is registered by both " + it->second.file() + " and " + real);
+  }
   std::set<std::string> names;
   for (const StageInfo& s : registrar.stages) {
     if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a stage without a name or factory");
@@ -214,6 +251,11 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
     l.stages.push_back(std::make_unique<StageInfo>(std::move(s)));
     l.plugin.stages.push_back(l.stages.back()->name);
     stages_[l.stages.back()->name] = RegisteredStage{l.stages.back().get(), &l.plugin};
+  }
+  for (SummarizerInfo& s : registrar.summarizers) {
+    l.summarizers.push_back(std::make_unique<SummarizerInfo>(std::move(s)));
+    l.plugin.summarizers.push_back(l.summarizers.back()->name);
+    summarizers_[l.summarizers.back()->name] = RegisteredSummarizer{l.summarizers.back().get(), &l.plugin};
   }
   return &l.plugin;
 }
@@ -236,6 +278,28 @@ std::vector<std::string> PluginRegistry::stage_names() const {
   std::vector<std::string> out;
   for (const auto& [name, _] : stages_) out.push_back(name);
   return out;
+}
+
+const RegisteredSummarizer* PluginRegistry::find_summarizer(const std::string& name) const {
+  auto it = summarizers_.find(name);
+  return it == summarizers_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> PluginRegistry::summarizer_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : summarizers_) out.push_back(name);
+  return out;
+}
+
+Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer) {
+  std::string who = "summarizer " + summarizer.info->name + " (" + summarizer.file() + ")";
+  try {
+    auto created = summarizer.info->create();
+    if (created == nullptr) return Error{who + ": the factory returned nothing"};
+    return std::unique_ptr<Summarizer>(std::make_unique<GuardedSummarizer>(std::move(created), who));
+  } catch (...) {
+    return Error{who + ": create threw: " + describe_exception(std::current_exception())};
+  }
 }
 
 Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params) {

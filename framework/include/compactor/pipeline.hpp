@@ -8,6 +8,7 @@
 #include "compactor/file_system.hpp"
 #include "compactor/pipeline_config.hpp"
 #include "compactor/run_report.hpp"
+#include "compactor/summarizer.hpp"
 
 #include <memory>
 #include <optional>
@@ -41,6 +42,7 @@ class Pipeline {
   std::vector<BuiltStage> pipeline_;
   std::vector<BuiltStage> on_prompt_too_long_;
   std::vector<CheckerPtr> checkers_;
+  std::unique_ptr<Summarizer> summarizer_;  // guarded
 };
 
 }  // namespace compactor

@@ -46,7 +46,8 @@ struct PipelineConfig {
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
   std::optional<std::string> meter_kind;
-  std::optional<std::string> summarizer_kind;
+  std::string summarizer_kind = "extractive";
+  const RegisteredSummarizer* summarizer = nullptr;  // resolved
   std::vector<std::string> checkers;  // enabled, in run order
   ViolationPolicy on_violation = ViolationPolicy::abort;
   std::vector<std::string> plugin_dirs;  // resolved against the config's folder

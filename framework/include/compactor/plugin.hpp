@@ -8,6 +8,7 @@
 
 #include "compactor/build_fingerprint.hpp"
 #include "compactor/stage.hpp"
+#include "compactor/summarizer.hpp"
 
 namespace compactor {
 
@@ -15,6 +16,7 @@ class PluginRegistrar {
  public:
   virtual ~PluginRegistrar() = default;
   virtual void add_stage(StageInfo stage) = 0;
+  virtual void add_summarizer(SummarizerInfo summarizer) = 0;
 };
 
 }  // namespace compactor

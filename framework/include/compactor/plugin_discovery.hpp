@@ -11,6 +11,10 @@
 namespace compactor {
 
 std::string stage_file_name(const std::string& stage);  // "compactor_stage_<stage>.so"
+std::string summarizer_file_name(const std::string& kind);  // "compactor_summarizer_<kind>.so"
+
+// The first file of that name in `dirs`, or nothing.
+std::optional<std::string> find_plugin_file(const std::string& file_name, const std::vector<std::string>& dirs);
 
 // The folders in the environment variable COMPACTOR_PLUGIN_PATH (colon-separated), in order.
 std::vector<std::string> env_plugin_dirs();

@@ -32,12 +32,19 @@ struct LoadedPlugin {
   std::string name;
   std::string version;
   int api_version = 0;
-  std::vector<std::string> stages;  // names it registered, in order
+  std::vector<std::string> stages;       // names it registered, in order
+  std::vector<std::string> summarizers;  // summarizer kinds it registered
 };
 
 struct RegisteredStage {
   const StageInfo* info = nullptr;
   const LoadedPlugin* plugin = nullptr;  // null for a stage registered in-process
+  std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
+};
+
+struct RegisteredSummarizer {
+  const SummarizerInfo* info = nullptr;
+  const LoadedPlugin* plugin = nullptr;  // null for the built-in ones
   std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
 };
 
@@ -55,6 +62,8 @@ class PluginRegistry {
 
   const RegisteredStage* find_stage(const std::string& name) const;
   std::vector<std::string> stage_names() const;
+  const RegisteredSummarizer* find_summarizer(const std::string& name) const;
+  std::vector<std::string> summarizer_names() const;
 
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
@@ -65,11 +74,17 @@ class PluginRegistry {
   std::map<std::string, std::unique_ptr<Library>> libraries_;  // by real path
   std::map<std::string, RegisteredStage> stages_;              // by stage name
   std::vector<std::unique_ptr<StageInfo>> builtins_;
+  std::map<std::string, RegisteredSummarizer> summarizers_;    // by kind
+  std::vector<std::unique_ptr<SummarizerInfo>> builtin_summarizers_;
 };
 
 // Guarded calls into stage code: exceptions become Errors naming stage and file.
 Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);
 Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, const Conversation& committed,
                                 const StageContext& context);
+
+// The summarizer a stage is handed: the backend, with every call guarded so that an exception in
+// it becomes an Error naming the backend and its file, which the stage turns into a decline.
+Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer);
 
 }  // namespace compactor

@@ -47,6 +47,11 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   Pipeline p;
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
   for (const auto& name : p.config_->checkers) p.checkers_.push_back(make_builtin_checker(name));
+  if (p.config_->summarizer != nullptr) {
+    auto s = create_guarded_summarizer(*p.config_->summarizer);
+    if (!s) return s.error();
+    p.summarizer_ = std::move(s).value();
+  }
   auto build_list = [](std::vector<PipelineEntryConfig>& entries, std::vector<BuiltStage>& out) -> std::optional<Error> {
     for (auto& e : entries) {
       auto instance = create_stage(*e.registered, e.params);
@@ -119,6 +124,7 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
     context.tail = compute_protected_tail(committed, config_->recent_exchanges);
     context.active_request = request;
     context.archive = &archive;
+    context.summarizer = summarizer_.get();
     PrefixedLogger stage_log(log, entry.stage + ": ");
     context.log = &stage_log;
 

@@ -66,6 +66,7 @@ class ConfigLoader {
   void read_entries(const YAML::Node& root, const std::string& key, bool required, std::vector<PipelineEntryConfig>& out,
                     std::vector<YAML::Node>& params_nodes);
   void read_when(const YAML::Node& node, const std::string& path, When& when);
+  void read_summarizer(const YAML::Node& root);
   std::vector<std::string> search_dirs() const;
   const std::string& known_stages();
   void resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node);
@@ -111,6 +112,7 @@ ConfigLoadResult ConfigLoader::load() {
   read_sections(root);
 
   std::vector<YAML::Node> pipeline_params, reactive_params;
+  read_summarizer(root);
   read_entries(root, "pipeline", true, config_.pipeline, pipeline_params);
   read_entries(root, "on_prompt_too_long", false, config_.on_prompt_too_long, reactive_params);
 
@@ -162,11 +164,7 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
     if (auto d = r_.member(*archive, "archive", "dir", true))
       if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
   }
-  if (auto s = r_.member(root, "", "summarizer", false); s && r_.check_mapping(*s, "summarizer", {"kind"})) {
-    if (auto kind = r_.member(*s, "summarizer", "kind", true))
-      if (auto k = r_.string(*kind, "summarizer.kind"))
-        r_.error(*kind, "summarizer.kind", "unknown summarizer \"" + *k + "\"; this build has none yet");
-  }
+
   for (auto n : builtin_checker_names()) config_.checkers.emplace_back(n);
   if (auto c = r_.member(root, "", "checkers", false); c && r_.check_mapping(*c, "checkers", {"enabled", "on_violation"})) {
     if (auto enabled = r_.member(*c, "checkers", "enabled", false)) {
@@ -216,6 +214,50 @@ std::vector<std::string> ConfigLoader::search_dirs() const {
   for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
   for (const auto& d : default_plugin_dirs()) dirs.push_back(d);
   return dirs;
+}
+
+// `summarizer: {kind, plugin}`: a built-in kind, one a loaded plugin registered, the file
+// `plugin:` names, or compactor_summarizer_<kind>.so on the search path. Default: extractive.
+void ConfigLoader::read_summarizer(const YAML::Node& root) {
+  PluginRegistry& registry = PluginRegistry::instance();
+  std::optional<YAML::Node> kind_node, plugin_node;
+  if (auto s = r_.member(root, "", "summarizer", false); s && r_.check_mapping(*s, "summarizer", {"kind", "plugin"})) {
+    kind_node = r_.member(*s, "summarizer", "kind", true);
+    plugin_node = r_.member(*s, "summarizer", "plugin", false);
+    if (kind_node) {
+      auto k = r_.string(*kind_node, "summarizer.kind");
+      if (!k) return;
+      config_.summarizer_kind = *k;
+    }
+  }
+  std::optional<std::string> file;
+  if (plugin_node) {
+    auto p = r_.string(*plugin_node, "summarizer.plugin");
+    if (!p) return;
+    file = resolve(base_, *p);
+    std::error_code ec;
+    if (!fs::is_regular_file(*file, ec)) {
+      r_.error(*plugin_node, "summarizer.plugin", "no such plugin file: " + *file);
+      return;
+    }
+  } else if (registry.find_summarizer(config_.summarizer_kind) == nullptr) {
+    file = find_plugin_file(summarizer_file_name(config_.summarizer_kind), search_dirs());
+  }
+  if (file) {
+    auto loaded = registry.load(*file);
+    if (!loaded) {
+      r_.error(plugin_node ? r_.location(*plugin_node) : r_.location(*kind_node), plugin_node ? "summarizer.plugin" : "summarizer.kind",
+               loaded.error().message);
+      plugin_failure_ = true;
+      return;
+    }
+  }
+  config_.summarizer = registry.find_summarizer(config_.summarizer_kind);
+  if (config_.summarizer == nullptr) {
+    SourceLocation at = kind_node ? r_.location(*kind_node) : SourceLocation{config_.file, 1, 1};
+    r_.error(at, "summarizer.kind", "unknown summarizer \"" + config_.summarizer_kind + "\"; known summarizers: " +
+                                        list(registry.summarizer_names()));
+  }
 }
 
 const std::string& ConfigLoader::known_stages() {
@@ -451,7 +493,10 @@ std::string print_pipeline(const PipelineConfig& c) {
   if (c.meter_kind) out += "meter:\n  kind: " + quoted(*c.meter_kind) + "\n";
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
   out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
-  if (c.summarizer_kind) out += "summarizer:\n  kind: " + quoted(*c.summarizer_kind) + "\n";
+  out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
+  if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
+    out += "  plugin: " + quoted(c.summarizer->plugin->file) + "  # plugin " + c.summarizer->plugin->name + " " +
+           c.summarizer->plugin->version + "\n";
   out += "checkers:\n  enabled: [" + list(c.checkers) + "]\n  on_violation: " +
          (c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
   if (c.plugin_dirs.empty()) {

@@ -1,0 +1,48 @@
+// The summarizer interface. A backend turns the older part of a conversation into a short,
+// factual summary; the `summarize`, `reactive_compact` and `compact_request` stages decide what
+// to summarize, validate what comes back and build the summary message. Backends are built in
+// (`extractive`, deterministic and offline, the default) or come from plugins
+// (`compactor_summarizer_<kind>.so`, registered with PluginRegistrar::add_summarizer).
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace compactor {
+
+struct SummaryRequest {
+  const Conversation& conversation;
+  std::size_t end = 0;              // summarize messages [0, end)
+  std::string_view active_request;  // for context only: the stage quotes it verbatim itself
+  std::size_t max_chars = 1000;     // what the stage will accept
+};
+
+struct Summary {
+  std::string text;
+  bool truncated = false;  // the backend stopped early (an HTTP backend's stop_reason max_tokens)
+};
+
+class Summarizer {
+ public:
+  virtual ~Summarizer() = default;
+  virtual Expected<Summary> summarize(const SummaryRequest& request) = 0;
+};
+
+struct SummarizerInfo {
+  std::string name;  // what `summarizer.kind` names
+  std::string description;
+  std::function<std::unique_ptr<Summarizer>()> create;
+};
+
+// The built-in deterministic backend: the goal (the first user request), the files and paths the
+// tools touched, the tools run and which failed, and the last state (the last assistant text),
+// bounded by max_chars. It reads tool inputs and the model's own text, never tool output, so no
+// instruction inside a tool result can reach the summary.
+std::unique_ptr<Summarizer> make_extractive_summarizer();
+
+}  // namespace compactor

@@ -1,0 +1,43 @@
+// What the summarizing stages (summarize, reactive_compact, compact_request) share: archive the
+// whole history first, ask the summarizer for the older part, refuse a summary that is empty, too
+// long or truncated, and replace the older part with one user message that quotes the active
+// request verbatim, marks the summary as untrusted reference, names the snapshot's receipt, says
+// that earlier permissions do not authorize new actions, and records (machine-readably) how many
+// summaries the history has had — so limits hold across runs. Any failure is a decline: the
+// conversation stays as it was.
+#pragma once
+
+#include "compactor/stage.hpp"
+#include "compactor/summarizer.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace compactor {
+
+struct SummaryState {
+  int count = 0;                 // summaries so far (0: the history has none)
+  bool reactive = false;         // the newest was a reactive compaction
+  std::uint64_t base_chars = 0;  // the history's size right after it
+  std::string request;           // the request it quoted
+};
+
+// Read from the first message, where a summary message always is.
+SummaryState read_summary_state(const Conversation& conversation);
+
+struct CompactionPlan {
+  std::size_t end = 0;            // summarize messages [0, end); keep the rest verbatim
+  bool reactive = false;          // "[compactor reactive summary]" rather than "[compactor summary]"
+  bool require_fit = true;        // the candidate must fit the budget's limit
+  std::size_t max_chars = 1000;   // longest summary accepted
+  int max_summaries = 2;          // summaries a history may have
+  std::uint64_t min_growth = 0;   // loop guard: growth (in the budget unit) needed since the last one
+};
+
+StageResult compact_with_summary(const Conversation& committed, const StageContext& context, const CompactionPlan& plan);
+
+// Moves a cut back until it starts a turn group: never at results whose call is before it,
+// never inside an assistant turn split over several messages. Not below `floor`.
+std::size_t align_cut(const Conversation& conversation, std::size_t cut, std::size_t floor);
+
+}  // namespace compactor

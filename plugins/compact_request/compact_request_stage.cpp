@@ -1,0 +1,60 @@
+// compact_request: the model asked for compaction by calling a tool (`compact`, configurable)
+// in its newest turn. Once that whole batch has its results (the harness ran every call of the
+// turn first, as seed 001 explains, so no side effect is lost or repeated), the history up to and
+// including the batch is summarized — all of it but the protected tail, which stays verbatim.
+#include "compactor/plugin.hpp"
+#include "compactor/summary_compaction.hpp"
+
+namespace {
+
+using namespace compactor;
+
+class CompactRequestStage final : public Stage {
+ public:
+  explicit CompactRequestStage(const ParamValues& p) : tool_(p.string("tool_name")) {
+    plan_.require_fit = false;
+    plan_.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
+    plan_.max_summaries = static_cast<int>(p.integer("max_summaries"));
+  }
+
+  StageResult run(const Conversation& c, const StageContext& context) override {
+    std::size_t n = c.size();
+    // The newest exchange: the final user message answers the assistant turn before it.
+    if (n < 2 || c[n - 1].role() != Role::user || !c[n - 1].has_tool_result()) return StageResult::candidate(c);
+    std::size_t turn = n - 1;
+    while (turn > 0 && c[turn - 1].role() == Role::user) --turn;
+    bool requested = false;
+    while (turn > 0 && c[turn - 1].role() == Role::assistant) {
+      --turn;
+      for (const Block& b : c[turn].blocks()) requested |= b.kind() == BlockKind::tool_use && b.name() == tool_;
+    }
+    if (!requested) return StageResult::candidate(c);
+    // Every call of that turn is answered (the input passed `pairing`), so the batch is complete.
+    CompactionPlan plan = plan_;
+    plan.end = align_cut(c, std::min(n, context.tail.begin), 1);
+    return compact_with_summary(c, context, plan);
+  }
+
+ private:
+  std::string tool_;
+  CompactionPlan plan_;
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "compact_request";
+  info.description = "summarizes the history once the model's own compact tool call has completed";
+  info.params = {
+      {"tool_name", ParamType::string, "the tool the model calls to ask for compaction", std::string("compact"), false, {}, {}, {}},
+      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
+      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", std::int64_t{3}, false, 0, {}, {}},
+  };
+  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
+    return std::unique_ptr<Stage>(std::make_unique<CompactRequestStage>(params));
+  };
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("compact_request", "0.1.0", register_stages)

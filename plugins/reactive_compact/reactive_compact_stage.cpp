@@ -1,0 +1,57 @@
+// reactive_compact: after the API refused the call (`--reason prompt_too_long`, the config's
+// on_prompt_too_long), keep the newest `keep_messages` messages (the cut moved off a pair, never
+// into the protected tail) and summarize the rest (seed 001's reactive_compact). The estimate
+// was wrong, so the candidate need not fit the estimated budget, only be smaller. At most once a
+// turn: a history whose first message already records a reactive compaction for the same request
+// is not compacted again (seed 001's MAX_REACTIVE_RETRIES = 1) and the refusal goes back to the
+// caller.
+#include "compactor/plugin.hpp"
+#include "compactor/summary_compaction.hpp"
+
+namespace {
+
+using namespace compactor;
+
+class ReactiveCompactStage final : public Stage {
+ public:
+  explicit ReactiveCompactStage(const ParamValues& p) : keep_(static_cast<std::size_t>(p.integer("keep_messages"))) {
+    plan_.reactive = true;
+    plan_.require_fit = false;
+    plan_.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
+    plan_.max_summaries = static_cast<int>(p.integer("max_summaries"));
+  }
+
+  StageResult run(const Conversation& committed, const StageContext& context) override {
+    SummaryState state = read_summary_state(committed);
+    if (state.reactive && state.request == context.active_request)
+      return StageResult::decline("already compacted reactively for this request in this turn; not compacting again");
+    CompactionPlan plan = plan_;
+    std::size_t n = committed.size();
+    std::size_t cut = n > keep_ ? n - keep_ : 0;
+    plan.end = align_cut(committed, std::min(cut, context.tail.begin), 1);
+    return compact_with_summary(committed, context, plan);
+  }
+
+ private:
+  std::size_t keep_;
+  CompactionPlan plan_;
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "reactive_compact";
+  info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
+  info.params = {
+      {"keep_messages", ParamType::integer, "newest messages kept verbatim", std::int64_t{5}, false, 1, {}, {}},
+      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
+      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", std::int64_t{3}, false, 0, {}, {}},
+  };
+  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
+    return std::unique_ptr<Stage>(std::make_unique<ReactiveCompactStage>(params));
+  };
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("reactive_compact", "0.1.0", register_stages)
