@@ -5,6 +5,7 @@
 #include "compactor/active_request.hpp"
 #include "compactor/builtin_checkers.hpp"
 #include "compactor/conversation_reader.hpp"
+#include "compactor/importers.hpp"
 #include "compactor/exit_code.hpp"
 
 #include <fmt/core.h>
@@ -22,6 +23,9 @@ byte offset and line:col for syntax errors) on stderr and exits 2 when not. The 
 
 options:
   --input FILE     the conversation to check ("-" for stdin)
+  --input-format auto|anthropic|claude-code|openai
+                   how to read it (default auto: detected from the bytes); Claude Code logs and
+                   OpenAI histories are imported first, as `compactor import` does
   --request TEXT   the active request (default: the newest user text that is not a tool result,
                    a command echo or an interruption notice)
 )";
@@ -32,7 +36,7 @@ constexpr std::size_t kMaxLines = 20;
 
 int check_command(int argc, char** argv) {
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"input"}, {"request"}}, error);
+  auto args = parse_args(argc, argv, 2, {{"input"}, {"request"}, {"input-format"}}, error);
   if (!args) {
     fmt::print(stderr, "compactor check: {}\n{}", error, kHelp);
     return kExitBadInput;
@@ -47,7 +51,7 @@ int check_command(int argc, char** argv) {
     return kExitBadInput;
   }
 
-  auto conversation = read_conversation_file(*input);
+  auto conversation = read_input(*input, args->get("input-format"));
   if (!conversation) {
     fmt::print(stderr, "{}\n", conversation.error().message);
     return kExitBadInput;

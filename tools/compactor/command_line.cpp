@@ -1,6 +1,25 @@
 #include "command_line.hpp"
 
+#include "compactor/importers.hpp"
+
+#include <fmt/core.h>
+
 namespace compactor::cli {
+
+Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format) {
+  std::optional<ImportFormat> f;
+  if (format && *format != "auto") {
+    f = import_format_from_string(*format);
+    if (!f) return Error{"--input-format takes auto, anthropic, claude-code or openai, got \"" + *format + "\""};
+  }
+  auto imported = import_file(path, f);
+  if (!imported) return imported.error();
+  const ImportReport& r = imported->report;
+  if (!imported->conversation) return Error{r.source + ": no message to import"};
+  if (r.format != ImportFormat::anthropic)
+    fmt::print(stderr, "imported {} ({}): {}\n", r.source, to_string(r.format), r.summary_line());
+  return std::move(*imported->conversation);
+}
 
 std::optional<std::string> ParsedArgs::get(const std::string& name) const {
   auto it = options.find(name);

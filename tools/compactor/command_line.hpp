@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
+
 namespace compactor::cli {
 
 struct OptionSpec {
@@ -24,6 +27,10 @@ struct ParsedArgs {
   std::optional<std::string> get(const std::string& name) const;
   bool has(const std::string& name) const { return options.count(name) != 0; }
 };
+
+// Reads a conversation for a command: `format` auto (or unset) detects it; Claude Code logs and
+// OpenAI histories are imported (a line on stderr says what the import did). Errors name the file.
+Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format);
 
 // Parses argv[first..]; on error returns a one-line message in `error`.
 std::optional<ParsedArgs> parse_args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,

@@ -10,5 +10,6 @@ int print_pipeline_command(int argc, char** argv);
 int plugins_command(int argc, char** argv);
 int restore_command(int argc, char** argv);
 int archive_command(int argc, char** argv);
+int import_command(int argc, char** argv);
 
 }  // namespace compactor::cli

@@ -27,6 +27,9 @@ commands:
                            list stage plugins and whether each would load
   restore         RECEIPT [--archive DIR]
                            print what the archive holds under a receipt, verified
+  import          --input F [--input-format F] [--output F] [--output-format F] [--report F]
+  import          --corpus DIR [--report F] [--sidechains skip]
+                           Claude Code session logs and OpenAI histories → Anthropic messages
   archive gc      --keep-days N [--archive DIR]
                            remove archive blobs older than N days
 
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cli::plugins_command(argc, argv);
     if (command == "restore") return cli::restore_command(argc, argv);
     if (command == "archive") return cli::archive_command(argc, argv);
+    if (command == "import") return cli::import_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

@@ -5,6 +5,7 @@
 
 #include "compactor/atomic_file.hpp"
 #include "compactor/conversation_reader.hpp"
+#include "compactor/importers.hpp"
 #include "compactor/exit_code.hpp"
 #include "compactor/pipeline.hpp"
 #include "compactor/stderr_logger.hpp"
@@ -30,6 +31,8 @@ options:
   --request TEXT   the active request, kept verbatim (default: found in the conversation)
   --reason prompt_too_long
                    run the config's on_prompt_too_long pipeline instead (after the API refused)
+  --input-format auto|anthropic|claude-code|openai
+                   how to read the input (default auto); other formats are imported first
 
 exit codes: 0 within budget; 1 still over budget, or a stage was rejected or declined under
 on_violation: abort (the last committed conversation is written); 2 bad input or config
@@ -45,7 +48,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 int run_command(int argc, char** argv) {
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}}, error);
+  auto args = parse_args(argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}}, error);
   if (args && args->help) {
     fmt::print("{}", kHelp);
     return kExitOk;
@@ -75,7 +78,7 @@ int run_command(int argc, char** argv) {
     fmt::print(stderr, "{}\n", pipeline.error().message);
     return kExitPluginError;
   }
-  auto input = read_conversation_file(input_path);
+  auto input = read_input(input_path, args->get("input-format"));
   if (!input) {
     fmt::print(stderr, "{}\n", input.error().message);
     return kExitBadInput;

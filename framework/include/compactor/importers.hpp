@@ -1,0 +1,70 @@
+// Importers for sessions people bring: Claude Code's JSONL session logs and OpenAI-style chat
+// histories (SWE-agent `.traj` files included), turned into Anthropic messages. Real logs are
+// messy; an importer that died or dropped data silently would make every later number a lie, so
+// every line skipped and every repair is counted and listed in the ImportReport.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor {
+
+enum class ImportFormat { anthropic, claude_code, openai };
+std::string_view to_string(ImportFormat format);
+std::optional<ImportFormat> import_format_from_string(std::string_view text);
+
+struct ImportRepair {
+  std::string kind;    // orphan_result_dropped, lost_result_answered, …
+  std::size_t line = 0;  // 1-based line of the input (Claude Code) or index of the message (OpenAI)
+  std::string detail;
+};
+
+struct ImportReport {
+  std::string source;
+  ImportFormat format = ImportFormat::anthropic;
+  std::size_t lines = 0;                   // input lines (Claude Code) or messages (OpenAI)
+  std::vector<std::size_t> broken_lines;   // not valid JSON: skipped, 1-based
+  std::size_t meta_skipped = 0;            // isMeta lines
+  std::size_t sidechain_skipped = 0;       // sub-agent lines of a main session
+  std::size_t other_skipped = 0;           // lines that are not messages (summary, system, snapshots…)
+  std::size_t rewound_skipped = 0;         // messages of abandoned branches (the session was rewound)
+  std::size_t fields_dropped = 0;          // OpenAI extras the API would refuse (thought, action, agent…)
+  std::vector<ImportRepair> repairs;
+  std::size_t messages = 0;
+  std::size_t tool_uses = 0;               // in the imported conversation
+  std::size_t tool_uses_in_log = 0;        // distinct tool_use ids in the chain's message lines read
+  bool empty = false;                      // nothing importable
+
+  std::string to_json() const;
+  std::string summary_line() const;  // "12 messages, 5 tool_uses, 3 broken lines skipped, 1 repair"
+};
+
+struct ImportResult {
+  std::optional<Conversation> conversation;  // absent when the session imports empty
+  ImportReport report;
+};
+
+// `sidechain`: import the sub-agent chain (agent-*.jsonl files) instead of the main one.
+ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain);
+
+// An OpenAI chat history: a messages array, {"messages": […]}, or a SWE-agent trajectory
+// {"history": […]}. The system message goes to the request body's `system`. A tool call whose
+// arguments are not JSON is an error naming the message.
+Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source);
+
+// Anthropic → OpenAI chat messages (a JSON array), for `--output-format openai`.
+std::string export_openai(const Conversation& conversation);
+
+// Detects the format of a file's bytes (and name): Claude Code JSONL lines carry "sessionId" or
+// "parentUuid"; OpenAI histories have role "tool" messages, tool_calls, or "history" (a system
+// message alone does not make a history OpenAI: use --input-format openai for those).
+ImportFormat detect_import_format(std::string_view bytes, const std::string& name);
+
+// Reads and converts a file in any format ("-" is stdin); Anthropic input is read as is.
+Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
+
+}  // namespace compactor

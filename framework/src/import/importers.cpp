@@ -1,0 +1,498 @@
+#include "compactor/importers.hpp"
+
+#include "compactor/conversation_reader.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace compactor {
+
+namespace json = boost::json;
+
+std::string_view to_string(ImportFormat format) {
+  switch (format) {
+    case ImportFormat::anthropic: return "anthropic";
+    case ImportFormat::claude_code: return "claude-code";
+    case ImportFormat::openai: return "openai";
+  }
+  return "?";
+}
+
+std::optional<ImportFormat> import_format_from_string(std::string_view text) {
+  if (text == "anthropic") return ImportFormat::anthropic;
+  if (text == "claude-code") return ImportFormat::claude_code;
+  if (text == "openai") return ImportFormat::openai;
+  return std::nullopt;
+}
+
+namespace {
+
+// A message being assembled, with the input line (or message index) it came from.
+struct Draft {
+  Role role;
+  json::array content;
+  std::size_t line = 0;
+  std::string id;  // assistant message.id (Claude Code)
+};
+
+bool is_type(const json::value& block, std::string_view type) {
+  if (!block.is_object()) return false;
+  auto it = block.get_object().find("type");
+  return it != block.get_object().end() && it->value().is_string() && it->value().get_string() == type;
+}
+
+std::string string_field(const json::value& v, std::string_view key) {
+  if (!v.is_object()) return {};
+  auto it = v.get_object().find(key);
+  return it != v.get_object().end() && it->value().is_string() ? std::string(it->value().get_string()) : std::string();
+}
+
+bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+// Consecutive messages of one role become one (the API joins them anyway), results first.
+std::vector<Draft> merge_turns(std::vector<Draft> in) {
+  std::vector<Draft> out;
+  for (Draft& d : in) {
+    if (!out.empty() && out.back().role == d.role) {
+      for (auto& b : d.content) out.back().content.push_back(std::move(b));
+    } else {
+      out.push_back(std::move(d));
+    }
+  }
+  for (Draft& d : out) {
+    if (d.role != Role::user) continue;
+    std::stable_partition(d.content.begin(), d.content.end(), [](const json::value& b) { return is_type(b, "tool_result"); });
+  }
+  return out;
+}
+
+// The repairs every importer needs so that the API accepts what it produced: blank text blocks
+// and empty messages dropped, a leading assistant message dropped, orphan and duplicate results
+// dropped, and every tool_use left without a result answered by an is_error result saying so.
+void repair(std::vector<Draft>& messages, ImportReport& report, std::string_view unit) {
+  for (Draft& d : messages) {
+    json::array kept;
+    for (auto& b : d.content) {
+      if (is_type(b, "text") && blank(string_field(b, "text"))) {
+        report.repairs.push_back({"blank_text_dropped", d.line, "a text block with no text"});
+        continue;
+      }
+      kept.push_back(std::move(b));
+    }
+    d.content = std::move(kept);
+  }
+  for (int pass = 0; pass < 4; ++pass) {
+    std::vector<Draft> nonempty;
+    for (Draft& d : messages) {
+      if (d.content.empty()) {
+        report.repairs.push_back({"empty_message_dropped", d.line, std::string(to_string(d.role)) + " message with no content"});
+        continue;
+      }
+      nonempty.push_back(std::move(d));
+    }
+    messages = merge_turns(std::move(nonempty));
+    while (!messages.empty() && messages.front().role == Role::assistant) {
+      report.repairs.push_back({"leading_assistant_dropped", messages.front().line, "the conversation must start with the user"});
+      messages.erase(messages.begin());
+    }
+    bool changed = false;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      if (messages[i].role != Role::user) continue;
+      std::vector<std::string> calls;
+      if (i > 0)
+        for (const auto& b : messages[i - 1].content)
+          if (is_type(b, "tool_use")) calls.push_back(string_field(b, "id"));
+      std::set<std::string> answered;
+      json::array kept;
+      for (auto& b : messages[i].content) {
+        if (is_type(b, "tool_result")) {
+          std::string id = string_field(b, "tool_use_id");
+          bool expected = std::find(calls.begin(), calls.end(), id) != calls.end();
+          if (!expected || !answered.insert(id).second) {
+            report.repairs.push_back({expected ? "duplicate_result_dropped" : "orphan_result_dropped", messages[i].line,
+                                      "tool_result for " + id + (expected ? " given twice" : " answers no tool_use before it")});
+            changed = true;
+            continue;
+          }
+        }
+        kept.push_back(std::move(b));
+      }
+      messages[i].content = std::move(kept);
+    }
+    // Calls without results: answered as lost, at the front of the next user message.
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      if (messages[i].role != Role::assistant) continue;
+      std::set<std::string> answered;
+      if (i + 1 < messages.size())
+        for (const auto& b : messages[i + 1].content)
+          if (is_type(b, "tool_result")) answered.insert(string_field(b, "tool_use_id"));
+      json::array lost;
+      for (const auto& b : messages[i].content) {
+        if (!is_type(b, "tool_use")) continue;
+        std::string id = string_field(b, "id");
+        if (answered.count(id)) continue;
+        lost.push_back(json::object{{"type", "tool_result"}, {"tool_use_id", id}, {"is_error", true},
+                                    {"content", fmt::format("[compactor import: the result of this tool call is not in the "
+                                                            "session log (tool_use at {} {})]", unit, messages[i].line)}});
+        report.repairs.push_back({"lost_result_answered", messages[i].line, "tool_use " + id + " had no result"});
+      }
+      if (lost.empty()) continue;
+      changed = true;
+      if (i + 1 < messages.size() && messages[i + 1].role == Role::user) {
+        for (auto& b : messages[i + 1].content) lost.push_back(std::move(b));
+        messages[i + 1].content = std::move(lost);
+      } else {
+        messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(i + 1), Draft{Role::user, std::move(lost), messages[i].line, {}});
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+ImportResult finish(std::vector<Draft> drafts, ImportReport report, const std::string& system) {
+  ImportResult result;
+  if (drafts.empty()) {
+    report.empty = true;
+    result.report = std::move(report);
+    return result;
+  }
+  json::array messages;
+  for (Draft& d : drafts) {
+    for (const auto& b : d.content) report.tool_uses += is_type(b, "tool_use");
+    messages.push_back(json::object{{"role", to_string(d.role)}, {"content", std::move(d.content)}});
+  }
+  report.messages = messages.size();
+  std::string text;
+  if (system.empty()) {
+    text = "[\n";
+    for (std::size_t i = 0; i < messages.size(); ++i) text += (i ? ",\n" : "") + json::serialize(messages[i]);
+    text += "\n]\n";
+  } else {
+    text = json::serialize(json::object{{"system", system}, {"messages", std::move(messages)}}) + "\n";
+  }
+  ReadOptions options;
+  options.source = report.source;
+  auto c = read_conversation(std::move(text), options);
+  if (c) result.conversation = std::move(c).value();
+  else report.repairs.push_back({"unreadable", 0, c.error().message});
+  result.report = std::move(report);
+  return result;
+}
+
+}  // namespace
+
+ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain) {
+  ImportReport report;
+  report.source = source;
+  report.format = ImportFormat::claude_code;
+  std::vector<Draft> chain;
+  std::unordered_map<std::string, std::size_t> position;  // uuid → chain length right after it
+  std::set<std::string> log_tool_uses;
+  std::size_t line_no = 0;
+  while (!bytes.empty()) {
+    std::size_t nl = bytes.find('\n');
+    std::string_view line = bytes.substr(0, nl);
+    bytes.remove_prefix(nl == std::string_view::npos ? bytes.size() : nl + 1);
+    ++line_no;
+    if (blank(line)) continue;
+    ++report.lines;
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec || !v.is_object()) {
+      report.broken_lines.push_back(line_no);
+      continue;
+    }
+    const json::object& o = v.get_object();
+    std::string type = string_field(v, "type"), uuid = string_field(v, "uuid"), parent = string_field(v, "parentUuid");
+    auto known_parent = parent.empty() ? position.end() : position.find(parent);
+    // Where the chain stands after this line: a line whose parent is known continues from it.
+    auto register_position = [&](std::size_t at) {
+      if (!uuid.empty()) position[uuid] = at;
+    };
+    bool is_side = o.contains("isSidechain") && o.at("isSidechain").is_bool() && o.at("isSidechain").get_bool();
+    if (type != "user" && type != "assistant") {
+      ++report.other_skipped;
+      register_position(known_parent != position.end() ? known_parent->second : chain.size());
+      continue;
+    }
+    if (is_side != sidechain) {
+      ++report.sidechain_skipped;
+      continue;
+    }
+    if (o.contains("isMeta") && o.at("isMeta").is_bool() && o.at("isMeta").get_bool()) {
+      ++report.meta_skipped;
+      register_position(known_parent != position.end() ? known_parent->second : chain.size());
+      continue;
+    }
+    auto message = o.find("message");
+    if (message == o.end() || !message->value().is_object()) {
+      ++report.other_skipped;
+      continue;
+    }
+    const json::value& content = message->value().get_object().contains("content") ? message->value().at("content") : json::value();
+    // A typed prompt whose parent is earlier in the chain: the user rewound the session there, and
+    // the branch after that point is abandoned. (Tool results are not rewinds: Claude Code
+    // parents each result to the line holding its own tool_use, so parallel calls branch.)
+    bool prompt = type == "user" && (content.is_string() || (content.is_array() && std::none_of(content.get_array().begin(), content.get_array().end(),
+                                                                                                  [](const json::value& b) { return is_type(b, "tool_result"); })));
+    if (prompt && known_parent != position.end() && known_parent->second < chain.size()) {
+      report.rewound_skipped += chain.size() - known_parent->second;
+      chain.resize(known_parent->second);
+    }
+    Draft d{type == "user" ? Role::user : Role::assistant, {}, line_no, string_field(message->value(), "id")};
+    if (content.is_string()) {
+      d.content.push_back(json::object{{"type", "text"}, {"text", content.get_string()}});
+    } else if (content.is_array()) {
+      for (const auto& b : content.get_array())
+        if (b.is_object()) d.content.push_back(b);
+    }
+    for (const auto& b : d.content)
+      if (is_type(b, "tool_use")) log_tool_uses.insert(string_field(b, "id"));
+    chain.push_back(std::move(d));
+    register_position(chain.size());
+  }
+  report.tool_uses_in_log = log_tool_uses.size();
+  // Assistant lines sharing a message.id are one message (merge_turns joins them, and the rest).
+  repair(chain, report, "line");
+  return finish(std::move(chain), std::move(report), "");
+}
+
+Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source) {
+  ImportReport report;
+  report.source = source;
+  report.format = ImportFormat::openai;
+  boost::system::error_code ec;
+  json::value root = json::parse(bytes, ec);
+  if (ec) return Error{source + ": not valid JSON: " + ec.message()};
+  const json::array* list = nullptr;
+  if (root.is_array()) list = &root.get_array();
+  else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
+  else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) list = &root.at("history").get_array();
+  if (list == nullptr) return Error{source + ": expected an OpenAI messages array, {\"messages\": […]} or a trajectory {\"history\": […]}"};
+
+  auto text_of = [](const json::value& content) {
+    if (content.is_string()) return std::string(content.get_string());
+    std::string out;
+    if (content.is_array())
+      for (const auto& part : content.get_array())
+        if (is_type(part, "text")) out += (out.empty() ? "" : "\n") + string_field(part, "text");
+    return out;
+  };
+  // Ids the Anthropic API refuses (^[a-zA-Z0-9_-]+$) are rewritten the same way in calls and results.
+  std::unordered_map<std::string, std::string> renamed;
+  auto api_id = [&](const std::string& id, std::size_t index) {
+    std::string clean = id;
+    for (char& c : clean)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) c = '_';
+    if (clean.empty()) clean = "call_" + std::to_string(index);
+    if (clean != id && renamed.emplace(id, clean).second)
+      report.repairs.push_back({"id_rewritten", index, "\"" + id + "\" → \"" + clean + "\""});
+    return clean;
+  };
+  static const std::set<std::string> kKnown = {"role", "content", "tool_calls", "tool_call_id", "tool_call_ids", "name"};
+
+  // A call id used twice (SWE-agent replays do this) gets a fresh id, and so does the next
+  // result that names it.
+  std::set<std::string> used_ids;
+  std::unordered_map<std::string, std::string> pending_rename;
+  std::string system;
+  std::vector<Draft> drafts;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const json::value& m = (*list)[i];
+    ++report.lines;
+    std::string where = source + ": messages." + std::to_string(i);
+    if (!m.is_object()) return Error{where + ": a message must be an object"};
+    for (const auto& kv : m.get_object())
+      if (!kKnown.count(kv.key())) ++report.fields_dropped;
+    std::string role = string_field(m, "role");
+    const json::value content = m.get_object().contains("content") ? m.at("content") : json::value();
+    if (role == "system" || role == "developer") {
+      system += (system.empty() ? "" : "\n\n") + text_of(content);
+      continue;
+    }
+    if (role == "user") {
+      drafts.push_back({Role::user, json::array{json::object{{"type", "text"}, {"text", text_of(content)}}}, i, {}});
+      continue;
+    }
+    if (role == "assistant") {
+      Draft d{Role::assistant, {}, i, {}};
+      std::string text = text_of(content);
+      if (!text.empty()) d.content.push_back(json::object{{"type", "text"}, {"text", text}});
+      if (m.get_object().contains("tool_calls") && m.at("tool_calls").is_array()) {
+        const auto& calls = m.at("tool_calls").get_array();
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          const json::value& call = calls[k];
+          std::string at = where + ".tool_calls." + std::to_string(k);
+          const json::value* function = call.is_object() && call.get_object().contains("function") ? &call.at("function") : nullptr;
+          if (function == nullptr || !function->is_object()) return Error{at + ": has no function"};
+          std::string arguments = string_field(*function, "arguments");
+          boost::system::error_code aec;
+          json::value input = arguments.empty() ? json::value(json::object{}) : json::parse(arguments, aec);
+          if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+          if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
+          std::string original = string_field(call, "id");
+          std::string id = api_id(original, i);
+          if (!used_ids.insert(id).second) {
+            std::string fresh;
+            for (int n = 2; !used_ids.insert(fresh = id + "_" + std::to_string(n)).second; ++n) {}
+            report.repairs.push_back({"duplicate_id_rewritten", i, "tool call id " + id + " used again; now " + fresh});
+            pending_rename[original] = fresh;
+            id = fresh;
+          }
+          d.content.push_back(json::object{{"type", "tool_use"}, {"id", id},
+                                           {"name", string_field(*function, "name")}, {"input", std::move(input)}});
+        }
+      }
+      drafts.push_back(std::move(d));
+      continue;
+    }
+    if (role == "tool") {
+      std::string id = string_field(m, "tool_call_id");
+      if (id.empty() && m.get_object().contains("tool_call_ids") && m.at("tool_call_ids").is_array() &&
+          !m.at("tool_call_ids").get_array().empty() && m.at("tool_call_ids").get_array()[0].is_string())
+        id = std::string(m.at("tool_call_ids").get_array()[0].get_string());
+      std::string result_id;
+      if (auto r = pending_rename.find(id); r != pending_rename.end()) {
+        result_id = r->second;
+        pending_rename.erase(r);
+      } else {
+        result_id = api_id(id, i);
+      }
+      drafts.push_back({Role::user, json::array{json::object{{"type", "tool_result"}, {"tool_use_id", result_id},
+                                                             {"content", text_of(content)}}}, i, {}});
+      continue;
+    }
+    return Error{where + ": unknown role \"" + role + "\""};
+  }
+  repair(drafts, report, "message");
+  return finish(std::move(drafts), std::move(report), system);
+}
+
+std::string export_openai(const Conversation& c) {
+  json::array out;
+  // A request body's system prompt comes back as the system message.
+  if (c.format() == InputFormat::request_body && c.frame().buffer) {
+    boost::system::error_code ec;
+    json::value body = json::parse(*c.frame().buffer, ec);
+    if (!ec && body.is_object() && body.get_object().contains("system")) {
+      const json::value& s = body.at("system");
+      std::string text;
+      if (s.is_string()) text = std::string(s.get_string());
+      else if (s.is_array())
+        for (const auto& part : s.get_array()) text += (text.empty() ? "" : "\n") + string_field(part, "text");
+      out.push_back(json::object{{"role", "system"}, {"content", text}});
+    }
+  }
+  for (const MessagePtr& m : c.messages()) {
+    if (m->role() == Role::user) {
+      std::string text;
+      for (const Block& b : m->blocks()) {
+        if (b.kind() == BlockKind::tool_result) {
+          std::string content;
+          if (const json::value* v = b.content(); v != nullptr && v->is_string()) content = std::string(v->get_string());
+          else if (v != nullptr && v->is_array())
+            for (const auto& part : v->get_array()) content += (content.empty() ? "" : "\n") + string_field(part, "text");
+          out.push_back(json::object{{"role", "tool"}, {"tool_call_id", b.tool_use_id()}, {"content", content}});
+        } else if (b.kind() == BlockKind::text) {
+          text += (text.empty() ? "" : "\n") + std::string(b.text());
+        }
+      }
+      if (!text.empty()) out.push_back(json::object{{"role", "user"}, {"content", text}});
+      continue;
+    }
+    std::string text;
+    json::array calls;
+    for (const Block& b : m->blocks()) {
+      if (b.kind() == BlockKind::text) text += (text.empty() ? "" : "\n") + std::string(b.text());
+      if (b.kind() == BlockKind::tool_use)
+        calls.push_back(json::object{{"id", b.id()}, {"type", "function"},
+                                     {"function", json::object{{"name", b.name()},
+                                                               {"arguments", json::serialize(b.input() ? *b.input() : json::value(json::object{}))}}}});
+    }
+    json::object msg{{"role", "assistant"}, {"content", text.empty() ? json::value(nullptr) : json::value(text)}};
+    if (!calls.empty()) msg["tool_calls"] = std::move(calls);
+    out.push_back(std::move(msg));
+  }
+  std::string text = "[\n";
+  for (std::size_t i = 0; i < out.size(); ++i) text += (i ? ",\n" : "") + json::serialize(out[i]);
+  return text + "\n]\n";
+}
+
+ImportFormat detect_import_format(std::string_view bytes, const std::string& name) {
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".traj") return ImportFormat::openai;
+  std::string_view head = bytes.substr(0, 1 << 16);
+  for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
+    if (head.find(marker) != std::string_view::npos) return ImportFormat::claude_code;
+  // A system message alone is not enough: in an Anthropic history it is a mistake to report.
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"role\": \"tool\"", "\"history\""})
+    if (head.find(marker) != std::string_view::npos) return ImportFormat::openai;
+  return ImportFormat::anthropic;
+}
+
+Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
+  std::string bytes;
+  if (path == "-") {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    bytes = std::move(in).str();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string source = path == "-" ? "<stdin>" : path;
+  std::string name = source.substr(source.find_last_of('/') + 1);
+  ImportFormat f = format.value_or(detect_import_format(bytes, name));
+  switch (f) {
+    case ImportFormat::claude_code:
+      return import_claude_code(bytes, source, sidechain || name.rfind("agent-", 0) == 0);
+    case ImportFormat::openai:
+      return import_openai(bytes, source);
+    case ImportFormat::anthropic: {
+      ReadOptions options;
+      options.source = source;
+      auto c = read_conversation(std::move(bytes), options);
+      if (!c) return c.error();
+      ImportResult r;
+      r.report.source = source;
+      r.report.messages = c->size();
+      for (const MessagePtr& m : c->messages())
+        for (const Block& b : m->blocks()) r.report.tool_uses += b.kind() == BlockKind::tool_use;
+      r.conversation = std::move(c).value();
+      return r;
+    }
+  }
+  return Error{"unknown format"};
+}
+
+std::string ImportReport::summary_line() const {
+  std::string out = fmt::format("{} messages, {} tool_uses", messages, tool_uses);
+  if (!broken_lines.empty()) out += fmt::format(", {} broken lines skipped", broken_lines.size());
+  if (rewound_skipped) out += fmt::format(", {} rewound messages left out", rewound_skipped);
+  if (fields_dropped) out += fmt::format(", {} fields left out", fields_dropped);
+  out += fmt::format(", {} repair{}", repairs.size(), repairs.size() == 1 ? "" : "s");
+  return out;
+}
+
+std::string ImportReport::to_json() const {
+  json::array broken(broken_lines.begin(), broken_lines.end());
+  json::array rep;
+  for (const auto& r : repairs) rep.push_back(json::object{{"kind", r.kind}, {"line", r.line}, {"detail", r.detail}});
+  return json::serialize(json::object{{"source", source}, {"format", to_string(format)}, {"lines", lines},
+                                      {"broken_lines", broken}, {"meta_skipped", meta_skipped},
+                                      {"sidechain_skipped", sidechain_skipped}, {"other_skipped", other_skipped},
+                                      {"rewound_skipped", rewound_skipped}, {"fields_dropped", fields_dropped},
+                                      {"repairs", rep}, {"messages", messages}, {"tool_uses", tool_uses},
+                                      {"tool_uses_in_log", tool_uses_in_log}, {"empty", empty}});
+}
+
+}  // namespace compactor

@@ -1,0 +1,167 @@
+// Importers on real logs from tests/data (counts cross-checked by tests/corpus/
+// check_import_counts.py, which shares no code with the importer) and on synthetic histories
+// for what the corpus lacks (a rewind, parallel OpenAI tool calls).
+#include "support/test_support.hpp"
+
+#include "compactor/active_request.hpp"
+#include "compactor/builtin_checkers.hpp"
+#include "compactor/importers.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace compactor {
+namespace {
+
+namespace json = boost::json;
+
+std::vector<Violation> check(const Conversation& c) {
+  std::string request = find_active_request(c).text;
+  return run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), request});
+}
+
+ImportResult import_or_die(const std::string& name, std::optional<ImportFormat> format = std::nullopt) {
+  auto r = import_file(test::data_path(name), format);
+  if (!r) throw std::runtime_error(r.error().message);
+  return std::move(r).value();
+}
+
+TEST(ClaudeCodeImport, BrokenLinesAreSkippedAndCountedAndTheResultIsValid) {
+  auto r = import_or_die("claude-code/f551142a-ef6a-46fd-a3bf-14a924370fb0.jsonl");
+  EXPECT_EQ(r.report.format, ImportFormat::claude_code);
+  // Counted independently by check_import_counts.py: 23 broken lines, first at 22, 51, 52…
+  ASSERT_EQ(r.report.broken_lines.size(), 23u);
+  EXPECT_EQ(std::vector<std::size_t>(r.report.broken_lines.begin(), r.report.broken_lines.begin() + 3),
+            (std::vector<std::size_t>{22, 51, 52}));
+  EXPECT_EQ(r.report.tool_uses_in_log, 48u);
+  ASSERT_TRUE(r.conversation.has_value());
+  EXPECT_EQ(r.report.tool_uses, 48u);  // no rewind: every logged call is in the history
+  auto v = check(*r.conversation);
+  EXPECT_TRUE(v.empty()) << v.front().to_string();
+  // The redaction cut lines holding results: those calls are answered as lost, and listed.
+  std::size_t lost = 0;
+  for (const auto& repair : r.report.repairs) lost += repair.kind == "lost_result_answered";
+  EXPECT_GT(lost, 0u);
+  EXPECT_NE(r.conversation->serialize().find("[compactor import: the result of this tool call is not in the session log"),
+            std::string::npos);
+}
+
+TEST(ClaudeCodeImport, AnImageInAToolResultIsKeptAndCountedAtTheEstimate) {
+  auto r = import_or_die("claude-code/c10f5964-20bd-4783-aa1a-30b06c8a702a.jsonl");
+  EXPECT_EQ(r.report.broken_lines.size(), 5u);
+  EXPECT_EQ(r.report.tool_uses_in_log, 46u);
+  ASSERT_TRUE(r.conversation.has_value());
+  bool found = false;
+  for (const MessagePtr& m : r.conversation->messages())
+    for (const Block& b : m->blocks())
+      if (b.kind() == BlockKind::tool_result && b.content() && b.content()->is_array())
+        for (const auto& item : b.content()->get_array())
+          if (item.is_object() && item.get_object().contains("type") && item.at("type") == "image") {
+            found = true;
+            // The base64 payload counts as 6,400 (kMediaBlockSize), whatever its length.
+            std::size_t payload = item.at("source").at("data").as_string().size();
+            EXPECT_EQ(m->sizes().bytes, m->raw().size() - payload + kMediaBlockSize);
+          }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(check(*r.conversation).empty());
+}
+
+TEST(ClaudeCodeImport, ASidechainFileIsItsOwnChain) {
+  auto agent = import_or_die("claude-code/agent-a00ad96.jsonl");  // agent-*: the sub-agent chain
+  ASSERT_TRUE(agent.conversation.has_value());
+  EXPECT_EQ(agent.report.sidechain_skipped, 0u);
+  EXPECT_TRUE(check(*agent.conversation).empty());
+  // Read as a main session, every line is a sub-agent line: left out, and it imports empty.
+  auto main = import_claude_code(test::read_file(test::data_path("claude-code/agent-a00ad96.jsonl")), "x", false);
+  EXPECT_EQ(main.report.sidechain_skipped, 2u);
+  EXPECT_TRUE(main.report.empty);
+  EXPECT_FALSE(main.conversation.has_value());
+}
+
+TEST(ClaudeCodeImport, ARewoundSessionFollowsTheLeafsChain) {
+  auto r = import_or_die("claude-code/rewind-synthetic.jsonl");
+  ASSERT_TRUE(r.conversation.has_value());
+  EXPECT_EQ(r.report.rewound_skipped, 2u);  // "delete them" and "Deleting." were abandoned
+  std::string out = r.conversation->serialize();
+  EXPECT_EQ(out.find("delete them"), std::string::npos);
+  EXPECT_NE(out.find("no, just count them"), std::string::npos);
+  EXPECT_EQ(r.conversation->size(), 6u);
+  EXPECT_EQ(find_active_request(*r.conversation).text, "no, just count them");
+  EXPECT_TRUE(check(*r.conversation).empty());
+}
+
+const char* kParallel = R"J([
+  {"role": "system", "content": "You are a coding agent."},
+  {"role": "user", "content": "Check both files."},
+  {"role": "assistant", "content": null, "thought": "two reads", "tool_calls": [
+    {"id": "call_a", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a.py\", \"lines\": [1, 2.5]}"}},
+    {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"b.py\"}"}}]},
+  {"role": "tool", "tool_call_id": "call_a", "content": "print('a')"},
+  {"role": "tool", "tool_call_id": "call_b", "content": "print('b')"},
+  {"role": "assistant", "content": "Both print."}
+])J";
+
+TEST(OpenAiImport, RoundTripKeepsIdsNamesArgumentsAndResults) {
+  auto r = import_openai(kParallel, "parallel.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->conversation.has_value());
+  EXPECT_EQ(r->conversation->format(), InputFormat::request_body);  // the system prompt went to `system`
+  EXPECT_EQ(r->report.fields_dropped, 1u);                          // "thought"
+  EXPECT_TRUE(check(*r->conversation).empty());
+  const Message& calls = (*r->conversation)[1];
+  ASSERT_EQ(calls.blocks().size(), 2u);
+  EXPECT_EQ(calls.blocks()[0].id(), "call_a");
+  EXPECT_EQ(*calls.blocks()[0].input(), json::parse(R"({"path": "a.py", "lines": [1, 2.5]})"));
+  const Message& results = (*r->conversation)[2];
+  EXPECT_EQ(results.blocks().size(), 2u);  // both results in one user message
+
+  json::value back = json::parse(export_openai(*r->conversation));
+  json::value original = json::parse(kParallel);
+  const auto& a = back.as_array();
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a[0].at("role"), "system");
+  EXPECT_EQ(a[0].at("content"), "You are a coding agent.");
+  for (std::size_t k = 0; k < 2; ++k) {
+    const auto& got = a[2].at("tool_calls").as_array()[k];
+    const auto& want = original.as_array()[2].at("tool_calls").as_array()[k];
+    EXPECT_EQ(got.at("id"), want.at("id"));
+    EXPECT_EQ(got.at("function").at("name"), want.at("function").at("name"));
+    // Arguments compared as JSON values, not as strings.
+    EXPECT_EQ(json::parse(got.at("function").at("arguments").as_string()), json::parse(want.at("function").at("arguments").as_string()));
+  }
+  EXPECT_EQ(a[3].at("tool_call_id"), "call_a");
+  EXPECT_EQ(a[3].at("content"), "print('a')");
+  EXPECT_EQ(a[4].at("tool_call_id"), "call_b");
+  EXPECT_EQ(a[5].at("content"), "Both print.");
+}
+
+TEST(OpenAiImport, BadArgumentsAreAnErrorNamingTheMessage) {
+  auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{oops"}}]}])",
+                         "bad.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("bad.json: messages.1.tool_calls.0.function.arguments is not JSON", 0), 0u) << r.error().message;
+}
+
+TEST(OpenAiImport, AReusedCallIdIsRewrittenWithItsResult) {
+  auto r = import_openai(R"([{"role":"user","content":"x"},
+    {"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"one"},
+    {"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"two"}])",
+                         "dup.json");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(check(*r->conversation).empty());
+  EXPECT_EQ((*r->conversation)[3].blocks()[0].id(), "c1_2");
+  EXPECT_EQ((*r->conversation)[4].blocks()[0].tool_use_id(), "c1_2");
+  ASSERT_EQ(r->report.repairs.size(), 1u);
+  EXPECT_EQ(r->report.repairs[0].kind, "duplicate_id_rewritten");
+}
+
+TEST(OpenAiImport, RealTrajectory) {
+  auto r = import_or_die("openai/function_calling_simple.traj");
+  EXPECT_EQ(r.report.format, ImportFormat::openai);
+  EXPECT_EQ(r.report.tool_uses, 5u);  // counted independently: 5 tool calls
+  ASSERT_TRUE(r.conversation.has_value());
+  EXPECT_TRUE(check(*r.conversation).empty());
+}
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,166 @@
+// compactor import --input F [--input-format …] [--output F] [--output-format …] [--report F]
+// compactor import --corpus DIR [--report F] [--sidechains skip]
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "compactor/active_request.hpp"
+#include "compactor/atomic_file.hpp"
+#include "compactor/builtin_checkers.hpp"
+#include "compactor/exit_code.hpp"
+#include "compactor/importers.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|openai|anthropic]
+                        [--output FILE] [--output-format anthropic|openai] [--report FILE]
+       compactor import --corpus DIR [--report FILE] [--sidechains include|skip]
+
+Turns a session into Anthropic messages: a Claude Code session log (JSONL: main-chain lines,
+split assistant messages merged, tool results merged with results first, rewound branches and
+meta lines left out, agent-*.jsonl files imported as their sub-agent chain) or an OpenAI chat
+history (tool_calls and role "tool", SWE-agent .traj files; the system message becomes the
+request body's system). Broken lines are skipped and counted with their line numbers; every
+repair (an orphan result dropped, a call whose result was lost answered by an is_error result…)
+is counted and listed in the report, never silent. The result must pass every checker.
+
+--corpus imports every *.jsonl and *.traj file below DIR, checks each, prints one line per file
+and the totals, and exits 2 if any file fails.
+
+exit codes: 0 imported and valid; 2 unreadable, empty, or failing a checker.
+)";
+
+// Imports one file and checks it; the line to print, and whether it passed.
+struct Checked {
+  std::optional<ImportResult> result;
+  std::string line;
+  bool ok = false;
+};
+
+Checked import_and_check(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
+  Checked out;
+  auto imported = import_file(path, format, sidechain);
+  if (!imported) {
+    out.line = "FAIL " + imported.error().message;
+    return out;
+  }
+  out.result = std::move(imported).value();
+  const ImportReport& r = out.result->report;
+  if (!out.result->conversation) {
+    out.line = "EMPTY " + path + ": no message to import (" + std::to_string(r.lines) + " lines, " +
+               std::to_string(r.broken_lines.size()) + " broken)";
+    return out;
+  }
+  const Conversation& c = *out.result->conversation;
+  std::string request = find_active_request(c).text;
+  auto v = run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), request});
+  if (!v.empty()) {
+    out.line = "FAIL " + path + ": " + v.front().to_string();
+    return out;
+  }
+  out.ok = true;
+  out.line = "OK " + path + ": " + r.summary_line();
+  return out;
+}
+
+}  // namespace
+
+int import_command(int argc, char** argv) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2,
+                         {{"input"}, {"input-format"}, {"output"}, {"output-format"}, {"report"}, {"corpus"}, {"sidechains"}}, error);
+  if (args && args->help) {
+    fmt::print("{}", kHelp);
+    return kExitOk;
+  }
+  std::optional<ImportFormat> format;
+  if (args && args->get("input-format") && *args->get("input-format") != "auto") {
+    format = import_format_from_string(*args->get("input-format"));
+    if (!format) error = "--input-format takes auto, claude-code, openai or anthropic";
+  }
+  if (args && !args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  if (args && !args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
+  std::string output_format = args ? args->get("output-format").value_or("anthropic") : "";
+  if (args && output_format != "anthropic" && output_format != "openai") error = "--output-format takes anthropic or openai";
+  bool skip_sidechains = args && args->get("sidechains") == std::optional<std::string>("skip");
+  if (!args || !error.empty()) {
+    fmt::print(stderr, "compactor import: {}\n{}", error, kHelp);
+    return kExitBadInput;
+  }
+
+  if (auto dir = args->get("corpus")) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(*dir, ec)) {
+      std::string ext = e.path().extension().string();
+      std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || (ext != ".jsonl" && ext != ".traj")) continue;
+      if (skip_sidechains && name.rfind("agent-", 0) == 0) continue;
+      files.push_back(e.path().string());
+    }
+    if (ec || files.empty()) {
+      fmt::print(stderr, "compactor import: {}: no .jsonl or .traj files{}\n", *dir, ec ? " (" + ec.message() + ")" : "");
+      return kExitBadInput;
+    }
+    std::sort(files.begin(), files.end());
+    std::size_t imported = 0, empty = 0, failed = 0, broken = 0, repairs = 0, messages = 0, tool_uses = 0;
+    std::string report = "[\n";
+    for (const auto& f : files) {
+      Checked c = import_and_check(f, format, false);
+      fmt::print("{}\n", c.line);
+      if (c.result) {
+        const ImportReport& r = c.result->report;
+        broken += r.broken_lines.size();
+        repairs += r.repairs.size();
+        messages += r.messages;
+        tool_uses += r.tool_uses;
+        report += (imported + empty + failed ? ",\n" : "") + r.to_json();
+      }
+      if (c.ok) ++imported;
+      else if (c.result && !c.result->conversation) ++empty;
+      else ++failed;
+    }
+    fmt::print("total: {} files, {} imported, {} empty, {} failed; {} messages, {} tool_uses, {} broken lines skipped, {} repairs\n",
+               files.size(), imported, empty, failed, messages, tool_uses, broken, repairs);
+    if (auto path = args->get("report")) {
+      auto w = write_file_atomically(*path, report + "\n]\n");
+      if (!w) {
+        fmt::print(stderr, "compactor import: {}\n", w.error().message);
+        return kExitPluginError;
+      }
+    }
+    return failed ? kExitBadInput : kExitOk;
+  }
+
+  Checked c = import_and_check(*args->get("input"), format, false);
+  bool stdout_taken = args->get("output") == std::optional<std::string>("-") || args->get("report") == std::optional<std::string>("-");
+  fmt::print(stdout_taken ? stderr : stdout, "{}\n", c.line);
+  if (c.result) {
+    if (auto path = args->get("report")) {
+      auto w = write_file_atomically(*path, c.result->report.to_json() + "\n");
+      if (!w) {
+        fmt::print(stderr, "compactor import: {}\n", w.error().message);
+        return kExitPluginError;
+      }
+    }
+  }
+  if (!c.ok) return kExitBadInput;
+  if (auto path = args->get("output")) {
+    const Conversation& conversation = *c.result->conversation;
+    auto w = write_file_atomically(*path, output_format == "openai" ? export_openai(conversation) : conversation.serialize());
+    if (!w) {
+      fmt::print(stderr, "compactor import: {}\n", w.error().message);
+      return kExitPluginError;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace compactor::cli
