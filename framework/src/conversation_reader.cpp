@@ -133,8 +133,7 @@ Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& o
   return Reader(std::move(bytes), options).read();
 }
 
-Expected<Conversation> read_conversation_file(const std::string& path, ReadOptions options) {
-  if (options.source == "<input>") options.source = path == "-" ? "<stdin>" : path;
+Expected<std::string> read_input_bytes(const std::string& path) {
   std::string bytes;
   if (path == "-") {
     std::ostringstream in;
@@ -146,7 +145,14 @@ Expected<Conversation> read_conversation_file(const std::string& path, ReadOptio
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) return Error{path + ": read failed: " + std::strerror(errno)};
   }
-  return read_conversation(std::move(bytes), options);
+  return bytes;
+}
+
+Expected<Conversation> read_conversation_file(const std::string& path, ReadOptions options) {
+  if (options.source == "<input>") options.source = path == "-" ? "<stdin>" : path;
+  auto bytes = read_input_bytes(path);
+  if (!bytes) return bytes.error();
+  return read_conversation(std::move(bytes).value(), options);
 }
 
 }  // namespace compactor

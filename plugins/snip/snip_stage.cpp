@@ -7,6 +7,7 @@
 // falls inside the new middle and is archived with it.
 #include "compactor/archive_store.hpp"
 #include "compactor/plugin.hpp"
+#include "compactor/summary_compaction.hpp"  // align_cut
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -20,21 +21,6 @@ constexpr std::string_view kMarkerPrefix = "[compactor snip:";
 bool is_marker(const Message& m) {
   return m.role() == Role::user && m.blocks().size() == 1 && m.blocks()[0].kind() == BlockKind::text &&
          m.blocks()[0].text().substr(0, kMarkerPrefix.size()) == kMarkerPrefix;
-}
-
-// Moves `start` back until it begins a turn group: never at results whose call comes before it,
-// never in the middle of an assistant turn split over several messages.
-std::size_t align_start(const Conversation& c, std::size_t start, std::size_t floor) {
-  while (start > floor) {
-    const Message& m = c[start];
-    const Message& prev = c[start - 1];
-    bool answers_previous = m.role() == Role::user && m.has_tool_result();
-    bool splits_turn = m.role() == Role::assistant && prev.role() == Role::assistant;
-    bool splits_answer = m.role() == Role::user && prev.role() == Role::user && prev.has_tool_result();
-    if (!answers_previous && !splits_turn && !splits_answer) break;
-    --start;
-  }
-  return start;
 }
 
 class SnipStage final : public Stage {
@@ -68,7 +54,7 @@ class SnipStage final : public Stage {
             tail_start = std::min(tail_start, i);
             break;
           }
-    tail_start = align_start(committed, tail_start, head_end);
+    tail_start = align_cut(committed, tail_start, head_end);
     if (head_end >= tail_start || tail_start - head_end < 2) return StageResult::candidate(committed);
 
     std::string jsonl;

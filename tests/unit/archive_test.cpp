@@ -315,3 +315,28 @@ TEST(ArchiveRoundTrip, EveryReceiptRestoresTheExactInputBytes) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+TEST(ArchiveCommands, GcRemovesOnlyBlobsOlderThanTheGivenDays) {
+  fs::path dir = scratch("gc");
+  ArchiveStore store((dir / "a").string());
+  std::string old_receipt = *store.put("old bytes"), new_receipt = *store.put("new bytes");
+  ASSERT_TRUE(store.commit().ok());
+  fs::last_write_time(store.path_of(old_receipt), fs::file_time_type::clock::now() - std::chrono::hours(24 * 10));
+  auto r = test::run_cli({"archive", "gc", "--keep-days", "7", "--archive", (dir / "a").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "archive gc " + (dir / "a").string() + ": removed 1 file(s) older than 7 day(s), kept 1\n");
+  EXPECT_FALSE(fs::exists(store.path_of(old_receipt)));
+  auto restored = test::run_cli({"restore", new_receipt, "--archive", (dir / "a").string()});
+  EXPECT_EQ(restored.exit_code, 0);
+  EXPECT_EQ(restored.out, "new bytes");
+  auto gone = test::run_cli({"restore", old_receipt, "--archive", (dir / "a").string()});
+  EXPECT_EQ(gone.exit_code, 2);
+  EXPECT_EQ(gone.err.rfind("compactor restore: " + store.path_of(old_receipt) + ": no such blob", 0), 0u) << gone.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor

@@ -20,6 +20,9 @@ struct ReadOptions {
 
 Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& options = {});
 
+// The bytes of a file, or of standard input for "-"; the error names the path and the errno.
+Expected<std::string> read_input_bytes(const std::string& path);
+
 // Reads a file ("-" is standard input) and parses it; the source name defaults to the path.
 Expected<Conversation> read_conversation_file(const std::string& path, ReadOptions options = {});
 

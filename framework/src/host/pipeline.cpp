@@ -144,16 +144,18 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
       report.error = result.error().message;
       return report;
     }
-    bool abort = config_->on_violation == ViolationPolicy::abort;
+    // A decline or a rejection leaves the conversation as it was; under abort it ends the run.
+    auto stop_here = [&]() {
+      report.stages.push_back(std::move(sr));
+      if (config_->on_violation != ViolationPolicy::abort) return false;
+      report.status = "aborted";
+      report.exit_code = 1;
+      return true;
+    };
     if (result->declined()) {
       sr.status = StageStatus::declined;
       sr.reason = result->reason();
-      report.stages.push_back(std::move(sr));
-      if (abort) {
-        report.status = "aborted";
-        report.exit_code = 1;
-        break;
-      }
+      if (stop_here()) break;
       continue;
     }
     const Conversation& candidate = result->conversation();
@@ -176,12 +178,7 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
         v.plugin_file = sr.plugin_file;
         sr.violations.push_back(v.to_string());
       }
-      report.stages.push_back(std::move(sr));
-      if (abort) {
-        report.status = "aborted";
-        report.exit_code = 1;
-        break;
-      }
+      if (stop_here()) break;
       continue;
     }
     committed = candidate;

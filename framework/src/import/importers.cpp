@@ -6,12 +6,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 namespace compactor {
@@ -439,16 +434,9 @@ ImportFormat detect_import_format(std::string_view bytes, const std::string& nam
 }
 
 Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
-  std::string bytes;
-  if (path == "-") {
-    std::ostringstream in;
-    in << std::cin.rdbuf();
-    bytes = std::move(in).str();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  auto read = read_input_bytes(path);
+  if (!read) return read.error();
+  std::string bytes = std::move(read).value();
   std::string source = path == "-" ? "<stdin>" : path;
   std::string name = source.substr(source.find_last_of('/') + 1);
   ImportFormat f = format.value_or(detect_import_format(bytes, name));
