@@ -11,5 +11,6 @@ int plugins_command(int argc, char** argv);
 int restore_command(int argc, char** argv);
 int archive_command(int argc, char** argv);
 int import_command(int argc, char** argv);
+int bench_command(int argc, char** argv);
 
 }  // namespace compactor::cli

@@ -30,6 +30,8 @@ commands:
   import          --input F [--input-format F] [--output F] [--output-format F] [--report F]
   import          --corpus DIR [--report F] [--sidechains skip]
                            Claude Code session logs and OpenAI histories → Anthropic messages
+  bench           --corpus DIR --config F [--config F]… [--reason prompt_too_long] [--report F]
+                           replay every session of a folder through each pipeline and compare
   archive gc      --keep-days N [--archive DIR]
                            remove archive blobs older than N days
 
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     if (command == "restore") return cli::restore_command(argc, argv);
     if (command == "archive") return cli::archive_command(argc, argv);
     if (command == "import") return cli::import_command(argc, argv);
+    if (command == "bench") return cli::bench_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

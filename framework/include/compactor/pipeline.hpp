@@ -22,6 +22,7 @@ struct RunOptions {
   std::optional<std::string> request;  // the active request; found in the conversation if unset
   std::string input_name;              // for the report
   FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
+  std::optional<std::string> archive_dir;  // instead of the config's (benchmarks archive to scratch)
 };
 
 class Pipeline {

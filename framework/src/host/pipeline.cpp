@@ -91,7 +91,8 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
 
   // Every removal of this run goes through one archive; it is made durable (commit) before the
   // output can be written, and rolled back (by its destructor) when nothing will be written.
-  ArchiveStore archive(config_->archive_dir, options.file_system != nullptr ? *options.file_system : real_file_system());
+  ArchiveStore archive(options.archive_dir.value_or(config_->archive_dir),
+                       options.file_system != nullptr ? *options.file_system : real_file_system());
 
   Conversation committed = input;
   auto& stages = options.prompt_too_long ? on_prompt_too_long_ : pipeline_;

@@ -84,6 +84,11 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (plan.end <= 1 || plan.end > c.size()) {
     std::uint64_t kept = 0;
     for (std::size_t i = std::min(plan.end, c.size()); i < c.size(); ++i) kept += c[i].sizes().in(context.budget.unit);
+    if (kept == 0)
+      return StageResult::decline(fmt::format(
+          "nothing to summarize: the conversation is its first message alone ({} {}, limit {}), which is the "
+          "request and is never shortened",
+          size, unit, context.budget.limit));
     return StageResult::decline(fmt::format(
         "the newest exchange alone is {} {} (limit {}) and cannot be summarized without splitting it; shrink the "
         "tool output",
