@@ -11,10 +11,15 @@ function(_compactor_add_plugin target caller)
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "${caller}: SOURCES is required")
   endif()
+  set(install_it FALSE)
   if(NOT ARG_OUTPUT_DIRECTORY)
     set(ARG_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/plugins)
+    set(install_it TRUE)  # test fixtures name their own folder and are never installed
   endif()
   add_library(${target} MODULE ${ARG_SOURCES})
+  if(install_it)
+    install(TARGETS ${target} LIBRARY DESTINATION lib/compactor/plugins)
+  endif()
   set_target_properties(${target} PROPERTIES
     PREFIX ""
     OUTPUT_NAME ${target}
