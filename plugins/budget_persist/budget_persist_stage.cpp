@@ -110,9 +110,7 @@ void register_stages(PluginRegistrar& registrar) {
       {"preview_chars", ParamType::integer, "chars of each archived result kept as a preview", std::int64_t{2000}, false, 0, {}, {}},
   };
   info.may_touch_tail = true;
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<BudgetPersistStage>(params));
-  };
+  info.create = factory_of<BudgetPersistStage>();
   registrar.add_stage(std::move(info));
 }
 

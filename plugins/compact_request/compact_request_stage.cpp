@@ -11,10 +11,8 @@ using namespace compactor;
 
 class CompactRequestStage final : public Stage {
  public:
-  explicit CompactRequestStage(const ParamValues& p) : tool_(p.string("tool_name")) {
+  explicit CompactRequestStage(const ParamValues& p) : tool_(p.string("tool_name")), plan_(plan_from(p)) {
     plan_.require_fit = false;
-    plan_.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
-    plan_.max_summaries = static_cast<int>(p.integer("max_summaries"));
   }
 
   StageResult run(const Conversation& c, const StageContext& context) override {
@@ -44,14 +42,9 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "compact_request";
   info.description = "summarizes the history once the model's own compact tool call has completed";
-  info.params = {
-      {"tool_name", ParamType::string, "the tool the model calls to ask for compaction", std::string("compact"), false, {}, {}, {}},
-      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
-      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", std::int64_t{3}, false, 0, {}, {}},
-  };
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<CompactRequestStage>(params));
-  };
+  info.params = {{"tool_name", ParamType::string, "the tool the model calls to ask for compaction", std::string("compact"), false, {}, {}, {}}};
+  for (auto& spec : summary_params(3)) info.params.push_back(std::move(spec));
+  info.create = factory_of<CompactRequestStage>();
   registrar.add_stage(std::move(info));
 }
 

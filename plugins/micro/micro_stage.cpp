@@ -116,9 +116,7 @@ void register_stages(PluginRegistrar& registrar) {
       {"until", ParamType::choice, "all: every eligible result; target: stop once the budget target is met",
        std::string("all"), false, {}, {}, {"all", "target"}},
   };
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<MicroStage>(params));
-  };
+  info.create = factory_of<MicroStage>();
   registrar.add_stage(std::move(info));
 }
 

@@ -14,11 +14,10 @@ using namespace compactor;
 
 class ReactiveCompactStage final : public Stage {
  public:
-  explicit ReactiveCompactStage(const ParamValues& p) : keep_(static_cast<std::size_t>(p.integer("keep_messages"))) {
+  explicit ReactiveCompactStage(const ParamValues& p)
+      : keep_(static_cast<std::size_t>(p.integer("keep_messages"))), plan_(plan_from(p)) {
     plan_.reactive = true;
     plan_.require_fit = false;
-    plan_.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
-    plan_.max_summaries = static_cast<int>(p.integer("max_summaries"));
   }
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
@@ -41,14 +40,9 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "reactive_compact";
   info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
-  info.params = {
-      {"keep_messages", ParamType::integer, "newest messages kept verbatim", std::int64_t{5}, false, 1, {}, {}},
-      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
-      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", std::int64_t{3}, false, 0, {}, {}},
-  };
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<ReactiveCompactStage>(params));
-  };
+  info.params = {{"keep_messages", ParamType::integer, "newest messages kept verbatim", std::int64_t{5}, false, 1, {}, {}}};
+  for (auto& spec : summary_params(3)) info.params.push_back(std::move(spec));
+  info.create = factory_of<ReactiveCompactStage>();
   registrar.add_stage(std::move(info));
 }
 

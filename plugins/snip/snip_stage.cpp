@@ -96,9 +96,7 @@ void register_stages(PluginRegistrar& registrar) {
       {"max_messages", ParamType::integer, "a history of more messages is snipped", std::int64_t{50}, false, 2, {}, {}},
       {"keep_head", ParamType::integer, "messages kept at the start", std::int64_t{3}, false, 1, {}, {}},
   };
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<SnipStage>(params));
-  };
+  info.create = factory_of<SnipStage>();
   registrar.add_stage(std::move(info));
 }
 

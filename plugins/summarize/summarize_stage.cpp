@@ -13,9 +13,7 @@ using namespace compactor;
 
 class SummarizeStage final : public Stage {
  public:
-  explicit SummarizeStage(const ParamValues& p) {
-    plan_.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
-    plan_.max_summaries = static_cast<int>(p.integer("max_summaries"));
+  explicit SummarizeStage(const ParamValues& p) : plan_(plan_from(p)) {
     plan_.min_growth = static_cast<std::uint64_t>(p.integer("min_growth"));
   }
 
@@ -34,14 +32,10 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "summarize";
   info.description = "summarizes the exchanges older than the protected tail into one reference message";
-  info.params = {
-      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
-      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", std::int64_t{2}, false, 0, {}, {}},
-      {"min_growth", ParamType::integer, "loop guard: growth (budget unit) needed before another summary", std::int64_t{1000}, false, 0, {}, {}},
-  };
-  info.create = [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<SummarizeStage>(params));
-  };
+  info.params = summary_params(2);
+  info.params.push_back(
+      {"min_growth", ParamType::integer, "loop guard: growth (budget unit) needed before another summary", std::int64_t{1000}, false, 0, {}, {}});
+  info.create = factory_of<SummarizeStage>();
   registrar.add_stage(std::move(info));
 }
 

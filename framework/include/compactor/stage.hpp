@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace compactor {
 
@@ -62,6 +63,17 @@ class Stage {
 };
 
 using StageFactory = std::function<Expected<std::unique_ptr<Stage>>(const ParamValues& params)>;
+
+// The factory of a stage class constructed from its validated params (or from nothing).
+template <class S>
+StageFactory factory_of() {
+  return [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
+    if constexpr (std::is_constructible_v<S, const ParamValues&>)
+      return std::unique_ptr<Stage>(std::make_unique<S>(params));
+    else
+      return std::unique_ptr<Stage>(std::make_unique<S>());
+  };
+}
 
 // What a plugin registers for each stage it provides.
 struct StageInfo {

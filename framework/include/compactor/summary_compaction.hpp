@@ -7,6 +7,7 @@
 // conversation stays as it was.
 #pragma once
 
+#include "compactor/param_schema.hpp"
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
 
@@ -33,6 +34,10 @@ struct CompactionPlan {
   int max_summaries = 2;          // summaries a history may have
   std::uint64_t min_growth = 0;   // loop guard: growth (in the budget unit) needed since the last one
 };
+
+// The params every summarizing stage declares (max_chars, max_summaries), and the plan they give.
+ParamSchema summary_params(std::int64_t default_max_summaries);
+CompactionPlan plan_from(const ParamValues& params);
 
 StageResult compact_with_summary(const Conversation& committed, const StageContext& context, const CompactionPlan& plan);
 

@@ -21,10 +21,15 @@ class ThinkingUnchangedChecker final : public Checker {
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
     MessageIdentity kept(in.before);
+    // Built only when a replaced message carries thinking: most candidates never need it.
     std::unordered_map<std::string_view, const boost::json::object*> before_blocks;
-    for (const MessagePtr& m : in.before.messages())
-      for (const Block& b : m->blocks())
-        if (is_thinking(b)) before_blocks.emplace(thinking_key(b), b.json());
+    bool indexed = false;
+    auto index_before = [&] {
+      for (const MessagePtr& m : in.before.messages())
+        for (const Block& b : m->blocks())
+          if (is_thinking(b)) before_blocks.emplace(thinking_key(b), b.json());
+      indexed = true;
+    };
 
     const Conversation& c = in.candidate;
     std::unordered_map<std::string_view, bool> candidate_keys;
@@ -34,6 +39,7 @@ class ThinkingUnchangedChecker final : public Checker {
         if (!is_thinking(b)) continue;
         candidate_keys.emplace(thinking_key(b), true);
         if (untouched) continue;
+        if (!indexed) index_before();
         auto it = before_blocks.find(thinking_key(b));
         if (it == before_blocks.end() || *it->second != *b.json())
           out.push_back(violation(name(), i, std::string(b.type()) + " block was modified or is not from the input"));

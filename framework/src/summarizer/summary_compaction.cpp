@@ -69,6 +69,21 @@ std::size_t align_cut(const Conversation& c, std::size_t cut, std::size_t floor)
   return cut;
 }
 
+ParamSchema summary_params(std::int64_t default_max_summaries) {
+  return {
+      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
+      {"max_summaries", ParamType::integer, "summaries a history may have, counted in the history", default_max_summaries,
+       false, 0, {}, {}},
+  };
+}
+
+CompactionPlan plan_from(const ParamValues& p) {
+  CompactionPlan plan;
+  plan.max_chars = static_cast<std::size_t>(p.integer("max_chars"));
+  plan.max_summaries = static_cast<int>(p.integer("max_summaries"));
+  return plan;
+}
+
 StageResult compact_with_summary(const Conversation& c, const StageContext& context, const CompactionPlan& plan) {
   SummaryState state = read_summary_state(c);
   std::string unit(to_string(context.budget.unit));

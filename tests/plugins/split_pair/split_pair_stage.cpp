@@ -25,9 +25,7 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "split_pair";
   info.description = "TEST ONLY: splits a tool pair on purpose";
-  info.create = [](const ParamValues&) -> Expected<std::unique_ptr<Stage>> {
-    return std::unique_ptr<Stage>(std::make_unique<SplitPairStage>());
-  };
+  info.create = factory_of<SplitPairStage>();
   registrar.add_stage(std::move(info));
 }
 
