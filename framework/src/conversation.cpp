@@ -22,6 +22,22 @@ Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::
     : frame_(std::move(frame)), messages_(std::move(messages)) {
   sizes_ = frame_->fixed;
   for (const MessagePtr& m : messages_) sizes_ += m->sizes();
+  if (const Meter* meter = frame_->meter.get())
+    for (const MessagePtr& m : messages_) sizes_.tokens += meter->tokens(*m);
+}
+
+std::uint64_t Conversation::size_of(const Message& message, SizeUnit unit) const {
+  if (unit != SizeUnit::tokens) return message.sizes().in(unit);
+  return frame_->meter ? frame_->meter->tokens(message) : 0;
+}
+
+Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const {
+  auto frame = std::make_shared<ConversationFrame>(*frame_);
+  frame->fixed.tokens = 0;
+  if (meter)
+    for (std::string_view json : frame->fixed_json) frame->fixed.tokens += meter->count_text(json);
+  frame->meter = std::move(meter);
+  return Conversation(std::move(frame), messages_);
 }
 
 Conversation Conversation::with_messages(std::vector<MessagePtr> messages) const {

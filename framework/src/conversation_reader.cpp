@@ -39,6 +39,7 @@ class Reader {
   std::string_view text_;
   const ReadOptions& options_;
   JsonScanner scanner_;
+  std::vector<std::string_view> fixed_json_;
 };
 
 Sizes span_sizes(std::string_view text) { return Sizes{count_code_points(text), text.size()}; }
@@ -91,11 +92,14 @@ Expected<Conversation> Reader::read() {
   }
   if (doc.kind != '{') return at(start, "expected a request body object", true);
   Sizes fixed;
+  fixed_json_.clear();
   const detail::ScannedMember* messages = nullptr;
   for (const auto& m : doc.members) {
     if (m.key == "messages") messages = &m;
-    if (m.key == "system" || m.key == "tools")
-      fixed += span_sizes(text_.substr(m.value.begin, m.value.end - m.value.begin));
+    if (m.key == "system" || m.key == "tools") {
+      fixed_json_.push_back(text_.substr(m.value.begin, m.value.end - m.value.begin));
+      fixed += span_sizes(fixed_json_.back());
+    }
   }
   if (messages == nullptr) return at(start, "request body has no \"messages\"", true);
   if (!doc.has_messages_array) return at(messages->value.begin, "\"messages\" must be an array", true);
@@ -109,6 +113,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   frame->format = format;
   frame->buffer = buffer_;
   frame->fixed = fixed;
+  frame->fixed_json = fixed_json_;
   frame->prefix = text_.substr(0, spans.front().begin);
   frame->suffix = text_.substr(spans.back().end);
   if (spans.size() >= 2)

@@ -92,7 +92,7 @@ class MicroStage final : public Stage {
       std::size_t count = contents.size();
       auto edited = with_result_contents(*messages[index], std::move(contents));
       if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
-      size = size - messages[index]->sizes().in(context.budget.unit) + (*edited)->sizes().in(context.budget.unit);
+      size = size - committed.size_of(*messages[index], context.budget.unit) + committed.size_of(**edited, context.budget.unit);
       messages[index] = std::move(edited).value();
       replaced += count;
     }

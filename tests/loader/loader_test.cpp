@@ -41,7 +41,7 @@ TEST(Loader, GoodPluginLoadsRegistersAndRuns) {
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   EXPECT_EQ(loaded.value()->name, "fixture_good");
   EXPECT_EQ(loaded.value()->version, "1.2.3");
-  EXPECT_EQ(loaded.value()->api_version, 1);
+  EXPECT_EQ(loaded.value()->api_version, COMPACTOR_FP_API);
   EXPECT_EQ(loaded.value()->stages, std::vector<std::string>{"fixture_good"});
   // Control for the refusal tests: a loaded plugin's static constructor does leave its marker.
   EXPECT_TRUE(fs::exists(marker("fixture_good")));
@@ -74,7 +74,7 @@ TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
 TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
   fs::remove(marker("fixture_wrong_api"));
   EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
-            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 1; rebuild the plugin against this Compactor");
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 2; rebuild the plugin against this Compactor");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
   auto probe = probe_plugin(fixture("fixture_wrong_api"));
   EXPECT_FALSE(probe.loadable);

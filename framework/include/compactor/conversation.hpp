@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compactor/message.hpp"
+#include "compactor/meter.hpp"
 #include "compactor/size_unit.hpp"
 
 #include <memory>
@@ -25,6 +26,8 @@ struct ConversationFrame {
   std::string_view suffix;                    // after the last message
   std::vector<MessagePtr> original;           // the messages as parsed: unchanged → input bytes
   Sizes fixed;                                // `system` and `tools` of a request body
+  std::vector<std::string_view> fixed_json;   // their JSON, for a meter to count
+  std::shared_ptr<const Meter> meter;         // counts `tokens` when set (budget.unit: tokens)
 };
 
 class Conversation {
@@ -43,9 +46,14 @@ class Conversation {
   const ConversationFrame& frame() const { return *frame_; }
   InputFormat format() const { return frame_->format; }
 
-  // Messages plus `system` and `tools`: what a budget measures.
+  // Messages plus `system` and `tools`: what a budget measures. Tokens are 0 without a meter.
   Sizes sizes() const { return sizes_; }
   std::uint64_t size_in(SizeUnit unit) const { return sizes_.in(unit); }
+  // One message's size in a unit (tokens through this conversation's meter, cached).
+  std::uint64_t size_of(const Message& message, SizeUnit unit) const;
+
+  // The same messages in a frame that counts tokens with `meter`.
+  Conversation with_meter(std::shared_ptr<const Meter> meter) const;
 
   // True when every message is the very one parsed from the input, in order.
   bool unchanged_from_input() const;

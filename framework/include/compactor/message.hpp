@@ -10,6 +10,7 @@
 #include "compactor/size_unit.hpp"
 
 #include <boost/json/object.hpp>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,6 +52,10 @@ class Message {
   bool has_tool_result() const { return has_kind(BlockKind::tool_result); }
   bool has_kind(BlockKind kind) const;
 
+  // The count a Meter cached for this message: its tag in the top bits, 0 when none (Meter::tokens).
+  std::uint64_t cached_tokens() const { return cached_tokens_.load(std::memory_order_relaxed); }
+  void cache_tokens(std::uint64_t tagged) const { cached_tokens_.store(tagged, std::memory_order_relaxed); }
+
   // Concatenated text of the text blocks (string content included), separated by "\n".
   std::string text() const;
 
@@ -74,6 +79,7 @@ class Message {
   std::shared_ptr<const std::string> buffer_;  // owns raw_ (input buffer, or own serialization)
   std::string_view raw_;
   Sizes sizes_;
+  mutable std::atomic<std::uint64_t> cached_tokens_{0};
 };
 
 }  // namespace compactor

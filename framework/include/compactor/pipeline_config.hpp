@@ -4,6 +4,7 @@
 // line: `file:line:col: yaml.path: expected …, got …`.
 #pragma once
 
+#include "compactor/meter.hpp"
 #include "compactor/param_schema.hpp"
 #include "compactor/plugin_loader.hpp"
 #include "compactor/stage.hpp"
@@ -45,7 +46,8 @@ struct PipelineConfig {
   Budget budget;
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
-  std::optional<std::string> meter_kind;
+  std::optional<MeterSpec> meter_spec;   // as written (file resolved against the config's folder)
+  std::shared_ptr<const Meter> meter;      // loaded; set when meter_spec is
   std::string summarizer_kind = "extractive";
   const RegisteredSummarizer* summarizer = nullptr;  // resolved
   std::vector<std::string> checkers;  // enabled, in run order

@@ -9,7 +9,7 @@ class NoGrowthChecker final : public Checker {
   std::string_view name() const override { return "no_growth"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (in.may_grow || same_messages(in)) return;
-    SizeUnit unit = in.unit == SizeUnit::tokens ? SizeUnit::chars : in.unit;
+    SizeUnit unit = in.unit;
     std::uint64_t was = in.before.size_in(unit), now = in.candidate.size_in(unit);
     if (now <= was) return;
     Violation v;

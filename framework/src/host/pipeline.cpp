@@ -65,8 +65,10 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   return p;
 }
 
-RunReport Pipeline::run(const Conversation& input, const RunOptions& options, StageLogger& log) {
+RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
   const Budget& budget = config_->budget;
+  // Under budget.unit: tokens every conversation of the run counts through the config's meter.
+  const Conversation input = config_->meter ? unmetered.with_meter(config_->meter) : unmetered;
   RunReport report;
   report.config_file = config_->file;
   report.input = options.input_name;
@@ -159,7 +161,8 @@ RunReport Pipeline::run(const Conversation& input, const RunOptions& options, St
       if (stop_here()) break;
       continue;
     }
-    const Conversation& candidate = result->conversation();
+    Conversation candidate = result->conversation();  // copies message pointers only
+    if (config_->meter && candidate.frame().meter != config_->meter) candidate = candidate.with_meter(config_->meter);
     if (same_messages(candidate, committed)) {
       sr.status = StageStatus::unchanged;
       report.stages.push_back(std::move(sr));

@@ -63,6 +63,7 @@ class ConfigLoader {
  private:
   void read_budget(const YAML::Node& root);
   void read_sections(const YAML::Node& root);
+  void read_meter(const YAML::Node& root);
   void read_entries(const YAML::Node& root, const std::string& key, bool required, std::vector<PipelineEntryConfig>& out,
                     std::vector<YAML::Node>& params_nodes);
   void read_when(const YAML::Node& node, const std::string& path, When& when);
@@ -78,6 +79,7 @@ class ConfigLoader {
   bool plugin_failure_ = false;
   std::optional<std::string> known_stages_;  // computed at the first unknown stage
   std::vector<YAML::Node> plugin_nodes_;
+  std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens
 };
 
 ConfigLoadResult ConfigLoader::load() {
@@ -133,8 +135,7 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   if (auto unit = r_.member(*budget, "budget", "unit", false)) {
     if (auto u = r_.choice(*unit, "budget.unit", {"chars", "bytes", "tokens"})) {
       config_.budget.unit = *size_unit_from_string(*u);
-      if (config_.budget.unit == SizeUnit::tokens)
-        r_.error(*unit, "budget.unit", "tokens need a meter (meter.kind), and this build has none yet; use chars or bytes");
+      if (config_.budget.unit == SizeUnit::tokens) unit_node_ = *unit;
     }
   }
   std::optional<std::int64_t> limit, target;
@@ -151,11 +152,52 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
 }
 
-void ConfigLoader::read_sections(const YAML::Node& root) {
-  if (auto meter = r_.member(root, "", "meter", false); meter && r_.check_mapping(*meter, "meter", {"kind", "file"})) {
-    if (auto kind = r_.member(*meter, "meter", "kind", true))
-      if (auto k = r_.string(*kind, "meter.kind")) r_.error(*kind, "meter.kind", "unknown meter \"" + *k + "\"; this build has none yet");
+void ConfigLoader::read_meter(const YAML::Node& root) {
+  std::string kinds;
+  for (auto k : meter_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
+  auto meter = r_.member(root, "", "meter", false);
+  if (!meter) {
+    if (unit_node_)
+      r_.error(*unit_node_, "budget.unit", "tokens need a meter: add `meter: {kind: …}` with one of " + kinds);
+    return;
   }
+  if (!r_.check_mapping(*meter, "meter", {"kind", "file", "family"})) return;
+  MeterSpec spec;
+  auto kind = r_.member(*meter, "meter", "kind", true);
+  if (!kind) return;
+  std::vector<std::string> choices;
+  for (auto k : meter_kinds()) choices.emplace_back(k);
+  auto k = r_.choice(*kind, "meter.kind", choices);
+  if (!k) return;
+  spec.kind = *k;
+  std::optional<YAML::Node> file = r_.member(*meter, "meter", "file", spec.kind == "calibrated");
+  if (file) {
+    auto f = r_.string(*file, "meter.file");
+    if (!f) return;
+    spec.file = resolve(base_, *f);
+  } else if (spec.kind == "calibrated") {
+    return;  // member() has reported the missing file
+  }
+  if (auto family = r_.member(*meter, "meter", "family", false)) {
+    if (spec.kind != "calibrated") {
+      r_.error(*family, "meter.family", "only a calibrated meter has model families");
+      return;
+    }
+    auto f = r_.string(*family, "meter.family");
+    if (!f) return;
+    spec.family = *f;
+  }
+  auto loaded = make_meter(spec);
+  if (!loaded) {
+    r_.error(file ? *file : *kind, file ? "meter.file" : "meter.kind", loaded.error().message);
+    return;
+  }
+  config_.meter_spec = spec;
+  config_.meter = std::move(*loaded);
+}
+
+void ConfigLoader::read_sections(const YAML::Node& root) {
+  read_meter(root);
   if (auto recent = r_.member(root, "", "recent", false); recent && r_.check_mapping(*recent, "recent", {"exchanges"})) {
     if (auto e = r_.member(*recent, "recent", "exchanges", true))
       if (auto n = r_.integer(*e, "recent.exchanges", 0, 1000)) config_.recent_exchanges = static_cast<std::size_t>(*n);
@@ -490,7 +532,11 @@ std::string print_pipeline(const PipelineConfig& c) {
   out += "version: 1\n";
   out += "budget:\n  unit: " + std::string(to_string(c.budget.unit)) + "\n  limit: " + std::to_string(c.budget.limit) +
          "\n  target: " + std::to_string(c.budget.target) + "\n";
-  if (c.meter_kind) out += "meter:\n  kind: " + quoted(*c.meter_kind) + "\n";
+  if (c.meter_spec) {
+    out += "meter:\n  kind: " + quoted(c.meter_spec->kind) + "\n";
+    if (!c.meter_spec->file.empty()) out += "  file: " + quoted(c.meter_spec->file) + "\n";
+    if (!c.meter_spec->family.empty()) out += "  family: " + quoted(c.meter_spec->family) + "\n";
+  }
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
   out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";

@@ -98,7 +98,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   // Only a first message (the question) before the kept part: there is nothing to summarize.
   if (plan.end <= 1 || plan.end > c.size()) {
     std::uint64_t kept = 0;
-    for (std::size_t i = std::min(plan.end, c.size()); i < c.size(); ++i) kept += c[i].sizes().in(context.budget.unit);
+    for (std::size_t i = std::min(plan.end, c.size()); i < c.size(); ++i) kept += c.size_of(c[i], context.budget.unit);
     if (kept == 0)
       return StageResult::decline(fmt::format(
           "nothing to summarize: the conversation is its first message alone ({} {}, limit {}), which is the "
@@ -135,7 +135,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
 
   // 3. The new first message, then the kept messages verbatim.
   std::uint64_t kept = 0;
-  for (std::size_t i = plan.end; i < c.size(); ++i) kept += c[i].sizes().in(context.budget.unit);
+  for (std::size_t i = plan.end; i < c.size(); ++i) kept += c.size_of(c[i], context.budget.unit);
   auto build = [&](std::uint64_t base) {
     return Message::from_json(boost::json::object{
         {"role", "user"},
@@ -146,7 +146,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   };
   auto first = build(0);
   if (!first) return StageResult::decline("cannot build the summary message: " + first.error().message);
-  std::uint64_t after = kept + (*first)->sizes().in(context.budget.unit) + c.frame().fixed.in(context.budget.unit);
+  std::uint64_t after = kept + c.size_of(**first, context.budget.unit) + c.frame().fixed.in(context.budget.unit);
   first = build(after);  // records the size it leaves, for the loop guard (±digits)
   std::vector<MessagePtr> messages;
   messages.reserve(1 + c.size() - plan.end);

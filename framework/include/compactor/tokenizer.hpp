@@ -1,0 +1,52 @@
+// Exact byte-level BPE tokenizers: OpenAI's cl100k_base and o200k_base, and Claude's legacy
+// tokenizer (the one @anthropic-ai/tokenizer ships: GPT-2's split pattern, NFKC first, its five
+// special tokens recognised). Loaded from the rank files tools/setup.sh fetches; counting never
+// touches the network. Thread-safe once loaded.
+#pragma once
+
+#include "compactor/error.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+// r50k_base (GPT-2/3) is here because its published test vectors exercise the split pattern
+// Claude's legacy tokenizer shares.
+enum class TokenizerKind { cl100k_base, o200k_base, claude_legacy, r50k_base };
+std::string_view to_string(TokenizerKind kind);
+
+// The rank file a tokenizer is loaded from, inside a data folder.
+std::string_view rank_file_name(TokenizerKind kind);
+
+// Where rank files are looked for: $COMPACTOR_METER_DATA, else share/compactor/meters beside the
+// running program's bin/ folder (the build tree and an install both have it there).
+std::string default_meter_data_dir();
+
+class Tokenizer {
+ public:
+  // Reads <data_dir>/<rank_file_name(kind)>; the error names the file and the line.
+  static Expected<std::shared_ptr<const Tokenizer>> load(TokenizerKind kind, const std::string& data_dir);
+
+  TokenizerKind kind() const { return kind_; }
+  std::vector<std::uint32_t> encode(std::string_view utf8) const;
+  std::uint64_t count(std::string_view utf8) const;
+  // The bytes of the tokens (for tests): encode then decode gives the input back (after NFKC
+  // for Claude's).
+  std::string decode(const std::vector<std::uint32_t>& tokens) const;
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+ private:
+  struct Impl;
+  explicit Tokenizer(TokenizerKind kind, std::unique_ptr<Impl> impl);
+  TokenizerKind kind_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace compactor

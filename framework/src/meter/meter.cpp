@@ -1,0 +1,168 @@
+#include "compactor/meter.hpp"
+
+#include "compactor/tokenizer.hpp"
+#include "compactor/calibration_fit.hpp"
+
+#include <boost/json/serialize.hpp>
+
+#include <atomic>
+#include <cmath>
+
+namespace compactor {
+namespace {
+
+// A cached count: the meter's tag in the top 24 bits, the count in the low 40.
+constexpr int kCountBits = 40;
+constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kCountBits) - 1;
+
+std::uint64_t next_cache_tag() {
+  static std::atomic<std::uint64_t> next{1};
+  return (next++ & 0xFFFFFF) << kCountBits;
+}
+
+std::uint64_t count_json(const Meter& meter, const boost::json::value& value) {
+  if (const auto* s = value.if_string()) return meter.count_text(*s);
+  return meter.count_text(boost::json::serialize(value));
+}
+
+// tool_result content: a string, or blocks of text and images.
+std::uint64_t count_result_content(const Meter& meter, const boost::json::value* content) {
+  if (content == nullptr) return 0;
+  const auto* blocks = content->if_array();
+  if (blocks == nullptr) return count_json(meter, *content);
+  std::uint64_t n = 0;
+  for (const auto& b : *blocks) {
+    const auto* o = b.if_object();
+    const auto* type = o && o->contains("type") ? o->at("type").if_string() : nullptr;
+    if (type && (*type == "image" || *type == "document"))
+      n += kMediaBlockTokens;
+    else if (type && *type == "text" && o->contains("text") && o->at("text").is_string())
+      n += meter.count_text(o->at("text").get_string());
+    else
+      n += count_json(meter, b);
+  }
+  return n;
+}
+
+class CharsMeter final : public Meter {
+ public:
+  std::string_view kind() const override { return "chars4"; }
+  std::uint64_t count_text(std::string_view utf8) const override { return (count_code_points(utf8) + 3) / 4; }
+
+ protected:
+  // The message's JSON chars, as Compactor's chars unit counts them (images at 6,400), over 4.
+  std::uint64_t count_message(const Message& m) const override { return (m.sizes().chars + 3) / 4; }
+};
+
+class TokenizerMeter final : public Meter {
+ public:
+  TokenizerMeter(std::string kind, std::shared_ptr<const Tokenizer> tokenizer)
+      : kind_(std::move(kind)), tokenizer_(std::move(tokenizer)) {}
+  std::string_view kind() const override { return kind_; }
+  std::uint64_t count_text(std::string_view utf8) const override { return tokenizer_->count(utf8); }
+
+ private:
+  std::string kind_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+};
+
+class CalibratedMeter final : public Meter {
+ public:
+  CalibratedMeter(std::shared_ptr<const Meter> base, FamilyFit fit) : base_(std::move(base)), fit_(fit) {}
+  std::string_view kind() const override { return "calibrated"; }
+  std::uint64_t count_text(std::string_view utf8) const override { return scale(base_->count_text(utf8)); }
+
+ protected:
+  std::uint64_t count_message(const Message& m) const override {
+    double t = fit_.per_token * static_cast<double>(base_->tokens(m)) + fit_.per_message;
+    return t <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(t));
+  }
+
+ private:
+  std::uint64_t scale(std::uint64_t tokens) const {
+    return static_cast<std::uint64_t>(std::llround(fit_.per_token * static_cast<double>(tokens)));
+  }
+  std::shared_ptr<const Meter> base_;
+  FamilyFit fit_;
+};
+
+std::optional<TokenizerKind> tokenizer_of(std::string_view kind) {
+  if (kind == "cl100k") return TokenizerKind::cl100k_base;
+  if (kind == "o200k") return TokenizerKind::o200k_base;
+  if (kind == "claude-legacy") return TokenizerKind::claude_legacy;
+  return std::nullopt;
+}
+
+Expected<std::shared_ptr<const Meter>> exact_meter(std::string_view kind, const std::string& rank_file) {
+  auto tokenizer_kind = *tokenizer_of(kind);
+  std::string dir = default_meter_data_dir();
+  if (!rank_file.empty()) {
+    // A rank file named in the config: its folder, with the standard file name checked.
+    auto slash = rank_file.rfind('/');
+    dir = slash == std::string::npos ? "." : rank_file.substr(0, slash);
+    std::string name = slash == std::string::npos ? rank_file : rank_file.substr(slash + 1);
+    if (name != rank_file_name(tokenizer_kind))
+      return Error{rank_file + ": a " + std::string(kind) + " meter reads a file named " + std::string(rank_file_name(tokenizer_kind))};
+  }
+  auto tokenizer = Tokenizer::load(tokenizer_kind, dir);
+  if (!tokenizer) return tokenizer.error();
+  return std::shared_ptr<const Meter>(std::make_shared<TokenizerMeter>(std::string(kind), std::move(*tokenizer)));
+}
+
+}  // namespace
+
+Meter::Meter() : cache_tag_(next_cache_tag()) {}
+
+std::uint64_t Meter::tokens(const Message& message) const {
+  std::uint64_t cached = message.cached_tokens();
+  if ((cached & ~kCountMask) == cache_tag_) return cached & kCountMask;
+  std::uint64_t n = count_message(message);
+  message.cache_tokens(cache_tag_ | (n & kCountMask));
+  return n;
+}
+
+std::uint64_t Meter::count_message(const Message& message) const {
+  std::uint64_t n = 0;
+  for (const Block& b : message.blocks()) {
+    switch (b.kind()) {
+      case BlockKind::text: n += count_text(b.text()); break;
+      case BlockKind::thinking: n += count_text(b.thinking()); break;
+      case BlockKind::redacted_thinking: n += count_text(b.string_field("data")); break;
+      case BlockKind::image:
+      case BlockKind::document: n += kMediaBlockTokens; break;
+      case BlockKind::tool_use:
+      case BlockKind::server_tool_use:
+        n += count_text(b.name());
+        if (b.input() != nullptr) n += count_json(*this, *b.input());
+        break;
+      case BlockKind::tool_result:
+      case BlockKind::server_tool_result: n += count_result_content(*this, b.content()); break;
+      case BlockKind::other:
+        if (b.json() != nullptr) n += count_text(boost::json::serialize(*b.json()));
+        break;
+    }
+  }
+  return n;
+}
+
+std::vector<std::string_view> meter_kinds() { return {"chars4", "cl100k", "o200k", "claude-legacy", "calibrated"}; }
+
+Expected<std::shared_ptr<const Meter>> make_meter(const MeterSpec& spec) {
+  if (spec.kind == "chars4") return std::shared_ptr<const Meter>(std::make_shared<CharsMeter>());
+  if (tokenizer_of(spec.kind)) return exact_meter(spec.kind, spec.file);
+  if (spec.kind == "calibrated") {
+    if (spec.file.empty()) return Error{"a calibrated meter needs meter.file: the fit `compactor calibrate --out` wrote"};
+    auto fit = read_calibration_fit(spec.file);
+    if (!fit) return fit.error();
+    auto family = fit->family(spec.family);
+    if (!family) return family.error();
+    auto base = make_meter(MeterSpec{fit->base, "", ""});
+    if (!base) return base.error();
+    return std::shared_ptr<const Meter>(std::make_shared<CalibratedMeter>(std::move(*base), *family));
+  }
+  std::string kinds;
+  for (auto k : meter_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
+  return Error{"unknown meter \"" + spec.kind + "\"; known: " + kinds};
+}
+
+}  // namespace compactor

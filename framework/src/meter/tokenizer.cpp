@@ -1,0 +1,312 @@
+#include "compactor/tokenizer.hpp"
+
+#include "meter/pretokenizer.hpp"
+#include "meter/rank_table.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/json/parse.hpp>
+#include <unicode/normalizer2.h>
+#include <unicode/bytestream.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <queue>
+#include <sstream>
+
+namespace compactor {
+
+std::string_view to_string(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::cl100k_base: return "cl100k_base";
+    case TokenizerKind::o200k_base: return "o200k_base";
+    case TokenizerKind::claude_legacy: return "claude-legacy";
+    case TokenizerKind::r50k_base: return "r50k_base";
+  }
+  return "?";
+}
+
+std::string_view rank_file_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::cl100k_base: return "cl100k_base.tiktoken";
+    case TokenizerKind::o200k_base: return "o200k_base.tiktoken";
+    case TokenizerKind::claude_legacy: return "claude.json";
+    case TokenizerKind::r50k_base: return "r50k_base.tiktoken";
+  }
+  return "?";
+}
+
+std::string default_meter_data_dir() {
+  if (const char* env = std::getenv("COMPACTOR_METER_DATA"); env != nullptr && *env != '\0') return env;
+  boost::dll::fs::error_code ec;
+  auto program = boost::dll::program_location(ec);
+  if (ec) return "share/compactor/meters";
+  return (program.parent_path().parent_path() / "share" / "compactor" / "meters").string();
+}
+
+namespace {
+
+using detail::RankTable;
+using detail::SplitPattern;
+
+struct SpecialToken {
+  std::string text;
+  std::uint32_t rank;
+};
+
+// Pieces up to this many bytes merge with tiktoken's quadratic scan (fastest for short pieces);
+// longer ones with a heap, so a 1 MB run of base64 does not take minutes.
+constexpr std::size_t kQuadraticMergeLimit = 96;
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  static inline std::atomic<std::uint64_t> next_id{1};
+  const std::uint64_t id = next_id++;
+  RankTable ranks;
+  SplitPattern pattern = SplitPattern::cl100k;
+  bool nfkc = false;
+  std::vector<SpecialToken> specials;  // recognised in the text (Claude's "all")
+
+  template <class Emit>
+  void encode_piece(std::string_view piece, Emit&& emit) const {
+    if (std::uint32_t r = ranks.rank(piece); r != RankTable::kNone) {
+      emit(r);
+      return;
+    }
+    if (piece.size() <= kQuadraticMergeLimit)
+      merge_quadratic(piece, emit);
+    else
+      merge_heap(piece, emit);
+  }
+
+  std::uint32_t rank_or_max(std::string_view bytes) const { return ranks.rank(bytes); }
+
+  template <class Emit>
+  void merge_quadratic(std::string_view piece, Emit& emit) const {
+    // tiktoken's byte_pair_merge: parts[i] = (start, rank of merging part i with part i+1).
+    struct Part {
+      std::size_t start;
+      std::uint32_t rank;
+    };
+    Part parts[kQuadraticMergeLimit + 1];
+    std::size_t n = piece.size() + 1;
+    for (std::size_t i = 0; i + 1 < piece.size(); ++i) parts[i] = {i, rank_or_max(piece.substr(i, 2))};
+    parts[piece.size() - 1] = {piece.size() - 1, RankTable::kNone};
+    parts[piece.size()] = {piece.size(), RankTable::kNone};
+    auto rank_at = [&](std::size_t i) {
+      return i + 3 < n ? rank_or_max(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start)) : RankTable::kNone;
+    };
+    while (true) {
+      std::uint32_t best = RankTable::kNone;
+      std::size_t at = 0;
+      for (std::size_t i = 0; i + 1 < n; ++i)
+        if (parts[i].rank < best) {
+          best = parts[i].rank;
+          at = i;
+        }
+      if (best == RankTable::kNone) break;
+      if (at > 0) parts[at - 1].rank = rank_at(at - 1);
+      parts[at].rank = rank_at(at);
+      std::copy(parts + at + 2, parts + n, parts + at + 1);
+      --n;
+    }
+    for (std::size_t i = 0; i + 1 < n; ++i) emit(piece_rank(piece.substr(parts[i].start, parts[i + 1].start - parts[i].start)));
+  }
+
+  template <class Emit>
+  void merge_heap(std::string_view piece, Emit& emit) const {
+    // The same merges in the same order (lowest rank first, leftmost on ties) over a linked
+    // list, with stale heap entries recognised by a per-part version.
+    std::size_t n = piece.size();
+    std::vector<std::size_t> next(n), prev(n);
+    std::vector<std::uint32_t> version(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      next[i] = i + 1;
+      prev[i] = i == 0 ? SIZE_MAX : i - 1;
+    }
+    struct Entry {
+      std::uint32_t rank;
+      std::size_t start;
+      std::uint32_t version;
+      bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : start > o.start; }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    auto pair_rank = [&](std::size_t i) {
+      std::size_t j = next[i];
+      if (j >= n) return RankTable::kNone;
+      std::size_t end = next[j];
+      return rank_or_max(piece.substr(i, end - i));
+    };
+    auto push = [&](std::size_t i) {
+      std::uint32_t r = pair_rank(i);
+      ++version[i];
+      if (r != RankTable::kNone) heap.push({r, i, version[i]});
+    };
+    for (std::size_t i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+      Entry e = heap.top();
+      heap.pop();
+      if (e.version != version[e.start]) continue;
+      std::size_t i = e.start, j = next[i];
+      next[i] = next[j];
+      if (next[j] < n) prev[next[j]] = i;
+      version[j] = UINT32_MAX;  // gone
+      push(i);
+      if (prev[i] != SIZE_MAX) push(prev[i]);
+    }
+    for (std::size_t i = 0; i < n; i = next[i]) emit(piece_rank(piece.substr(i, next[i] - i)));
+  }
+
+  std::uint32_t piece_rank(std::string_view bytes) const {
+    std::uint32_t r = ranks.rank(bytes);
+    return r == RankTable::kNone ? 0 : r;  // every single byte has a rank in these vocabularies
+  }
+
+  // Tokens of one piece, remembered per thread for pieces that needed merging: real text repeats
+  // its words, and a merge costs tens of rank lookups where the cache costs one compare.
+  std::uint64_t count_piece(std::string_view piece) const {
+    if (ranks.rank(piece) != RankTable::kNone) return 1;
+    struct Entry {
+      std::uint64_t owner = 0;  // Impl::id: an address could be reused by a later tokenizer
+      std::uint8_t length = 0;
+      char bytes[31];
+      std::uint32_t count = 0;
+    };
+    constexpr std::size_t kEntries = 4096;
+    thread_local std::unique_ptr<Entry[]> cache = std::make_unique<Entry[]>(kEntries);
+    Entry* e = nullptr;
+    if (piece.size() <= sizeof(Entry::bytes)) {
+      std::uint64_t h = 1469598103934665603ULL;
+      for (char c : piece) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+      e = &cache[(h ^ (h >> 29)) & (kEntries - 1)];
+      if (e->owner == id && e->length == piece.size() && std::memcmp(e->bytes, piece.data(), piece.size()) == 0)
+        return e->count;
+    }
+    std::uint32_t n = 0;
+    auto counter = [&](std::uint32_t) { ++n; };
+    if (piece.size() <= kQuadraticMergeLimit)
+      merge_quadratic(piece, counter);
+    else
+      merge_heap(piece, counter);
+    if (e != nullptr) {
+      e->owner = id;
+      e->length = static_cast<std::uint8_t>(piece.size());
+      std::memcpy(e->bytes, piece.data(), piece.size());
+      e->count = n;
+    }
+    return n;
+  }
+
+  // Splits `text` and hands each piece to `on_piece`.
+  template <class OnPiece>
+  void split(std::string_view text, OnPiece& on_piece) const {
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t end = detail::next_piece_end(pattern, text, pos);
+      on_piece(text.substr(pos, end - pos));
+      pos = end;
+    }
+  }
+
+  // NFKC (Claude's), special tokens (to `emit`), and the ordinary text between them, piece by
+  // piece (to `on_piece`).
+  template <class Emit, class OnPiece>
+  void encode(std::string_view text, Emit&& emit, OnPiece&& on_piece) const {
+    std::string normalized;
+    if (nfkc && !std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+      UErrorCode status = U_ZERO_ERROR;
+      const icu::Normalizer2* nfkc_form = icu::Normalizer2::getNFKCInstance(status);
+      icu::StringByteSink<std::string> sink(&normalized);
+      if (U_SUCCESS(status)) nfkc_form->normalizeUTF8(0, icu::StringPiece(text.data(), static_cast<int32_t>(text.size())), sink, nullptr, status);
+      if (U_SUCCESS(status)) text = normalized;
+    }
+    if (specials.empty()) return split(text, on_piece);
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      std::size_t found = std::string_view::npos;
+      const SpecialToken* which = nullptr;
+      for (std::size_t lt = text.find('<', pos); lt != std::string_view::npos && which == nullptr; lt = text.find('<', lt + 1))
+        for (const SpecialToken& s : specials)
+          if (text.substr(lt, s.text.size()) == s.text) {
+            found = lt;
+            which = &s;
+            break;
+          }
+      split(text.substr(pos, found == std::string_view::npos ? std::string_view::npos : found - pos), on_piece);
+      if (which == nullptr) break;
+      emit(which->rank);
+      pos = found + which->text.size();
+    }
+  }
+};
+
+Tokenizer::Tokenizer(TokenizerKind kind, std::unique_ptr<Impl> impl) : kind_(kind), impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
+  std::string path = data_dir + "/" + std::string(rank_file_name(kind));
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{path + ": cannot read the " + std::string(to_string(kind)) +
+                 " rank file (run tools/setup.sh, or set COMPACTOR_METER_DATA to the folder that has it)"};
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+
+  auto impl = std::make_unique<Impl>();
+  if (kind == TokenizerKind::claude_legacy) {
+    boost::system::error_code ec;
+    boost::json::value doc = boost::json::parse(text, ec);
+    const boost::json::object* root = ec ? nullptr : doc.if_object();
+    const boost::json::string* ranks = root && root->contains("bpe_ranks") ? root->at("bpe_ranks").if_string() : nullptr;
+    if (ranks == nullptr) return Error{path + ": expected a JSON object with a \"bpe_ranks\" string"};
+    auto table = RankTable::from_lite(*ranks, path);
+    if (!table) return table.error();
+    impl->ranks = std::move(*table);
+    if (const auto* specials = root->contains("special_tokens") ? root->at("special_tokens").if_object() : nullptr)
+      for (const auto& [name, id] : *specials)
+        if (id.is_int64()) impl->specials.push_back({std::string(name), static_cast<std::uint32_t>(id.as_int64())});
+    // Longest first, so that a special token that begins another is not taken for it.
+    std::sort(impl->specials.begin(), impl->specials.end(),
+              [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
+    impl->pattern = SplitPattern::gpt2;
+    impl->nfkc = true;
+  } else {
+    auto table = RankTable::from_tiktoken(text, path);
+    if (!table) return table.error();
+    impl->ranks = std::move(*table);
+    impl->pattern = kind == TokenizerKind::cl100k_base ? SplitPattern::cl100k
+                    : kind == TokenizerKind::o200k_base ? SplitPattern::o200k
+                                                        : SplitPattern::gpt2;
+  }
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(kind, std::move(impl)));
+}
+
+std::vector<std::uint32_t> Tokenizer::encode(std::string_view utf8) const {
+  std::vector<std::uint32_t> out;
+  auto emit = [&](std::uint32_t r) { out.push_back(r); };
+  impl_->encode(utf8, emit, [&](std::string_view piece) { impl_->encode_piece(piece, emit); });
+  return out;
+}
+
+std::uint64_t Tokenizer::count(std::string_view utf8) const {
+  std::uint64_t n = 0;
+  impl_->encode(utf8, [&](std::uint32_t) { ++n; }, [&](std::string_view piece) { n += impl_->count_piece(piece); });
+  return n;
+}
+
+std::string Tokenizer::decode(const std::vector<std::uint32_t>& tokens) const {
+  std::string out;
+  for (std::uint32_t t : tokens) {
+    auto bytes = impl_->ranks.bytes_of(t);
+    if (bytes.empty())
+      for (const SpecialToken& s : impl_->specials)
+        if (s.rank == t) bytes = s.text;
+    out.append(bytes);
+  }
+  return out;
+}
+
+}  // namespace compactor

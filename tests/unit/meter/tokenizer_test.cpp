@@ -1,0 +1,121 @@
+// The exact tokenizers against their references: every vector of gpt-tokenizer's TestPlans.txt
+// (generated with OpenAI's tiktoken), round trips, Claude's NFKC and special tokens, and the
+// long-piece merge against the short-piece one.
+#include "compactor/tokenizer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace compactor {
+namespace {
+
+std::shared_ptr<const Tokenizer> load(TokenizerKind kind) {
+  auto t = Tokenizer::load(kind, COMPACTOR_METER_DATA_DIR);
+  if (!t) ADD_FAILURE() << t.error().message;
+  return t ? *t : nullptr;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Vector {
+  std::string encoding, sample;
+  std::vector<std::uint32_t> encoded;
+};
+
+std::vector<Vector> test_plans() {
+  std::string text = read_file(COMPACTOR_TOKENIZER_PACKAGES "/gpt-tokenizer/data/TestPlans.txt");
+  std::vector<Vector> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find("\n\n", pos);
+    std::string block = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 2;
+    std::istringstream lines(block);
+    std::string name, sample, encoded;
+    if (!std::getline(lines, name) || !std::getline(lines, sample) || !std::getline(lines, encoded)) continue;
+    Vector v;
+    v.encoding = name.substr(name.find(": ") + 2);
+    v.sample = sample.substr(sample.find(": ") + 2);
+    boost::json::value ids = boost::json::parse(encoded.substr(encoded.find(": ") + 2));
+    for (const auto& id : ids.as_array())
+      v.encoded.push_back(static_cast<std::uint32_t>(id.as_int64()));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+TEST(Tokenizer, ReproducesEveryTestPlanVector) {
+  std::map<std::string, std::shared_ptr<const Tokenizer>> tokenizers = {
+      {"cl100k_base", load(TokenizerKind::cl100k_base)},
+      {"o200k_base", load(TokenizerKind::o200k_base)},
+      {"r50k_base", load(TokenizerKind::r50k_base)},
+  };
+  std::map<std::string, int> checked;
+  for (const Vector& v : test_plans()) {
+    auto it = tokenizers.find(v.encoding);
+    if (it == tokenizers.end() || !it->second) continue;
+    EXPECT_EQ(it->second->encode(v.sample), v.encoded) << v.encoding << ": " << v.sample;
+    EXPECT_EQ(it->second->count(v.sample), v.encoded.size());
+    ++checked[v.encoding];
+  }
+  // The file's own counts: a vector silently skipped would hide a regression.
+  EXPECT_EQ(checked["cl100k_base"], 64);
+  EXPECT_EQ(checked["o200k_base"], 57);
+  EXPECT_EQ(checked["r50k_base"], 64);
+}
+
+TEST(Tokenizer, DecodeGivesTheTextBack) {
+  const std::string text = "Hello, wörld! 123456 'll  \n\n\t x ſ 😊 こんにちは <EOT> \xE2\x80\xA8 end  ";
+  for (auto kind : {TokenizerKind::cl100k_base, TokenizerKind::o200k_base, TokenizerKind::r50k_base}) {
+    auto t = load(kind);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->decode(t->encode(text)), text) << to_string(kind);
+  }
+}
+
+TEST(Tokenizer, ClaudeNormalisesNfkcAndKnowsItsSpecialTokens) {
+  auto claude = load(TokenizerKind::claude_legacy);
+  ASSERT_TRUE(claude);
+  // U+FB01 (ﬁ) is "fi" after NFKC; full-width digits are ASCII digits.
+  EXPECT_EQ(claude->encode("\xEF\xAC\x81sh \xEF\xBC\x91\xEF\xBC\x92"), claude->encode("fish 12"));
+  auto ids = claude->encode("a<EOT>b<META_START>");
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids[1], 0u);  // <EOT>
+  EXPECT_EQ(ids[3], 2u);  // <META_START>, not <META> followed by text
+  EXPECT_EQ(claude->decode(ids), "a<EOT>b<META_START>");
+  EXPECT_EQ(claude->count(""), 0u);
+}
+
+TEST(Tokenizer, LongPiecesMergeLikeTiktoken) {
+  // One 1,400-byte piece: over the quadratic-merge limit, so the heap merge runs. The expected
+  // figures are what OpenAI's tiktoken 1.0.22 (npm, its Rust core as wasm) gives for it.
+  auto t = load(TokenizerKind::cl100k_base);
+  ASSERT_TRUE(t);
+  std::string base64;
+  for (int i = 0; i < 40; ++i) base64 += "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo";
+  auto ids = t->encode(base64);
+  ASSERT_EQ(ids.size(), 800u);
+  EXPECT_EQ(std::vector<std::uint32_t>(ids.begin(), ids.begin() + 12),
+            (std::vector<std::uint32_t>{5876, 51015, 73587, 8796, 15, 71, 12830, 5964, 8673, 52, 20, 6459}));
+  EXPECT_EQ(t->decode(ids), base64);
+}
+
+TEST(Tokenizer, AMissingRankFileSaysWhichAndWhatToDo) {
+  auto t = Tokenizer::load(TokenizerKind::o200k_base, "/nonexistent");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("/nonexistent/o200k_base.tiktoken"), std::string::npos);
+  EXPECT_NE(t.error().message.find("tools/setup.sh"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace compactor
