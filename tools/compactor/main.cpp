@@ -30,6 +30,10 @@ commands:
   import          --input F [--input-format F] [--output F] [--output-format F] [--report F]
   import          --corpus DIR [--report F] [--sidechains skip]
                            Claude Code session logs and OpenAI histories → Anthropic messages
+  count           --input F [--meter KIND]… [--fit F] [--per-message]
+                           count a conversation's tokens with each meter
+  calibrate       --corpus DIR [--out F] [--report F] [--base KIND]
+                           fit a calibrated meter to the usage Claude Code recorded; its error
   bench           --corpus DIR --config F [--config F]… [--reason prompt_too_long] [--report F]
                            replay every session of a folder through each pipeline and compare
   archive gc      --keep-days N [--archive DIR]
@@ -69,6 +73,8 @@ int main(int argc, char** argv) {
     if (command == "archive") return cli::archive_command(argc, argv);
     if (command == "import") return cli::import_command(argc, argv);
     if (command == "bench") return cli::bench_command(argc, argv);
+    if (command == "count") return cli::count_command(argc, argv);
+    if (command == "calibrate") return cli::calibrate_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

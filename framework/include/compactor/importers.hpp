@@ -46,6 +46,9 @@ struct ImportReport {
 struct ImportResult {
   std::optional<Conversation> conversation;  // absent when the session imports empty
   ImportReport report;
+  // For each message of the conversation, the input line (Claude Code) or message index (OpenAI)
+  // it starts at: how `calibrate` finds the prompt each recorded API call was given.
+  std::vector<std::size_t> message_lines;
 };
 
 // `sidechain`: import the sub-agent chain (agent-*.jsonl files) instead of the main one.

@@ -21,8 +21,11 @@ namespace {
 
 namespace json = boost::json;
 
-json::object size_json(const SizeSnapshot& s) {
-  return json::object{{"messages", s.messages}, {"chars", s.sizes.chars}, {"bytes", s.sizes.bytes}};
+// Tokens appear only when the budget counts them (with a meter); chars and bytes always.
+json::object size_json(const SizeSnapshot& s, SizeUnit unit) {
+  json::object o{{"messages", s.messages}, {"chars", s.sizes.chars}, {"bytes", s.sizes.bytes}};
+  if (unit == SizeUnit::tokens) o["tokens"] = s.sizes.tokens;
+  return o;
 }
 
 // Two-space indented JSON, so reports read well and diff well.
@@ -80,8 +83,8 @@ std::string RunReport::to_json() const {
                    {"status", to_string(s.status)},
                    {"reason", s.reason},
                    {"violations", violations_json},
-                   {"before", size_json(s.before)},
-                   {"after", size_json(s.after)},
+                   {"before", size_json(s.before, budget.unit)},
+                   {"after", size_json(s.after, budget.unit)},
                    {"wall_us", s.wall_us}};
     stages_json.push_back(o);
   }
@@ -91,8 +94,8 @@ std::string RunReport::to_json() const {
       {"input", input},
       {"reason", reason},
       {"budget", json::object{{"unit", to_string(budget.unit)}, {"limit", budget.limit}, {"target", budget.target}}},
-      {"input_size", size_json(input_size)},
-      {"output_size", size_json(output_size)},
+      {"input_size", size_json(input_size, budget.unit)},
+      {"output_size", size_json(output_size, budget.unit)},
       {"first_changed_message", first_changed_message ? json::value(*first_changed_message) : json::value(nullptr)},
       {"stages", stages_json},
       {"status", status},

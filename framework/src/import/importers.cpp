@@ -162,6 +162,7 @@ ImportResult finish(std::vector<Draft> drafts, ImportReport report, const std::s
   }
   json::array messages;
   for (Draft& d : drafts) {
+    result.message_lines.push_back(d.line);
     for (const auto& b : d.content) report.tool_uses += is_type(b, "tool_use");
     messages.push_back(json::object{{"role", to_string(d.role)}, {"content", std::move(d.content)}});
   }

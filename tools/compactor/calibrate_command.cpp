@@ -1,0 +1,408 @@
+// compactor calibrate --corpus DIR [--out F] [--report F] [--base KIND]
+// Fits the calibrated meter to the prompt sizes Claude Code recorded, and measures every meter.
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "compactor/atomic_file.hpp"
+#include "compactor/calibration_fit.hpp"
+#include "compactor/conversation_reader.hpp"
+#include "compactor/exit_code.hpp"
+#include "compactor/importers.hpp"
+#include "compactor/meter.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <array>
+#include <map>
+#include <unistd.h>
+#include <set>
+
+namespace compactor::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+constexpr const char* kHelp = R"(usage: compactor calibrate --corpus DIR [--out FILE] [--report FILE] [--base KIND]
+
+Reads every Claude Code session log (*.jsonl) below DIR and, for every API call it recorded,
+compares the prompt size the API reported (usage: input + cache read + cache creation tokens)
+with what each meter counts for the messages before that call.
+
+  - Usage is taken once per message.id; <synthetic> lines (no API call) are dropped.
+  - A call is left out when a line before it was skipped as broken or repaired by the import,
+    when it follows a compaction, or when its response does not start a message of the chain.
+  - The fixed part of a prompt (system prompt and tools, not in the log) is each session's
+    first call per model family: every later call is predicted as that call's reported size
+    plus what the meter counts for the messages added since.
+  - Sessions are split in two by the FNV-1a hash of their session id: even hashes fit, odd ones
+    are held out. The calibrated meter is per model family (opus, sonnet, haiku, …):
+      tokens(message) = per_token × BASE(message) + per_message,
+    least squares over the fitting half. The report gives, on the held-out half, the median
+    and 90th-percentile relative error of chars4, cl100k, o200k, claude-legacy and calibrated.
+
+options:
+  --corpus DIR    folder of Claude Code logs (searched recursively; agent-*.jsonl are sub-agent chains)
+  --out FILE      write the fit (YAML) a config names as `meter: {kind: calibrated, file: FILE}`
+  --report FILE   write the accuracy report (JSON)
+  --base KIND     the exact meter the fit scales (default claude-legacy; or cl100k, o200k)
+
+Prints the accuracy table. Exit codes: 0 done; 2 bad arguments, no usable call, or a write failed.
+)";
+
+struct Call {
+  std::size_t prefix = 0;    // messages before the call
+  std::uint64_t prompt = 0;  // tokens the API reported
+  std::string family;
+};
+
+struct Session {
+  std::string file, id;
+  bool held_out = false;
+  std::vector<Call> calls;
+  std::vector<std::vector<std::uint64_t>> prefix_tokens;  // [meter][n] = tokens of messages [0, n)
+};
+
+struct Counts {
+  std::size_t files = 0, sessions = 0, calls = 0, synthetic = 0, after_skip = 0, after_compaction = 0,
+              not_in_chain = 0, used = 0;
+};
+
+const std::vector<std::string> kMeters = {"chars4", "cl100k", "o200k", "claude-legacy"};
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+std::string family_of(std::string_view model) {
+  for (const char* f : {"opus", "sonnet", "haiku"})
+    if (model.find(f) != std::string_view::npos) return f;
+  return std::string(model);
+}
+
+std::uint64_t as_u64(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (it->value().is_int64()) return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->value().get_int64()));
+  if (it->value().is_uint64()) return it->value().get_uint64();
+  return 0;
+}
+
+// The recorded calls of one log: first line of each message.id with usage, in order.
+struct RecordedCall {
+  std::size_t line;
+  std::string model;
+  std::uint64_t prompt;
+};
+
+void scan_log(std::string_view bytes, std::vector<RecordedCall>& calls, std::string& session_id, std::size_t& compaction_line,
+              Counts& counts) {
+  std::set<std::string> seen;
+  std::size_t line_no = 0;
+  while (!bytes.empty()) {
+    std::size_t nl = bytes.find('\n');
+    std::string_view line = bytes.substr(0, nl);
+    bytes.remove_prefix(nl == std::string_view::npos ? bytes.size() : nl + 1);
+    ++line_no;
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (ec || !v.is_object()) continue;
+    const json::object& o = v.get_object();
+    if (session_id.empty())
+      if (auto it = o.find("sessionId"); it != o.end() && it->value().is_string()) session_id = it->value().get_string();
+    bool compact = (o.contains("isCompactSummary") && o.at("isCompactSummary").is_bool() && o.at("isCompactSummary").get_bool()) ||
+                   (o.contains("subtype") && o.at("subtype").is_string() && o.at("subtype").get_string() == "compact_boundary");
+    if (compact && compaction_line == 0) compaction_line = line_no;
+    auto type = o.find("type");
+    if (type == o.end() || !type->value().is_string() || type->value().get_string() != "assistant") continue;
+    auto message = o.find("message");
+    if (message == o.end() || !message->value().is_object()) continue;
+    const json::object& m = message->value().get_object();
+    auto id = m.find("id");
+    auto usage = m.find("usage");
+    if (id == m.end() || !id->value().is_string() || usage == m.end() || !usage->value().is_object()) continue;
+    if (!seen.insert(std::string(id->value().get_string())).second) continue;
+    ++counts.calls;
+    std::string model = m.contains("model") && m.at("model").is_string() ? std::string(m.at("model").get_string()) : "";
+    if (model == "<synthetic>") {
+      ++counts.synthetic;
+      continue;
+    }
+    const json::object& u = usage->value().get_object();
+    calls.push_back({line_no, model,
+                     as_u64(u, "input_tokens") + as_u64(u, "cache_read_input_tokens") + as_u64(u, "cache_creation_input_tokens")});
+  }
+}
+
+std::optional<Session> read_session(const fs::path& path, const std::vector<std::shared_ptr<const Meter>>& meters,
+                                    Counts& counts) {
+  auto bytes = read_input_bytes(path.string());
+  if (!bytes) return std::nullopt;
+  std::vector<RecordedCall> recorded;
+  std::string session_id;
+  std::size_t compaction_line = 0;
+  scan_log(*bytes, recorded, session_id, compaction_line, counts);
+  if (recorded.empty()) return std::nullopt;
+  bool sidechain = path.filename().string().rfind("agent-", 0) == 0;
+  ImportResult imported = import_claude_code(*bytes, path.string(), sidechain);
+  if (!imported.conversation) {
+    counts.not_in_chain += recorded.size();
+    return std::nullopt;
+  }
+  const Conversation& c = *imported.conversation;
+
+  // The first line the import skipped as broken or repaired: calls after it saw another prompt.
+  std::size_t first_bad = SIZE_MAX;
+  for (std::size_t l : imported.report.broken_lines) first_bad = std::min(first_bad, l);
+  for (const auto& r : imported.report.repairs)
+    if (r.line > 0) first_bad = std::min(first_bad, r.line);
+
+  Session s;
+  s.file = path.string();
+  s.id = session_id.empty() ? path.stem().string() : session_id;
+  s.held_out = (fnv1a(s.id) & 1) != 0;
+  for (const RecordedCall& r : recorded) {
+    if (r.line > first_bad) {
+      ++counts.after_skip;
+      continue;
+    }
+    if (compaction_line != 0 && r.line > compaction_line) {
+      ++counts.after_compaction;
+      continue;
+    }
+    std::size_t at = SIZE_MAX;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (imported.message_lines[i] == r.line && c[i].role() == Role::assistant) at = i;
+    if (at == SIZE_MAX || at == 0) {
+      ++counts.not_in_chain;
+      continue;
+    }
+    s.calls.push_back({at, r.prompt, family_of(r.model)});
+  }
+  if (s.calls.empty()) return std::nullopt;
+  for (const auto& meter : meters) {
+    std::vector<std::uint64_t> prefix(c.size() + 1, 0);
+    for (std::size_t i = 0; i < c.size(); ++i) prefix[i + 1] = prefix[i] + meter->tokens(c[i]);
+    s.prefix_tokens.push_back(std::move(prefix));
+  }
+  return s;
+}
+
+// A call with its session's reference call (the first of its family).
+struct Point {
+  const Session* session;
+  const Call* call;
+  const Call* ref;
+};
+
+std::vector<Point> points_of(const std::vector<Session>& sessions, bool held_out) {
+  std::vector<Point> out;
+  for (const Session& s : sessions) {
+    if (s.held_out != held_out) continue;
+    std::map<std::string, const Call*> first;
+    for (const Call& c : s.calls) {
+      auto [it, inserted] = first.emplace(c.family, &c);
+      if (!inserted) out.push_back({&s, &c, it->second});
+    }
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double idx = p * static_cast<double>(v.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(idx));
+  std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+}  // namespace
+
+int calibrate_command(int argc, char** argv) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2, {{"corpus"}, {"out"}, {"report"}, {"base"}}, error);
+  if (!args) {
+    fmt::print(stderr, "compactor calibrate: {}\n{}", error, kHelp);
+    return kExitBadInput;
+  }
+  if (args->help) {
+    fmt::print("{}", kHelp);
+    return kExitOk;
+  }
+  auto corpus = args->get("corpus");
+  if (!corpus || !args->positional.empty()) {
+    fmt::print(stderr, "compactor calibrate: {}\n{}", corpus ? "unexpected argument " + args->positional.front() : "--corpus is required", kHelp);
+    return kExitBadInput;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(*corpus, ec)) {
+    fmt::print(stderr, "compactor calibrate: {}: not a folder\n", *corpus);
+    return kExitBadInput;
+  }
+  std::string base = args->get("base").value_or("claude-legacy");
+  auto base_index = std::find(kMeters.begin() + 1, kMeters.end(), base);
+  if (base_index == kMeters.end()) {
+    fmt::print(stderr, "compactor calibrate: --base {}: expected cl100k, o200k or claude-legacy\n", base);
+    return kExitBadInput;
+  }
+  std::size_t b = static_cast<std::size_t>(base_index - kMeters.begin());
+  std::vector<std::shared_ptr<const Meter>> meters;
+  for (const std::string& kind : kMeters) {
+    auto m = make_meter(MeterSpec{kind, "", ""});
+    if (!m) {
+      fmt::print(stderr, "compactor calibrate: {}\n", m.error().message);
+      return kExitBadInput;
+    }
+    meters.push_back(std::move(*m));
+  }
+
+  std::vector<fs::path> files;
+  for (auto it = fs::recursive_directory_iterator(*corpus, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file() && it->path().extension() == ".jsonl") files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  Counts counts;
+  std::vector<Session> sessions;
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (progress) fmt::print(stderr, "\rcalibrate: {}/{} {}\033[K", i + 1, files.size(), files[i].filename().string());
+    ++counts.files;
+    if (auto s = read_session(files[i], meters, counts)) sessions.push_back(std::move(*s));
+  }
+  if (progress) fmt::print(stderr, "\n");
+  counts.sessions = sessions.size();
+
+  // Fit per family: Δprompt ≈ a·Δbase + c·Δmessages, least squares through the origin.
+  std::vector<Point> fit_points = points_of(sessions, false), test_points = points_of(sessions, true);
+  CalibrationFit fit;
+  fit.base = base;
+  std::map<std::string, std::array<double, 5>> sums;  // xx, xn, nn, xy, ny
+  std::map<std::string, std::set<const Session*>> fit_sessions;
+  std::map<std::string, std::size_t> fit_calls;
+  for (const Point& p : fit_points) {
+    const auto& pre = p.session->prefix_tokens[b];
+    double x = static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
+    double n = static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix);
+    double y = static_cast<double>(p.call->prompt) - static_cast<double>(p.ref->prompt);
+    auto& s = sums[p.call->family];
+    s[0] += x * x, s[1] += x * n, s[2] += n * n, s[3] += x * y, s[4] += n * y;
+    fit_sessions[p.call->family].insert(p.session);
+    ++fit_calls[p.call->family];
+  }
+  for (const auto& [family, s] : sums) {
+    double det = s[0] * s[2] - s[1] * s[1];
+    FamilyFit f;
+    if (std::abs(det) > 1e-9 * std::max(1.0, s[0] * s[2])) {
+      f.per_token = (s[3] * s[2] - s[4] * s[1]) / det;
+      f.per_message = (s[0] * s[4] - s[1] * s[3]) / det;
+    } else if (s[0] > 0) {
+      f.per_token = s[3] / s[0];
+    }
+    if (!(f.per_token > 0 && f.per_token < 100)) continue;  // too few points to say anything
+    f.calls = fit_calls[family];
+    f.sessions = fit_sessions[family].size();
+    fit.families[family] = f;
+  }
+  if (fit.families.empty()) {
+    fmt::print(stderr, "compactor calibrate: {}: no usable calls to fit (see --help for what is left out)\n", *corpus);
+    return kExitBadInput;
+  }
+  for (const auto& [family, f] : fit.families)
+    if (fit.default_family.empty() || f.calls > fit.families[fit.default_family].calls) fit.default_family = family;
+  // Overhead: each fitting session's first call less what the calibrated meter counts before it.
+  for (auto& [family, f] : fit.families) {
+    std::vector<double> overheads;
+    for (const Session* s : fit_sessions[family])
+      for (const Call& c : s->calls)
+        if (c.family == family) {
+          double counted = f.per_token * static_cast<double>(s->prefix_tokens[b][c.prefix]) + f.per_message * static_cast<double>(c.prefix);
+          overheads.push_back(std::max(0.0, static_cast<double>(c.prompt) - counted));
+          break;
+        }
+    f.overhead_median = static_cast<std::uint64_t>(std::llround(percentile(overheads, 0.5)));
+  }
+
+  // Held-out errors per meter.
+  std::vector<std::string> names = kMeters;
+  names.push_back("calibrated");
+  std::vector<std::vector<double>> errors(names.size());
+  for (const Point& p : test_points) {
+    double y = static_cast<double>(p.call->prompt);
+    if (y <= 0) continue;
+    for (std::size_t k = 0; k < kMeters.size(); ++k) {
+      const auto& pre = p.session->prefix_tokens[k];
+      double pred = static_cast<double>(p.ref->prompt) + static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
+      errors[k].push_back(std::abs(pred - y) / y);
+    }
+    auto it = fit.families.find(p.call->family);
+    const FamilyFit& f = it != fit.families.end() ? it->second : fit.families.at(fit.default_family);
+    const auto& pre = p.session->prefix_tokens[b];
+    double pred = static_cast<double>(p.ref->prompt) +
+                  f.per_token * (static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix])) +
+                  f.per_message * (static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix));
+    errors.back().push_back(std::abs(pred - y) / y);
+  }
+  counts.used = fit_points.size() + test_points.size();
+
+  std::size_t held_sessions = std::count_if(sessions.begin(), sessions.end(), [](const Session& s) { return s.held_out; });
+  fmt::print("calibrate {}: {} files, {} sessions with usable calls ({} fit, {} held out)\n", *corpus, counts.files,
+             counts.sessions, counts.sessions - held_sessions, held_sessions);
+  fmt::print("calls: {} recorded, {} <synthetic> dropped, {} after a skipped or repaired line, {} after a compaction, "
+             "{} not starting a message of the chain; {} compared ({} fit, {} held out) besides each session's first\n",
+             counts.calls, counts.synthetic, counts.after_skip, counts.after_compaction, counts.not_in_chain,
+             counts.used, fit_points.size(), test_points.size());
+  for (const auto& [family, f] : fit.families)
+    fmt::print("fit {}: tokens = {:.4f} x {} + {:.2f} per message ({} calls, {} sessions; overhead median {} tokens)\n",
+               family, f.per_token, base, f.per_message, f.calls, f.sessions, f.overhead_median);
+  fmt::print("\nheld-out relative error of the predicted prompt tokens ({} calls):\n", test_points.size());
+  fmt::print("  {:<14} {:>8} {:>8}\n", "meter", "median", "p90");
+  json::array rows;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    double med = percentile(errors[k], 0.5), p90 = percentile(errors[k], 0.9);
+    fmt::print("  {:<14} {:>7.2f}% {:>7.2f}%\n", names[k], 100 * med, 100 * p90);
+    rows.push_back(json::object{{"meter", names[k]}, {"median", med}, {"p90", p90}, {"calls", errors[k].size()}});
+  }
+
+  if (auto out = args->get("out")) {
+    auto w = write_file_atomically(*out, fit.to_yaml("written by compactor calibrate --corpus " + *corpus + " (fitting half)"));
+    if (!w) {
+      fmt::print(stderr, "compactor calibrate: {}\n", w.error().message);
+      return kExitBadInput;
+    }
+  }
+  if (auto report = args->get("report")) {
+    json::object families;
+    for (const auto& [family, f] : fit.families)
+      families[family] = json::object{{"per_token", f.per_token}, {"per_message", f.per_message}, {"calls", f.calls},
+                                      {"sessions", f.sessions}, {"overhead_median", f.overhead_median}};
+    json::object r{{"schema_version", 1},
+                   {"corpus", *corpus},
+                   {"base", base},
+                   {"split", "FNV-1a 64 of the session id: even fits, odd is held out"},
+                   {"files", counts.files},
+                   {"sessions", counts.sessions},
+                   {"held_out_sessions", held_sessions},
+                   {"calls", json::object{{"recorded", counts.calls}, {"synthetic_dropped", counts.synthetic},
+                                          {"after_skipped_or_repaired_line", counts.after_skip},
+                                          {"after_compaction", counts.after_compaction},
+                                          {"not_starting_a_message", counts.not_in_chain},
+                                          {"fit", fit_points.size()}, {"held_out", test_points.size()}}},
+                   {"fit", families},
+                   {"held_out_error", rows}};
+    auto w = write_file_atomically(*report, json::serialize(r) + "\n");
+    if (!w) {
+      fmt::print(stderr, "compactor calibrate: {}\n", w.error().message);
+      return kExitBadInput;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace compactor::cli

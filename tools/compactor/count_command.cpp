@@ -1,0 +1,90 @@
+// compactor count --input F [--meter KIND]… [--fit F] [--per-message]: tokens by each meter.
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "compactor/exit_code.hpp"
+#include "compactor/meter.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: compactor count --input FILE [--meter KIND]… [--fit FILE] [--per-message]
+
+Counts a conversation's tokens with each meter (default: chars4, cl100k, o200k, claude-legacy;
+calibrated too when --fit is given) and prints one line per meter: the messages' tokens, and
+the request body's system and tools apart. A message counts the text of its text and thinking
+blocks, a tool_use's name and JSON input, a tool_result's content, any other block's JSON, and
+1,600 per image or document; chars4 is the message's JSON chars over 4.
+
+options:
+  --input FILE      the conversation ("-" for stdin), in any format `run` reads
+  --input-format auto|anthropic|claude-code|openai
+  --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
+  --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`)
+  --family NAME     the fit's model family (default: the fit's default_family)
+  --per-message     print a JSON line per message instead: {"message": N, "role": …, KIND: tokens…}
+
+Exit codes: 0 counted; 2 bad input, unknown meter or missing rank file.
+)";
+
+}  // namespace
+
+int count_command(int argc, char** argv) {
+  std::string error;
+  auto args = parse_args(argc, argv, 2,
+                         {{"input"}, {"input-format"}, {"meter", true, true}, {"fit"}, {"family"}, {"per-message", false}},
+                         error);
+  if (!args) {
+    fmt::print(stderr, "compactor count: {}\n{}", error, kHelp);
+    return kExitBadInput;
+  }
+  if (args->help) {
+    fmt::print("{}", kHelp);
+    return kExitOk;
+  }
+  auto input = args->get("input");
+  if (!input || !args->positional.empty()) {
+    fmt::print(stderr, "compactor count: {}\n{}", input ? "unexpected argument " + args->positional.front() : "--input is required", kHelp);
+    return kExitBadInput;
+  }
+  std::vector<std::string> kinds = args->has("meter") ? args->options.at("meter")
+                                                      : std::vector<std::string>{"chars4", "cl100k", "o200k", "claude-legacy"};
+  if (!args->has("meter") && args->has("fit")) kinds.push_back("calibrated");
+  std::vector<std::shared_ptr<const Meter>> meters;
+  for (const std::string& kind : kinds) {
+    auto meter = make_meter(MeterSpec{kind, kind == "calibrated" ? args->get("fit").value_or("") : "", args->get("family").value_or("")});
+    if (!meter) {
+      fmt::print(stderr, "compactor count: --meter {}: {}\n", kind, meter.error().message);
+      return kExitBadInput;
+    }
+    meters.push_back(std::move(*meter));
+  }
+  auto conversation = read_input(*input, args->get("input-format"));
+  if (!conversation) {
+    fmt::print(stderr, "{}\n", conversation.error().message);
+    return kExitBadInput;
+  }
+  if (args->has("per-message")) {
+    for (std::size_t i = 0; i < conversation->size(); ++i) {
+      boost::json::object line{{"message", i}, {"role", to_string((*conversation)[i].role())}};
+      for (std::size_t k = 0; k < meters.size(); ++k) line[kinds[k]] = meters[k]->tokens((*conversation)[i]);
+      fmt::print("{}\n", boost::json::serialize(line));
+    }
+    return kExitOk;
+  }
+  std::string source = *input == "-" ? "<stdin>" : *input;
+  fmt::print("{}: {} messages, {} chars\n", source, conversation->size(), conversation->sizes().chars);
+  for (std::size_t k = 0; k < meters.size(); ++k) {
+    Conversation metered = conversation->with_meter(meters[k]);
+    std::uint64_t fixed = metered.frame().fixed.tokens;
+    fmt::print("  {:<14} {:>10} tokens{}\n", kinds[k], metered.sizes().tokens - fixed,
+               metered.frame().fixed_json.empty() ? "" : fmt::format(" + {} in system and tools", fixed));
+  }
+  return kExitOk;
+}
+
+}  // namespace compactor::cli
