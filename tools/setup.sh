@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package Compactor needs to build and test. Idempotent: a second run
-# installs nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and
+# Installs every Debian package Compactor needs to build and test, then the tokenizer rank files
+# (npm ci of tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
+# integrity-checked by the lock file, cached by npm). Idempotent: a second run installs nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and
 # 1.81-dev conflicts with 1.74-dev, so nothing here may pull in libboost1.74-dev.
 set -euo pipefail
 
@@ -18,13 +19,27 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Node.js and npm fetch the rank files and run the reference tokenizers in the differential
+# tests; Debian's packages only when the machine has none (its own may be newer).
+command -v node > /dev/null || missing+=(nodejs)
+command -v npm > /dev/null || missing+=(npm)
+
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The rank files (copied into the build by CMake, with their licences). Counting never needs the
+# network; only this step does, once.
+data="$(cd "$(dirname "$0")" && pwd)/tokenizer-data"
+if [ ! -f "$data/node_modules/.package-lock.json" ] || [ "$data/package-lock.json" -nt "$data/node_modules/.package-lock.json" ]; then
+  echo "setup: fetching the tokenizer rank files (npm ci in $data)"
+  npm ci --prefix "$data" --no-audit --no-fund --loglevel=error
+else
+  echo "setup: tokenizer rank files already in $data/node_modules"
+fi

@@ -1,5 +1,5 @@
 // Golden end-to-end cases for `compactor run`: tests/golden/run/<case>/ holds input.json,
-// pipeline.yaml, a one-line intent.txt, expected_exit, expected_output.json (absent when nothing
+// pipeline.yaml (and fit.yaml for a calibrated meter), a one-line intent.txt, expected_exit, expected_output.json (absent when nothing
 // may be written), expected_report.json and optionally args (extra arguments, one a line).
 // Expected files are written by hand (sizes computed independently of Compactor), never by the
 // tool under test. Reports are compared as JSON after replacing the plugin folders with
@@ -53,6 +53,7 @@ TEST_P(GoldenRun, MatchesExpected) {
   // (.compactor/archive, relative to the working folder) never lands in the source tree.
   fs::copy_file(dir + "/input.json", out_dir / "input.json");
   fs::copy_file(dir + "/pipeline.yaml", out_dir / "pipeline.yaml");
+  if (fs::exists(dir + "/fit.yaml")) fs::copy_file(dir + "/fit.yaml", out_dir / "fit.yaml");  // a calibrated meter's
   fs::path results = out_dir / "results";
   fs::create_directories(results);
 

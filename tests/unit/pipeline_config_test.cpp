@@ -193,3 +193,49 @@ TEST(ShippedConfigs, EveryConfigValidatesAndRoundTrips) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+const char* kTokens = "pipeline:\n  - stage: micro\n";
+
+TEST_F(ConfigTest, TokensWithoutAMeterSayWhichMetersExist) {
+  auto r = load(std::string("budget: {unit: tokens, limit: 1000}\n") + kTokens);
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(3, 16) + "budget.unit: tokens need a meter: add `meter: {kind: …}` with one "
+                                                           "of chars4, cl100k, o200k, claude-legacy, calibrated"});
+}
+
+TEST_F(ConfigTest, MeterKindsAndFilesAreCheckedWhereTheyAreWritten) {
+  auto unknown = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: gpt5}\n") + kTokens);
+  ASSERT_EQ(unknown.errors.size(), 1u);
+  EXPECT_EQ(unknown.errors[0].rfind(at(4, 15) + "meter.kind: expected one of", 0), 0u) << unknown.errors[0];
+
+  auto no_fit = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated}\n") + kTokens);
+  ASSERT_EQ(no_fit.errors.size(), 1u);
+  EXPECT_NE(no_fit.errors[0].find("meter: missing required key \"file\""), std::string::npos) << no_fit.errors[0];
+
+  auto missing = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: nofit.yaml}\n") + kTokens);
+  EXPECT_EQ(missing.errors, std::vector<std::string>{at(4, 33) + "meter.file: " + (dir_ / "nofit.yaml").string() +
+                                                     ": cannot read the calibration fit"});
+
+  std::ofstream(dir_ / "fit.yaml") << "version: 1\nbase: claude-legacy\nfamilies:\n  opus: {per_token: -2, per_message: 1}\n";
+  auto bad = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: fit.yaml}\n") + kTokens);
+  EXPECT_EQ(bad.errors, std::vector<std::string>{at(4, 33) + "meter.file: " + (dir_ / "fit.yaml").string() +
+                                                 ":4:9: families.opus.per_token: expected a number in (0, 100)"});
+
+  auto family = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: cl100k, family: opus}\n") + kTokens);
+  ASSERT_EQ(family.errors.size(), 1u);
+  EXPECT_NE(family.errors[0].find("meter.family: only a calibrated meter has model families"), std::string::npos);
+}
+
+TEST_F(ConfigTest, AnExactMeterLoadsAndRoundTrips) {
+  auto r = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: o200k}\n") + kTokens);
+  ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors.front());
+  ASSERT_TRUE(r.config->meter);
+  EXPECT_EQ(r.config->meter->kind(), "o200k");
+  EXPECT_EQ(r.config->meter->count_text("hello world"), 2u);
+  EXPECT_NE(print_pipeline(*r.config).find("meter:\n  kind: \"o200k\"\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace compactor

@@ -1,0 +1,91 @@
+// Differential test of Compactor's meters against the reference tokenizers under node:
+// gpt-tokenizer (cl100k_base, o200k_base) and @anthropic-ai/tokenizer (Claude's legacy one, run by
+// OpenAI's tiktoken as wasm), on every message of the conversations given. Counts each message
+// with the rule Compactor documents (meter.hpp) and compares with `compactor count --per-message`.
+//   node differential.js COMPACTOR_CLI NODE_MODULES FILE...
+// Exits 1 on the first mismatch, naming the file, the message and the meter.
+'use strict'
+const { execFileSync } = require('child_process')
+const fs = require('fs')
+const path = require('path')
+
+const [cli, modules, ...files] = process.argv.slice(2)
+const req = (m) => require(path.resolve(modules, m))
+const cl100k = req('gpt-tokenizer/cjs/encoding/cl100k_base')
+const o200k = req('gpt-tokenizer/cjs/encoding/o200k_base')
+const claude = req('@anthropic-ai/tokenizer')
+const { get_encoding } = req('tiktoken')
+const tiktoken = { cl100k: get_encoding('cl100k_base'), o200k: get_encoding('o200k_base') }
+
+const plain = { disallowedSpecial: new Set(), allowedSpecial: new Set() }
+const counters = {
+  cl100k: (t) => cl100k.encode(t, plain).length,
+  o200k: (t) => o200k.encode(t, plain).length,
+  // countTokens() builds a tokenizer per call; this is the same encode, built once.
+  'claude-legacy': ((tk) => (t) => tk.encode(t.normalize('NFKC'), 'all').length)(claude.getTokenizer()),
+}
+const MEDIA = 1600
+
+function countJson(count, v) {
+  return typeof v === 'string' ? count(v) : count(JSON.stringify(v))
+}
+
+function countMessage(count, m) {
+  if (typeof m.content === 'string') return count(m.content)
+  let n = 0
+  for (const b of m.content) {
+    switch (b.type) {
+      case 'text': n += count(b.text); break
+      case 'thinking': n += count(b.thinking ?? ''); break
+      case 'redacted_thinking': n += count(b.data ?? ''); break
+      case 'image': case 'document': n += MEDIA; break
+      case 'tool_use': case 'server_tool_use': case 'mcp_tool_use':
+        n += count(b.name ?? '')
+        if (b.input !== undefined) n += countJson(count, b.input)
+        break
+      case 'tool_result':
+        if (Array.isArray(b.content)) {
+          for (const c of b.content) {
+            if (c.type === 'image' || c.type === 'document') n += MEDIA
+            else if (c.type === 'text' && typeof c.text === 'string') n += count(c.text)
+            else n += count(JSON.stringify(c))
+          }
+        } else if (b.content !== undefined) n += countJson(count, b.content)
+        break
+      default:
+        if (b.type.endsWith('_tool_result')) {
+          if (b.content !== undefined) n += countJson(count, b.content)
+        } else n += count(JSON.stringify(b))
+    }
+  }
+  return n
+}
+
+let messages = 0, tokens = 0, tiktokenDisagreements = 0
+for (const file of files) {
+  const doc = JSON.parse(fs.readFileSync(file, 'utf8'))
+  const conversation = Array.isArray(doc) ? doc : doc.messages
+  const ours = execFileSync(cli, ['count', '--input', file, '--per-message', '--meter', 'cl100k', '--meter', 'o200k', '--meter', 'claude-legacy'],
+    { encoding: 'utf8', maxBuffer: 1 << 28 }).trim().split('\n').map((l) => JSON.parse(l))
+  if (ours.length !== conversation.length) {
+    console.error(`${file}: compactor counted ${ours.length} messages, node read ${conversation.length}`)
+    process.exit(1)
+  }
+  conversation.forEach((m, i) => {
+    for (const [meter, count] of Object.entries(counters)) {
+      const expected = countMessage(count, m)
+      if (ours[i][meter] !== expected) {
+        console.error(`${file}: messages.${i}: ${meter}: compactor ${ours[i][meter]}, reference ${expected}`)
+        process.exit(1)
+      }
+      tokens += expected
+    }
+    // gpt-tokenizer against OpenAI's own tiktoken: informational, they should agree too.
+    for (const meter of ['cl100k', 'o200k'])
+      if (countMessage((t) => tiktoken[meter].encode(t, [], []).length, m) !== ours[i][meter]) tiktokenDisagreements++
+    messages++
+  })
+}
+console.log(`${messages} messages of ${files.length} files, ${tokens} tokens: every count matches the references` +
+  ` (tiktoken disagreed on ${tiktokenDisagreements})`)
+if (tiktokenDisagreements) process.exit(1)
