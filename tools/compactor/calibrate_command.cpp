@@ -52,6 +52,9 @@ options:
   --report FILE   write the accuracy report (JSON)
   --base KIND     the exact meter the fit scales (default claude-legacy; or cl100k, o200k)
 
+The report's last row, chars4-fit, is the same fit over chars/4: the baseline a fit without an
+exact tokenizer reaches.
+
 Prints the accuracy table. Exit codes: 0 done; 2 bad arguments, no usable call, or a write failed.
 )";
 
@@ -224,6 +227,67 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
+// Least squares per family over the fitting half: Δprompt ≈ a·Δbase + b·Δmessages, through the
+// origin (each session's reference call carries its fixed overhead).
+CalibrationFit fit_over(const std::vector<Point>& fit_points, std::size_t b, const std::string& base) {
+  CalibrationFit fit;
+  fit.base = base;
+  std::map<std::string, std::array<double, 5>> sums;  // xx, xn, nn, xy, ny
+  std::map<std::string, std::set<const Session*>> fit_sessions;
+  std::map<std::string, std::size_t> fit_calls;
+  for (const Point& p : fit_points) {
+    const auto& pre = p.session->prefix_tokens[b];
+    double x = static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
+    double n = static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix);
+    double y = static_cast<double>(p.call->prompt) - static_cast<double>(p.ref->prompt);
+    auto& s = sums[p.call->family];
+    s[0] += x * x, s[1] += x * n, s[2] += n * n, s[3] += x * y, s[4] += n * y;
+    fit_sessions[p.call->family].insert(p.session);
+    ++fit_calls[p.call->family];
+  }
+  for (const auto& [family, s] : sums) {
+    double det = s[0] * s[2] - s[1] * s[1];
+    FamilyFit f;
+    if (std::abs(det) > 1e-9 * std::max(1.0, s[0] * s[2])) {
+      f.per_token = (s[3] * s[2] - s[4] * s[1]) / det;
+      f.per_message = (s[0] * s[4] - s[1] * s[3]) / det;
+    } else if (s[0] > 0) {
+      f.per_token = s[3] / s[0];
+    }
+    if (!(f.per_token > 0 && f.per_token < 100)) continue;  // too few points to say anything
+    f.calls = fit_calls[family];
+    f.sessions = fit_sessions[family].size();
+    fit.families[family] = f;
+  }
+  if (fit.families.empty()) return fit;
+  for (const auto& [family, f] : fit.families)
+    if (fit.default_family.empty() || f.calls > fit.families[fit.default_family].calls) fit.default_family = family;
+  // Overhead: each fitting session's first call less what the calibrated meter counts before it.
+  for (auto& [family, f] : fit.families) {
+    std::vector<double> overheads;
+    for (const Session* s : fit_sessions[family])
+      for (const Call& c : s->calls)
+        if (c.family == family) {
+          double counted = f.per_token * static_cast<double>(s->prefix_tokens[b][c.prefix]) + f.per_message * static_cast<double>(c.prefix);
+          overheads.push_back(std::max(0.0, static_cast<double>(c.prompt) - counted));
+          break;
+        }
+    f.overhead_median = static_cast<std::uint64_t>(std::llround(percentile(overheads, 0.5)));
+  }
+
+  return fit;
+}
+
+// A held-out call's predicted prompt: its reference call's reported size plus the fitted growth.
+double predict(const CalibrationFit& fit, const Point& p, std::size_t b) {
+  auto it = fit.families.find(p.call->family);
+  const FamilyFit& f = it != fit.families.end() ? it->second : fit.families.at(fit.default_family);
+  const auto& pre = p.session->prefix_tokens[b];
+  return static_cast<double>(p.ref->prompt) +
+         f.per_token * (static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix])) +
+         f.per_message * (static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix));
+}
+
 }  // namespace
 
 int calibrate_command(int argc, char** argv) {
@@ -281,57 +345,16 @@ int calibrate_command(int argc, char** argv) {
 
   // Fit per family: Δprompt ≈ a·Δbase + c·Δmessages, least squares through the origin.
   std::vector<Point> fit_points = points_of(sessions, false), test_points = points_of(sessions, true);
-  CalibrationFit fit;
-  fit.base = base;
-  std::map<std::string, std::array<double, 5>> sums;  // xx, xn, nn, xy, ny
-  std::map<std::string, std::set<const Session*>> fit_sessions;
-  std::map<std::string, std::size_t> fit_calls;
-  for (const Point& p : fit_points) {
-    const auto& pre = p.session->prefix_tokens[b];
-    double x = static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
-    double n = static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix);
-    double y = static_cast<double>(p.call->prompt) - static_cast<double>(p.ref->prompt);
-    auto& s = sums[p.call->family];
-    s[0] += x * x, s[1] += x * n, s[2] += n * n, s[3] += x * y, s[4] += n * y;
-    fit_sessions[p.call->family].insert(p.session);
-    ++fit_calls[p.call->family];
-  }
-  for (const auto& [family, s] : sums) {
-    double det = s[0] * s[2] - s[1] * s[1];
-    FamilyFit f;
-    if (std::abs(det) > 1e-9 * std::max(1.0, s[0] * s[2])) {
-      f.per_token = (s[3] * s[2] - s[4] * s[1]) / det;
-      f.per_message = (s[0] * s[4] - s[1] * s[3]) / det;
-    } else if (s[0] > 0) {
-      f.per_token = s[3] / s[0];
-    }
-    if (!(f.per_token > 0 && f.per_token < 100)) continue;  // too few points to say anything
-    f.calls = fit_calls[family];
-    f.sessions = fit_sessions[family].size();
-    fit.families[family] = f;
-  }
+  CalibrationFit fit = fit_over(fit_points, b, base);
   if (fit.families.empty()) {
     fmt::print(stderr, "compactor calibrate: {}: no usable calls to fit (see --help for what is left out)\n", *corpus);
     return kExitBadInput;
   }
-  for (const auto& [family, f] : fit.families)
-    if (fit.default_family.empty() || f.calls > fit.families[fit.default_family].calls) fit.default_family = family;
-  // Overhead: each fitting session's first call less what the calibrated meter counts before it.
-  for (auto& [family, f] : fit.families) {
-    std::vector<double> overheads;
-    for (const Session* s : fit_sessions[family])
-      for (const Call& c : s->calls)
-        if (c.family == family) {
-          double counted = f.per_token * static_cast<double>(s->prefix_tokens[b][c.prefix]) + f.per_message * static_cast<double>(c.prefix);
-          overheads.push_back(std::max(0.0, static_cast<double>(c.prompt) - counted));
-          break;
-        }
-    f.overhead_median = static_cast<std::uint64_t>(std::llround(percentile(overheads, 0.5)));
-  }
-
+  CalibrationFit baseline = fit_over(fit_points, 0, "chars4");  // the same fit over chars/4
   // Held-out errors per meter.
   std::vector<std::string> names = kMeters;
   names.push_back("calibrated");
+  names.push_back("chars4-fit");
   std::vector<std::vector<double>> errors(names.size());
   for (const Point& p : test_points) {
     double y = static_cast<double>(p.call->prompt);
@@ -341,13 +364,8 @@ int calibrate_command(int argc, char** argv) {
       double pred = static_cast<double>(p.ref->prompt) + static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
       errors[k].push_back(std::abs(pred - y) / y);
     }
-    auto it = fit.families.find(p.call->family);
-    const FamilyFit& f = it != fit.families.end() ? it->second : fit.families.at(fit.default_family);
-    const auto& pre = p.session->prefix_tokens[b];
-    double pred = static_cast<double>(p.ref->prompt) +
-                  f.per_token * (static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix])) +
-                  f.per_message * (static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix));
-    errors.back().push_back(std::abs(pred - y) / y);
+    errors[kMeters.size()].push_back(std::abs(predict(fit, p, b) - y) / y);
+    if (!baseline.families.empty()) errors[kMeters.size() + 1].push_back(std::abs(predict(baseline, p, 0) - y) / y);
   }
   counts.used = fit_points.size() + test_points.size();
 
