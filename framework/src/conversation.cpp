@@ -1,5 +1,8 @@
 #include "compactor/conversation.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
 namespace compactor {
 
 std::string_view to_string(InputFormat format) {
@@ -31,11 +34,35 @@ std::uint64_t Conversation::size_of(const Message& message, SizeUnit unit) const
   return frame_->meter ? frame_->meter->tokens(message) : 0;
 }
 
+namespace {
+
+// `system` (a string, or text blocks) and `tools` (each tool's JSON), as the model reads them.
+std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(json, ec);
+  if (ec) return meter.count_text(json);
+  if (const auto* s = v.if_string()) return meter.count_text(*s);
+  const auto* items = v.if_array();
+  if (items == nullptr) return meter.count_text(boost::json::serialize(v));
+  std::uint64_t n = 0;
+  for (const auto& item : *items) {
+    const auto* o = item.if_object();
+    const auto* type = o && o->contains("type") ? o->at("type").if_string() : nullptr;
+    if (type && *type == "text" && o->contains("text") && o->at("text").is_string())
+      n += meter.count_text(o->at("text").get_string());
+    else
+      n += meter.count_text(boost::json::serialize(item));
+  }
+  return n;
+}
+
+}  // namespace
+
 Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const {
   auto frame = std::make_shared<ConversationFrame>(*frame_);
   frame->fixed.tokens = 0;
   if (meter)
-    for (std::string_view json : frame->fixed_json) frame->fixed.tokens += meter->count_text(json);
+    for (std::string_view json : frame->fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
   frame->meter = std::move(meter);
   return Conversation(std::move(frame), messages_);
 }

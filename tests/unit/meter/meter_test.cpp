@@ -1,0 +1,147 @@
+// Meters in conversations: counts cached per message (a derived conversation recounts only what
+// changed), the system and tools of a request body, and `compactor calibrate` recovering a known
+// law from synthetic Claude Code logs whose usage it generated.
+#include "compactor/calibration_fit.hpp"
+#include "compactor/meter.hpp"
+#include "compactor/tokenizer.hpp"
+#include "support/test_support.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CountingMeter final : public Meter {
+ public:
+  std::string_view kind() const override { return "counting"; }
+  std::uint64_t count_text(std::string_view utf8) const override {
+    ++calls;
+    return utf8.size();
+  }
+  mutable int calls = 0;
+};
+
+TEST(Meter, ADerivedConversationRecountsOnlyTheMessagesThatChanged) {
+  Conversation input = test::load_or_die(test::real_session_files().front());
+  auto meter = std::make_shared<CountingMeter>();
+  Conversation metered = input.with_meter(meter);
+  int first = meter->calls;
+  ASSERT_GT(first, static_cast<int>(input.size()));  // several blocks a message
+  EXPECT_GT(metered.sizes().tokens, 0u);
+
+  // The same messages again: nothing is recounted.
+  Conversation again = metered.with_messages(metered.messages());
+  EXPECT_EQ(meter->calls, first);
+  EXPECT_EQ(again.sizes().tokens, metered.sizes().tokens);
+
+  // One message replaced: only it is counted.
+  auto replacement = Message::from_json(boost::json::object{{"role", "user"}, {"content", "twelve bytes"}});
+  ASSERT_TRUE(replacement);
+  std::vector<MessagePtr> messages = metered.messages();
+  std::uint64_t old_tokens = metered.size_of(*messages[0], SizeUnit::tokens);
+  messages[0] = *replacement;
+  Conversation edited = metered.with_messages(messages);
+  EXPECT_EQ(meter->calls, first + 1);
+  EXPECT_EQ(edited.sizes().tokens, metered.sizes().tokens - old_tokens + 12);
+}
+
+TEST(Meter, ARequestBodysSystemAndToolsCountToo) {
+  auto meter = make_meter(MeterSpec{"cl100k", "", ""});
+  ASSERT_TRUE(meter) << meter.error().message;
+  Conversation c = test::parse_or_die(
+      R"({"model":"m","system":"You are terse.","tools":[{"name":"Read","input_schema":{"type":"object"}}],)"
+      R"("messages":[{"role":"user","content":"hello world"}]})");
+  Conversation metered = c.with_meter(*meter);
+  std::uint64_t message = (*meter)->count_text("hello world");
+  std::uint64_t system = (*meter)->count_text("You are terse.");
+  std::uint64_t tools = (*meter)->count_text(R"({"name":"Read","input_schema":{"type":"object"}})");
+  EXPECT_EQ(metered.frame().fixed.tokens, system + tools);
+  EXPECT_EQ(metered.sizes().tokens, message + system + tools);
+}
+
+TEST(Meter, AnUnknownKindNamesTheKnownOnes) {
+  auto meter = make_meter(MeterSpec{"gpt5", "", ""});
+  ASSERT_FALSE(meter);
+  EXPECT_EQ(meter.error().message, "unknown meter \"gpt5\"; known: chars4, cl100k, o200k, claude-legacy, calibrated");
+}
+
+// A Claude Code log whose every call reports overhead + 1.3 × claude-legacy(prefix) + 11 per
+// message, with one <synthetic> line, and (when `broken_at` > 0) a broken line.
+std::string synthetic_log(const std::string& session, const Tokenizer& claude, int turns, int overhead, int broken_at) {
+  std::string out, parent;
+  double prefix_tokens = 0;
+  int messages = 0, line = 0;
+  auto add = [&](boost::json::object o) {
+    std::string uuid = session + "-" + std::to_string(++line);
+    o["uuid"] = uuid;
+    o["parentUuid"] = parent.empty() ? boost::json::value(nullptr) : boost::json::value(parent);
+    o["sessionId"] = session;
+    o["isSidechain"] = false;
+    out += boost::json::serialize(o) + "\n";
+    parent = uuid;
+  };
+  for (int t = 0; t < turns; ++t) {
+    // Lengths vary from turn to turn, so tokens and messages are not proportional to each other.
+    std::string question = "Question " + std::to_string(t) + " of " + session + ": why does the build of module " +
+                           std::to_string(t * 7) + " fail on ARM?";
+    for (int k = 0; k < (t * t + 3 * t) % 11; ++k) question += " It printed error E" + std::to_string(100 + k * t) + " again.";
+    add({{"type", "user"}, {"message", {{"role", "user"}, {"content", question}}}});
+    prefix_tokens += static_cast<double>(claude.count(question));
+    ++messages;
+    auto prompt = static_cast<std::int64_t>(overhead + std::llround(1.3 * prefix_tokens + 11.0 * messages));
+    std::string answer = "Answer " + std::to_string(t) + ": the linker script for module " + std::to_string(t) + " is wrong.";
+    add({{"type", "assistant"},
+         {"message", {{"id", session + "-msg" + std::to_string(t)}, {"model", t == 2 ? "<synthetic>" : "claude-sonnet-4-5"},
+                      {"role", "assistant"}, {"content", boost::json::array{{{"type", "text"}, {"text", answer}}}},
+                      {"usage", {{"input_tokens", 3}, {"cache_read_input_tokens", prompt - 1003},
+                                 {"cache_creation_input_tokens", 1000}, {"output_tokens", 50}}}}}});
+    prefix_tokens += static_cast<double>(claude.count(answer));
+    ++messages;
+    if (t + 1 == broken_at) out += "{\"type\": \"user\", \"message\": {\"role\": \"user\", \"content\": \"cut\n";
+  }
+  return out;
+}
+
+TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
+  auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
+  ASSERT_TRUE(claude) << claude.error().message;
+  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "corpus");
+  for (int s = 0; s < 8; ++s) {
+    std::string id = "session-" + std::to_string(s);
+    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 15000 + 1000 * s, s == 0 ? 6 : 0);
+  }
+  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
+                          (dir / "report.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto fit = read_calibration_fit((dir / "fit.yaml").string());
+  ASSERT_TRUE(fit) << fit.error().message;
+  ASSERT_TRUE(fit->families.count("sonnet"));
+  EXPECT_NEAR(fit->families.at("sonnet").per_token, 1.3, 0.01);
+  EXPECT_NEAR(fit->families.at("sonnet").per_message, 11.0, 0.5);
+
+  boost::json::value report = boost::json::parse(test::read_file((dir / "report.json").string()));
+  const auto& calls = report.at("calls").as_object();
+  EXPECT_EQ(calls.at("recorded").as_int64(), 80);
+  EXPECT_EQ(calls.at("synthetic_dropped").as_int64(), 8);
+  EXPECT_EQ(calls.at("after_skipped_or_repaired_line").as_int64(), 4);  // session 0: turns 6 to 9, after the cut line
+  std::map<std::string, double> median;
+  for (const auto& row : report.at("held_out_error").as_array())
+    median[std::string(row.at("meter").as_string())] = row.at("median").as_double();
+  EXPECT_LT(median["calibrated"], 0.0005) << r.out;  // only rounding is left
+  EXPECT_GT(median["claude-legacy"], 20 * median["calibrated"]) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor
