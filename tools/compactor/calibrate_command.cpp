@@ -72,7 +72,7 @@ struct Session {
 };
 
 struct Counts {
-  std::size_t files = 0, sessions = 0, calls = 0, synthetic = 0, after_skip = 0, after_compaction = 0,
+  std::size_t files = 0, unreadable = 0, sessions = 0, calls = 0, synthetic = 0, after_skip = 0, after_compaction = 0,
               not_in_chain = 0, used = 0;
 };
 
@@ -147,7 +147,11 @@ void scan_log(std::string_view bytes, std::vector<RecordedCall>& calls, std::str
 std::optional<Session> read_session(const fs::path& path, const std::vector<std::shared_ptr<const Meter>>& meters,
                                     Counts& counts) {
   auto bytes = read_input_bytes(path.string());
-  if (!bytes) return std::nullopt;
+  if (!bytes) {
+    fmt::print(stderr, "compactor calibrate: {} (skipped)\n", bytes.error().message);
+    ++counts.unreadable;
+    return std::nullopt;
+  }
   std::vector<RecordedCall> recorded;
   std::string session_id;
   std::size_t compaction_line = 0;
@@ -370,8 +374,9 @@ int calibrate_command(int argc, char** argv) {
   counts.used = fit_points.size() + test_points.size();
 
   std::size_t held_sessions = std::count_if(sessions.begin(), sessions.end(), [](const Session& s) { return s.held_out; });
-  fmt::print("calibrate {}: {} files, {} sessions with usable calls ({} fit, {} held out)\n", *corpus, counts.files,
-             counts.sessions, counts.sessions - held_sessions, held_sessions);
+  fmt::print("calibrate {}: {} files{}, {} sessions with usable calls ({} fit, {} held out)\n", *corpus, counts.files,
+             counts.unreadable ? fmt::format(" ({} unreadable)", counts.unreadable) : "", counts.sessions,
+             counts.sessions - held_sessions, held_sessions);
   fmt::print("calls: {} recorded, {} <synthetic> dropped, {} after a skipped or repaired line, {} after a compaction, "
              "{} not starting a message of the chain; {} compared ({} fit, {} held out) besides each session's first\n",
              counts.calls, counts.synthetic, counts.after_skip, counts.after_compaction, counts.not_in_chain,
@@ -405,6 +410,7 @@ int calibrate_command(int argc, char** argv) {
                    {"base", base},
                    {"split", "FNV-1a 64 of the session id: even fits, odd is held out"},
                    {"files", counts.files},
+                   {"unreadable_files", counts.unreadable},
                    {"sessions", counts.sessions},
                    {"held_out_sessions", held_sessions},
                    {"calls", json::object{{"recorded", counts.calls}, {"synthetic_dropped", counts.synthetic},

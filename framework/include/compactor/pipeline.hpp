@@ -30,6 +30,7 @@ class Pipeline {
   // Creates every stage (guarded calls into plugin code). An error names stage and file.
   static Expected<Pipeline> build(PipelineConfig config);
 
+  // Under `budget.unit: tokens` the input, and every candidate, counts through the config's meter.
   RunReport run(const Conversation& input, const RunOptions& options, StageLogger& log);
 
   const PipelineConfig& config() const { return *config_; }

@@ -68,7 +68,8 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
 RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
   const Budget& budget = config_->budget;
   // Under budget.unit: tokens every conversation of the run counts through the config's meter.
-  const Conversation input = config_->meter ? unmetered.with_meter(config_->meter) : unmetered;
+  const bool metered = budget.unit == SizeUnit::tokens && config_->meter != nullptr;
+  const Conversation input = metered ? unmetered.with_meter(config_->meter) : unmetered;
   RunReport report;
   report.config_file = config_->file;
   report.input = options.input_name;
@@ -162,7 +163,7 @@ RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options
       continue;
     }
     Conversation candidate = result->conversation();  // copies message pointers only
-    if (config_->meter && candidate.frame().meter != config_->meter) candidate = candidate.with_meter(config_->meter);
+    if (metered && candidate.frame().meter != config_->meter) candidate = candidate.with_meter(config_->meter);
     if (same_messages(candidate, committed)) {
       sr.status = StageStatus::unchanged;
       report.stages.push_back(std::move(sr));
