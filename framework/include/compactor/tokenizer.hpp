@@ -14,9 +14,9 @@
 
 namespace compactor {
 
-// r50k_base (GPT-2/3) is here because its published test vectors exercise the split pattern
-// Claude's legacy tokenizer shares.
-enum class TokenizerKind { cl100k_base, o200k_base, claude_legacy, r50k_base };
+// r50k_base and p50k_base (GPT-2/3) are here because their published test vectors exercise the
+// split pattern Claude's legacy tokenizer shares; they are not meters.
+enum class TokenizerKind { cl100k_base, o200k_base, claude_legacy, r50k_base, p50k_base };
 std::string_view to_string(TokenizerKind kind);
 
 // The rank file a tokenizer is loaded from, inside a data folder.

@@ -24,6 +24,7 @@ std::string_view to_string(TokenizerKind kind) {
     case TokenizerKind::o200k_base: return "o200k_base";
     case TokenizerKind::claude_legacy: return "claude-legacy";
     case TokenizerKind::r50k_base: return "r50k_base";
+    case TokenizerKind::p50k_base: return "p50k_base";
   }
   return "?";
 }
@@ -34,6 +35,7 @@ std::string_view rank_file_name(TokenizerKind kind) {
     case TokenizerKind::o200k_base: return "o200k_base.tiktoken";
     case TokenizerKind::claude_legacy: return "claude.json";
     case TokenizerKind::r50k_base: return "r50k_base.tiktoken";
+    case TokenizerKind::p50k_base: return "p50k_base.tiktoken";
   }
   return "?";
 }

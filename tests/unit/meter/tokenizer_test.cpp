@@ -59,6 +59,8 @@ TEST(Tokenizer, ReproducesEveryTestPlanVector) {
       {"cl100k_base", load(TokenizerKind::cl100k_base)},
       {"o200k_base", load(TokenizerKind::o200k_base)},
       {"r50k_base", load(TokenizerKind::r50k_base)},
+      {"p50k_base", load(TokenizerKind::p50k_base)},
+      {"p50k_edit", load(TokenizerKind::p50k_base)},  // p50k_base's ranks plus FIM tokens no vector uses
   };
   std::map<std::string, int> checked;
   for (const Vector& v : test_plans()) {
@@ -72,6 +74,8 @@ TEST(Tokenizer, ReproducesEveryTestPlanVector) {
   EXPECT_EQ(checked["cl100k_base"], 64);
   EXPECT_EQ(checked["o200k_base"], 57);
   EXPECT_EQ(checked["r50k_base"], 64);
+  EXPECT_EQ(checked["p50k_base"], 64);
+  EXPECT_EQ(checked["p50k_edit"], 64);  // all 313 vectors of the file
 }
 
 TEST(Tokenizer, DecodeGivesTheTextBack) {
