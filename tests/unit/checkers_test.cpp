@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <unistd.h>
+
 namespace compactor {
 namespace {
 
@@ -169,9 +172,20 @@ std::vector<std::string> check_archived(const Pair& p, const ArchiveStore& archi
   return lines(run_checkers(one, in));
 }
 
+// A scratch archive folder (put() writes blobs; never committed, so the run's manifest is what the
+// checker reads), removed with the test.
+struct ScratchArchive {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("compactor-archived-checker-" + std::to_string(::getpid()) + "-" +
+                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  ScratchArchive() { std::filesystem::remove_all(dir); }
+  ~ScratchArchive() { std::filesystem::remove_all(dir); }
+};
+
 TEST(ArchivedChecker, RemovedContentNeedsAReceiptHoldingTheExactBytes) {
   std::string base = conv({kAsk, kUse1, R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"long \u00e9 output"}]})", kAsk});
-  ArchiveStore archive("/nonexistent/never-written");  // never committed: the manifest is enough
+  ScratchArchive scratch;
+  ArchiveStore archive(scratch.dir.string());
   auto before = test::parse_or_die(base);
   std::string original(raw_block_field(before[2], 0, "content"));
   EXPECT_EQ(original, "\"long \\u00e9 output\"");  // the input's own bytes, escape and all
@@ -190,7 +204,8 @@ TEST(ArchivedChecker, RemovedContentNeedsAReceiptHoldingTheExactBytes) {
 
 TEST(ArchivedChecker, DroppedMessagesMustBeInANamedSnapshot) {
   auto before = test::parse_or_die(conv({kAsk, kUse1, kRes1, kUse1_2(), kRes1_2(), kAsk}));
-  ArchiveStore archive("/nonexistent/never-written");
+  ScratchArchive scratch;
+  ArchiveStore archive(scratch.dir.string());
   std::string jsonl = std::string(before[1].raw()) + "\n" + std::string(before[2].raw()) + "\n";
   std::string receipt = receipt_of(jsonl);
   auto marker = test::message_or_die(R"({"role":"user","content":"[snipped: )" + receipt + R"(]"})");

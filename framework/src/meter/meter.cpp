@@ -151,7 +151,8 @@ Expected<std::shared_ptr<const Meter>> make_meter(const MeterSpec& spec) {
   if (spec.kind == "chars4") return std::shared_ptr<const Meter>(std::make_shared<CharsMeter>());
   if (tokenizer_of(spec.kind)) return exact_meter(spec.kind, spec.file);
   if (spec.kind == "calibrated") {
-    if (spec.file.empty()) return Error{"a calibrated meter needs meter.file: the fit `compactor calibrate --out` wrote"};
+    if (spec.file.empty())
+      return Error{"a calibrated meter needs the fit `compactor calibrate --out` wrote (meter.file in a config, --fit for count)"};
     auto fit = read_calibration_fit(spec.file);
     if (!fit) return fit.error();
     auto family = fit->family(spec.family);
