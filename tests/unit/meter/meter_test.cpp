@@ -7,6 +7,7 @@
 #include "support/test_support.hpp"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -140,6 +141,39 @@ TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
     median[std::string(row.at("meter").as_string())] = row.at("median").as_double();
   EXPECT_LT(median["calibrated"], 0.0005) << r.out;  // only rounding is left
   EXPECT_GT(median["claude-legacy"], 20 * median["calibrated"]) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-count-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string body = R"({"model":"m","system":"You are terse.","tools":[{"name":"Read","input_schema":{"type":"object"}}],)"
+                     R"("messages":[{"role":"user","content":"hello world"},{"role":"assistant","content":"hi there"}]})";
+  std::ofstream(dir / "body.json") << body;
+  auto r = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "o200k", "--meter", "chars4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto o200k = make_meter(MeterSpec{"o200k", "", ""});
+  ASSERT_TRUE(o200k);
+  Conversation c = test::parse_or_die(body).with_meter(*o200k);
+  std::uint64_t fixed = c.frame().fixed.tokens;
+  EXPECT_NE(r.out.find(fmt::format("  {:<14} {:>10} tokens + {} in system and tools\n", "o200k", c.sizes().tokens - fixed, fixed)),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("chars4"), std::string::npos);
+
+  auto per = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "o200k", "--per-message"});
+  ASSERT_EQ(per.exit_code, 0) << per.err;
+  EXPECT_EQ(per.out, fmt::format("{{\"message\":0,\"role\":\"user\",\"o200k\":{}}}\n{{\"message\":1,\"role\":\"assistant\",\"o200k\":{}}}\n",
+                                 (*o200k)->count_text("hello world"), (*o200k)->count_text("hi there")));
+  auto bad = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "calibrated"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--fit"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }
 
