@@ -48,20 +48,16 @@ struct ConfigTotals {
 }  // namespace
 
 int bench_command(int argc, char** argv) {
+  const Command command{"bench", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"corpus"}, {"config", true, true}, {"reason"}, {"report"}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"corpus"}, {"config", true, true}, {"reason"}, {"report"}}, error);
-  if (args && args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
-  if (args && !args->positional.empty()) error = "unexpected argument " + args->positional.front();
-  else if (args && !args->get("corpus")) error = "--corpus is required";
-  else if (args && !args->has("config")) error = "at least one --config is required";
-  else if (args && args->get("reason") && *args->get("reason") != "prompt_too_long") error = "--reason takes only prompt_too_long";
-  if (!args || !error.empty()) {
-    fmt::print(stderr, "compactor bench: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
+  if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  else if (!args->get("corpus")) error = "--corpus is required";
+  else if (!args->has("config")) error = "at least one --config is required";
+  else if (args->get("reason") && *args->get("reason") != "prompt_too_long") error = "--reason takes only prompt_too_long";
+  if (!error.empty()) return command.usage_error(error);
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   std::error_code ec;
@@ -89,7 +85,6 @@ int bench_command(int argc, char** argv) {
   auto log = make_stderr_logger("");
   std::vector<ConfigTotals> all;
   for (const auto& config_path : args->options.at("config")) {
-    int exit_code = kExitOk;
     auto config = load_config_or_print_errors(config_path, exit_code);
     if (!config) return exit_code;
     ConfigTotals t;

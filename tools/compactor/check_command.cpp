@@ -35,21 +35,13 @@ constexpr std::size_t kMaxLines = 20;
 }  // namespace
 
 int check_command(int argc, char** argv) {
+  const Command command{"check", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"input"}, {"request"}, {"input-format"}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"input"}, {"request"}, {"input-format"}}, error);
-  if (!args) {
-    fmt::print(stderr, "compactor check: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
-  if (args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
-  auto input = args->get("input");
-  if (!input || !args->positional.empty()) {
-    fmt::print(stderr, "compactor check: {}\n{}", input ? "unexpected argument " + args->positional.front() : "--input is required", kHelp);
-    return kExitBadInput;
-  }
+  auto input = required_option(*args, "input", error);
+  if (!input) return command.usage_error(error);
 
   auto conversation = read_input(*input, args->get("input-format"));
   if (!conversation) {

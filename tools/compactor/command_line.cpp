@@ -1,5 +1,6 @@
 #include "command_line.hpp"
 
+#include "compactor/exit_code.hpp"
 #include "compactor/importers.hpp"
 
 #include <fmt/core.h>
@@ -19,6 +20,38 @@ Expected<Conversation> read_input(const std::string& path, const std::optional<s
   if (r.format != ImportFormat::anthropic)
     fmt::print(stderr, "imported {} ({}): {}\n", r.source, to_string(r.format), r.summary_line());
   return std::move(*imported->conversation);
+}
+
+int Command::usage_error(const std::string& what) const {
+  fmt::print(stderr, "compactor {}: {}\n{}", name, what, help);
+  return kExitBadInput;
+}
+
+std::optional<ParsedArgs> Command::parse(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
+                                         int& exit_code) const {
+  std::string error;
+  auto args = parse_args(argc, argv, first, specs, error);
+  if (!args) {
+    exit_code = usage_error(error);
+    return std::nullopt;
+  }
+  if (args->help) {
+    fmt::print("{}", help);
+    exit_code = kExitOk;
+    return std::nullopt;
+  }
+  return args;
+}
+
+std::optional<std::string> required_option(const ParsedArgs& args, const std::string& name, std::string& error) {
+  auto value = args.get(name);
+  if (!value)
+    error = "--" + name + " is required";
+  else if (!args.positional.empty())
+    error = "unexpected argument " + args.positional.front();
+  else
+    return value;
+  return std::nullopt;
 }
 
 std::optional<std::string> ParsedArgs::get(const std::string& name) const {

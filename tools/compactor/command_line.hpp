@@ -36,4 +36,21 @@ Expected<Conversation> read_input(const std::string& path, const std::optional<s
 std::optional<ParsedArgs> parse_args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
                                      std::string& error);
 
+// A subcommand's name and help: how every command parses its arguments and reports misuse.
+struct Command {
+  std::string_view name;  // "count", "archive gc"
+  const char* help;
+
+  // Prints "compactor NAME: what" and the help on stderr; returns the bad-input exit code.
+  int usage_error(const std::string& what) const;
+  // Parses argv[first..]. nullopt means the command is done, and `exit_code` says how: the help
+  // was printed (0), or a parse error with the help (2).
+  std::optional<ParsedArgs> parse(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
+                                  int& exit_code) const;
+};
+
+// The value of the option `name` a command needs, with no positional argument beside it; nullopt
+// with the usage error in `error` otherwise ("--NAME is required", else "unexpected argument X").
+std::optional<std::string> required_option(const ParsedArgs& args, const std::string& name, std::string& error);
+
 }  // namespace compactor::cli

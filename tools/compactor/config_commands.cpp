@@ -27,18 +27,13 @@ to its file (its name and version in a comment). Fed back to any command it yiel
 pipeline, so benchmark runs can record exactly what ran.
 )";
 
-std::optional<std::string> config_arg(int argc, char** argv, const char* command, const char* help, int& exit_code) {
-  std::string error;
-  auto args = parse_args(argc, argv, 2, {{"config"}}, error);
-  if (args && args->help) {
-    fmt::print("{}", help);
-    exit_code = kExitOk;
-    return std::nullopt;
-  }
-  if (!args || !args->positional.empty() || !args->get("config")) {
-    if (args) error = !args->positional.empty() ? "unexpected argument " + args->positional.front() : "--config is required";
-    fmt::print(stderr, "compactor {}: {}\n{}", command, error, help);
-    exit_code = kExitBadInput;
+std::optional<std::string> config_arg(int argc, char** argv, const char* name, const char* help, int& exit_code) {
+  const Command command{name, help};
+  auto args = command.parse(argc, argv, 2, {{"config"}}, exit_code);
+  if (!args) return std::nullopt;
+  if (!args->positional.empty() || !args->get("config")) {
+    exit_code = command.usage_error(!args->positional.empty() ? "unexpected argument " + args->positional.front()
+                                                              : "--config is required");
     return std::nullopt;
   }
   return args->get("config");

@@ -34,23 +34,14 @@ Exit codes: 0 counted; 2 bad input, unknown meter or missing rank file.
 }  // namespace
 
 int count_command(int argc, char** argv) {
+  const Command command{"count", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(
+      argc, argv, 2, {{"input"}, {"input-format"}, {"meter", true, true}, {"fit"}, {"family"}, {"per-message", false}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2,
-                         {{"input"}, {"input-format"}, {"meter", true, true}, {"fit"}, {"family"}, {"per-message", false}},
-                         error);
-  if (!args) {
-    fmt::print(stderr, "compactor count: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
-  if (args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
-  auto input = args->get("input");
-  if (!input || !args->positional.empty()) {
-    fmt::print(stderr, "compactor count: {}\n{}", input ? "unexpected argument " + args->positional.front() : "--input is required", kHelp);
-    return kExitBadInput;
-  }
+  auto input = required_option(*args, "input", error);
+  if (!input) return command.usage_error(error);
   std::vector<std::string> kinds = args->has("meter") ? args->options.at("meter")
                                                       : std::vector<std::string>{"chars4", "cl100k", "o200k", "claude-legacy"};
   if (!args->has("meter") && args->has("fit")) kinds.push_back("calibrated");

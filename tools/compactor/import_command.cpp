@@ -72,27 +72,24 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
 }  // namespace
 
 int import_command(int argc, char** argv) {
+  const Command command{"import", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(
+      argc, argv, 2,
+      {{"input"}, {"input-format"}, {"output"}, {"output-format"}, {"report"}, {"corpus"}, {"sidechains"}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2,
-                         {{"input"}, {"input-format"}, {"output"}, {"output-format"}, {"report"}, {"corpus"}, {"sidechains"}}, error);
-  if (args && args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
   std::optional<ImportFormat> format;
-  if (args && args->get("input-format") && *args->get("input-format") != "auto") {
+  if (args->get("input-format") && *args->get("input-format") != "auto") {
     format = import_format_from_string(*args->get("input-format"));
     if (!format) error = "--input-format takes auto, claude-code, openai or anthropic";
   }
-  if (args && !args->positional.empty()) error = "unexpected argument " + args->positional.front();
-  if (args && !args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
-  std::string output_format = args ? args->get("output-format").value_or("anthropic") : "";
-  if (args && output_format != "anthropic" && output_format != "openai") error = "--output-format takes anthropic or openai";
-  bool skip_sidechains = args && args->get("sidechains") == std::optional<std::string>("skip");
-  if (!args || !error.empty()) {
-    fmt::print(stderr, "compactor import: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
+  if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
+  std::string output_format = args->get("output-format").value_or("anthropic");
+  if (output_format != "anthropic" && output_format != "openai") error = "--output-format takes anthropic or openai";
+  bool skip_sidechains = args->get("sidechains") == std::optional<std::string>("skip");
+  if (!error.empty()) return command.usage_error(error);
 
   if (auto dir = args->get("corpus")) {
     namespace fs = std::filesystem;

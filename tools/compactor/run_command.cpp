@@ -47,21 +47,18 @@ bool same_file(const std::string& a, const std::string& b) {
 }  // namespace
 
 int run_command(int argc, char** argv) {
+  const Command command{"run", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(
+      argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}}, error);
-  if (args && args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
-  if (args && !args->positional.empty()) error = "unexpected argument " + args->positional.front();
-  else if (args && !args->get("config")) error = "--config is required";
-  else if (args && !args->get("input")) error = "--input is required";
-  else if (args && args->get("reason") && *args->get("reason") != "prompt_too_long")
+  if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  else if (!args->get("config")) error = "--config is required";
+  else if (!args->get("input")) error = "--input is required";
+  else if (args->get("reason") && *args->get("reason") != "prompt_too_long")
     error = "--reason takes only prompt_too_long, got \"" + *args->get("reason") + "\"";
-  if (!args || !error.empty()) {
-    fmt::print(stderr, "compactor run: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
+  if (!error.empty()) return command.usage_error(error);
   std::string input_path = *args->get("input");
   std::optional<std::string> output = args->get("output"), report_path = args->get("report");
   for (const auto& out : {output, report_path})
@@ -70,7 +67,6 @@ int run_command(int argc, char** argv) {
       return kExitBadInput;
     }
 
-  int exit_code = kExitOk;
   auto config = load_config_or_print_errors(*args->get("config"), exit_code);
   if (!config) return exit_code;
   auto pipeline = Pipeline::build(std::move(*config));
