@@ -20,6 +20,7 @@
 #include <map>
 #include <unistd.h>
 #include <set>
+#include <unordered_map>
 
 namespace compactor::cli {
 
@@ -90,60 +91,6 @@ std::string family_of(std::string_view model) {
   return std::string(model);
 }
 
-std::uint64_t as_u64(const json::object& o, std::string_view key) {
-  auto it = o.find(key);
-  if (it == o.end()) return 0;
-  if (it->value().is_int64()) return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->value().get_int64()));
-  if (it->value().is_uint64()) return it->value().get_uint64();
-  return 0;
-}
-
-// The recorded calls of one log: first line of each message.id with usage, in order.
-struct RecordedCall {
-  std::size_t line;
-  std::string model;
-  std::uint64_t prompt;
-};
-
-void scan_log(std::string_view bytes, std::vector<RecordedCall>& calls, std::string& session_id, std::size_t& compaction_line,
-              Counts& counts) {
-  std::set<std::string> seen;
-  std::size_t line_no = 0;
-  while (!bytes.empty()) {
-    std::size_t nl = bytes.find('\n');
-    std::string_view line = bytes.substr(0, nl);
-    bytes.remove_prefix(nl == std::string_view::npos ? bytes.size() : nl + 1);
-    ++line_no;
-    boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
-    if (ec || !v.is_object()) continue;
-    const json::object& o = v.get_object();
-    if (session_id.empty())
-      if (auto it = o.find("sessionId"); it != o.end() && it->value().is_string()) session_id = it->value().get_string();
-    bool compact = (o.contains("isCompactSummary") && o.at("isCompactSummary").is_bool() && o.at("isCompactSummary").get_bool()) ||
-                   (o.contains("subtype") && o.at("subtype").is_string() && o.at("subtype").get_string() == "compact_boundary");
-    if (compact && compaction_line == 0) compaction_line = line_no;
-    auto type = o.find("type");
-    if (type == o.end() || !type->value().is_string() || type->value().get_string() != "assistant") continue;
-    auto message = o.find("message");
-    if (message == o.end() || !message->value().is_object()) continue;
-    const json::object& m = message->value().get_object();
-    auto id = m.find("id");
-    auto usage = m.find("usage");
-    if (id == m.end() || !id->value().is_string() || usage == m.end() || !usage->value().is_object()) continue;
-    if (!seen.insert(std::string(id->value().get_string())).second) continue;
-    ++counts.calls;
-    std::string model = m.contains("model") && m.at("model").is_string() ? std::string(m.at("model").get_string()) : "";
-    if (model == "<synthetic>") {
-      ++counts.synthetic;
-      continue;
-    }
-    const json::object& u = usage->value().get_object();
-    calls.push_back({line_no, model,
-                     as_u64(u, "input_tokens") + as_u64(u, "cache_read_input_tokens") + as_u64(u, "cache_creation_input_tokens")});
-  }
-}
-
 std::optional<Session> read_session(const fs::path& path, const std::vector<std::shared_ptr<const Meter>>& meters,
                                     Counts& counts) {
   auto bytes = read_input_bytes(path.string());
@@ -152,18 +99,26 @@ std::optional<Session> read_session(const fs::path& path, const std::vector<std:
     ++counts.unreadable;
     return std::nullopt;
   }
-  std::vector<RecordedCall> recorded;
-  std::string session_id;
-  std::size_t compaction_line = 0;
-  scan_log(*bytes, recorded, session_id, compaction_line, counts);
-  if (recorded.empty()) return std::nullopt;
   bool sidechain = path.filename().string().rfind("agent-", 0) == 0;
   ImportResult imported = import_claude_code(*bytes, path.string(), sidechain);
+  std::vector<RecordedCall> recorded;
+  for (RecordedCall& r : imported.recorded_calls) {
+    ++counts.calls;
+    if (r.model == "<synthetic>")
+      ++counts.synthetic;
+    else
+      recorded.push_back(std::move(r));
+  }
+  if (recorded.empty()) return std::nullopt;
   if (!imported.conversation) {
     counts.not_in_chain += recorded.size();
     return std::nullopt;
   }
   const Conversation& c = *imported.conversation;
+  // The assistant message each recorded call's response starts, by its first line.
+  std::unordered_map<std::size_t, std::size_t> message_at_line;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c[i].role() == Role::assistant) message_at_line.emplace(imported.message_lines[i], i);
 
   // The first line the import skipped as broken or repaired: calls after it saw another prompt.
   std::size_t first_bad = SIZE_MAX;
@@ -173,25 +128,23 @@ std::optional<Session> read_session(const fs::path& path, const std::vector<std:
 
   Session s;
   s.file = path.string();
-  s.id = session_id.empty() ? path.stem().string() : session_id;
+  s.id = imported.session_id.empty() ? path.stem().string() : imported.session_id;
   s.held_out = (fnv1a(s.id) & 1) != 0;
   for (const RecordedCall& r : recorded) {
     if (r.line > first_bad) {
       ++counts.after_skip;
       continue;
     }
-    if (compaction_line != 0 && r.line > compaction_line) {
+    if (imported.compaction_line != 0 && r.line > imported.compaction_line) {
       ++counts.after_compaction;
       continue;
     }
-    std::size_t at = SIZE_MAX;
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (imported.message_lines[i] == r.line && c[i].role() == Role::assistant) at = i;
-    if (at == SIZE_MAX || at == 0) {
+    auto at = message_at_line.find(r.line);
+    if (at == message_at_line.end() || at->second == 0) {
       ++counts.not_in_chain;
       continue;
     }
-    s.calls.push_back({at, r.prompt, family_of(r.model)});
+    s.calls.push_back({at->second, r.prompt_tokens, family_of(r.model)});
   }
   if (s.calls.empty()) return std::nullopt;
   for (const auto& meter : meters) {
@@ -295,21 +248,13 @@ double predict(const CalibrationFit& fit, const Point& p, std::size_t b) {
 }  // namespace
 
 int calibrate_command(int argc, char** argv) {
+  const Command command{"calibrate", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"corpus"}, {"out"}, {"report"}, {"base"}}, exit_code);
+  if (!args) return exit_code;
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"corpus"}, {"out"}, {"report"}, {"base"}}, error);
-  if (!args) {
-    fmt::print(stderr, "compactor calibrate: {}\n{}", error, kHelp);
-    return kExitBadInput;
-  }
-  if (args->help) {
-    fmt::print("{}", kHelp);
-    return kExitOk;
-  }
-  auto corpus = args->get("corpus");
-  if (!corpus || !args->positional.empty()) {
-    fmt::print(stderr, "compactor calibrate: {}\n{}", corpus ? "unexpected argument " + args->positional.front() : "--corpus is required", kHelp);
-    return kExitBadInput;
-  }
+  auto corpus = required_option(*args, "corpus", error);
+  if (!corpus) return command.usage_error(error);
   std::error_code ec;
   if (!fs::is_directory(*corpus, ec)) {
     fmt::print(stderr, "compactor calibrate: {}: not a folder\n", *corpus);

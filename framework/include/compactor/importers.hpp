@@ -43,12 +43,26 @@ struct ImportReport {
   std::string summary_line() const;  // "12 messages, 5 tool_uses, 3 broken lines skipped, 1 repair"
 };
 
+// An API call a Claude Code log recorded: the first assistant line of a message.id that carries
+// usage. `prompt_tokens` is input + cache read + cache creation tokens: the prompt as the API
+// counted it (what `calibrate` fits meters to).
+struct RecordedCall {
+  std::size_t line = 0;
+  std::string model;  // "<synthetic>" for a line no API call made
+  std::uint64_t prompt_tokens = 0;
+};
+
 struct ImportResult {
   std::optional<Conversation> conversation;  // absent when the session imports empty
   ImportReport report;
   // For each message of the conversation, the input line (Claude Code) or message index (OpenAI)
   // it starts at: how `calibrate` finds the prompt each recorded API call was given.
   std::vector<std::size_t> message_lines;
+  // Claude Code: every call the log recorded (sub-agent and rewound lines included), the first
+  // sessionId, and the first line of a compaction (isCompactSummary or compact_boundary; 0: none).
+  std::vector<RecordedCall> recorded_calls;
+  std::string session_id;
+  std::size_t compaction_line = 0;
 };
 
 // `sidechain`: import the sub-agent chain (agent-*.jsonl files) instead of the main one.

@@ -45,10 +45,13 @@ bool is_type(const json::value& block, std::string_view type) {
   return it != block.get_object().end() && it->value().is_string() && it->value().get_string() == type;
 }
 
+std::string string_field(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  return it != o.end() && it->value().is_string() ? std::string(it->value().get_string()) : std::string();
+}
+
 std::string string_field(const json::value& v, std::string_view key) {
-  if (!v.is_object()) return {};
-  auto it = v.get_object().find(key);
-  return it != v.get_object().end() && it->value().is_string() ? std::string(it->value().get_string()) : std::string();
+  return v.is_object() ? string_field(v.get_object(), key) : std::string();
 }
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
@@ -186,6 +189,46 @@ ImportResult finish(std::vector<Draft> drafts, ImportReport report, const std::s
 
 }  // namespace
 
+namespace {
+
+// The facts of a log line `calibrate` needs, whatever the line is: session id, compaction, and
+// the usage of a call (once per message.id).
+class CallRecorder {
+ public:
+  void read(const json::object& o, std::size_t line_no) {
+    if (session_id.empty()) session_id = string_field(o, "sessionId");
+    bool compact = (o.contains("isCompactSummary") && o.at("isCompactSummary").is_bool() && o.at("isCompactSummary").get_bool()) ||
+                   string_field(o, "subtype") == "compact_boundary";
+    if (compact && compaction_line == 0) compaction_line = line_no;
+    if (string_field(o, "type") != "assistant") return;
+    auto message = o.find("message");
+    if (message == o.end() || !message->value().is_object()) return;
+    const json::object& m = message->value().get_object();
+    auto usage = m.find("usage");
+    std::string id = string_field(m, "id");
+    if (id.empty() || usage == m.end() || !usage->value().is_object() || !seen_.insert(id).second) return;
+    const json::object& u = usage->value().get_object();
+    calls.push_back({line_no, string_field(m, "model"),
+                     count(u, "input_tokens") + count(u, "cache_read_input_tokens") + count(u, "cache_creation_input_tokens")});
+  }
+
+  std::vector<RecordedCall> calls;
+  std::string session_id;
+  std::size_t compaction_line = 0;
+
+ private:
+  static std::uint64_t count(const json::object& o, std::string_view key) {
+    auto it = o.find(key);
+    if (it == o.end()) return 0;
+    if (it->value().is_int64()) return static_cast<std::uint64_t>(std::max<std::int64_t>(0, it->value().get_int64()));
+    if (it->value().is_uint64()) return it->value().get_uint64();
+    return 0;
+  }
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
 ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain) {
   ImportReport report;
   report.source = source;
@@ -193,6 +236,7 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   std::vector<Draft> chain;
   std::unordered_map<std::string, std::size_t> position;  // uuid → chain length right after it
   std::set<std::string> log_tool_uses;
+  CallRecorder recorder;
   std::size_t line_no = 0;
   while (!bytes.empty()) {
     std::size_t nl = bytes.find('\n');
@@ -208,6 +252,7 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
       continue;
     }
     const json::object& o = v.get_object();
+    recorder.read(o, line_no);
     std::string type = string_field(v, "type"), uuid = string_field(v, "uuid"), parent = string_field(v, "parentUuid");
     auto known_parent = parent.empty() ? position.end() : position.find(parent);
     // Where the chain stands after this line: a line whose parent is known continues from it.
@@ -259,7 +304,11 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   report.tool_uses_in_log = log_tool_uses.size();
   // Assistant lines sharing a message.id are one message (merge_turns joins them, and the rest).
   repair(chain, report, "line");
-  return finish(std::move(chain), std::move(report), "");
+  ImportResult result = finish(std::move(chain), std::move(report), "");
+  result.recorded_calls = std::move(recorder.calls);
+  result.session_id = std::move(recorder.session_id);
+  result.compaction_line = recorder.compaction_line;
+  return result;
 }
 
 Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source) {
