@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package Compactor needs to build and test, then the tokenizer rank files
 # (npm ci of tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
-# integrity-checked by the lock file, cached by npm). Idempotent: a second run installs nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and
-# 1.81-dev conflicts with 1.74-dev, so nothing here may pull in libboost1.74-dev.
+# integrity-checked by the lock file, cached by npm). Idempotent: a second run installs nothing.
+# Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and 1.81-dev conflicts
+# with 1.74-dev, so nothing here may pull in libboost1.74-dev.
 set -euo pipefail
 
 packages=(

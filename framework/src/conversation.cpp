@@ -24,9 +24,11 @@ Conversation Conversation::from_messages(std::vector<MessagePtr> messages) {
 Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages)
     : frame_(std::move(frame)), messages_(std::move(messages)) {
   sizes_ = frame_->fixed;
-  for (const MessagePtr& m : messages_) sizes_ += m->sizes();
-  if (const Meter* meter = frame_->meter.get())
-    for (const MessagePtr& m : messages_) sizes_.tokens += meter->tokens(*m);
+  const Meter* meter = frame_->meter.get();
+  for (const MessagePtr& m : messages_) {
+    sizes_ += m->sizes();
+    if (meter != nullptr) sizes_.tokens += meter->tokens(*m);
+  }
 }
 
 std::uint64_t Conversation::size_of(const Message& message, SizeUnit unit) const {

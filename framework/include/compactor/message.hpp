@@ -46,6 +46,8 @@ class Message {
 
   // The bytes this message is written as.
   std::string_view raw() const { return raw_; }
+  // Chars and bytes; `tokens` is 0 here: a message's tokens depend on the meter, so ask the
+  // conversation (Conversation::size_of).
   const Sizes& sizes() const { return sizes_; }
 
   bool has_tool_use() const { return has_kind(BlockKind::tool_use); }

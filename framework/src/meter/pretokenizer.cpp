@@ -68,6 +68,20 @@ class Splitter {
     return std::nullopt;
   }
 
+  // \p{N}{1,3}, the first number ending at `after`.
+  std::size_t numbers_up_to_3(std::size_t after) const {
+    for (int n = 1; n < 3 && !at_end(after) && (cls(after) & kNumber); ++n) after = next(after);
+    return after;
+  }
+
+  // ` ?[^\s\p{L}\p{N}]+[tail]*` (cl100k's tail is \r\n, o200k's \r\n/), or nullopt.
+  std::optional<std::size_t> punctuation(std::size_t pos, std::string_view tail) const {
+    std::size_t s = pos;
+    if (byte(pos) == ' ' && !at_end(pos + 1) && !(cls(pos + 1) & kOtherMask)) s = pos + 1;
+    if (cls(s) & kOtherMask) return std::nullopt;
+    return run_bytes(run_other(s), tail);
+  }
+
   // Whitespace at `pos`: the end of `\s+(?!\S)` then `\s+` (or `\s` when `single`), after any
   // rule that ends a piece at a newline. `j` is the end of the whitespace run.
   std::size_t space_tail(std::size_t pos, std::size_t j) const {
@@ -93,14 +107,8 @@ class Splitter {
     std::uint8_t k = cls(pos, len);
     if (k & kLetter) return run(pos, kLetter);
     if (!(k & (kNewline | kNumber)) && !at_end(pos + len) && (cls(pos + len) & kLetter)) return run(pos + len, kLetter);
-    if (k & kNumber) {
-      std::size_t e = pos + len;
-      for (int n = 1; n < 3 && !at_end(e) && (cls(e) & kNumber); ++n) e = next(e);
-      return e;
-    }
-    std::size_t s = pos;
-    if (byte(pos) == ' ' && !at_end(pos + 1) && !(cls(pos + 1) & kOtherMask)) s = pos + 1;
-    if (!(cls(s) & kOtherMask)) return run_bytes(run_other(s), "\r\n");
+    if (k & kNumber) return numbers_up_to_3(pos + len);
+    if (auto e = punctuation(pos, "\r\n")) return *e;
     // Whitespace: \s++$ | \s*[\r\n] | \s+(?!\S) | \s
     std::size_t j = run(pos, kSpace);
     if (at_end(j)) return j;
@@ -141,14 +149,8 @@ class Splitter {
     if (prefix && !at_end(pos + len))
       if (auto e = o200k_upper_word(pos + len)) return *e;
     if (auto e = o200k_upper_word(pos)) return *e;
-    if (k & kNumber) {
-      std::size_t e = pos + len;
-      for (int n = 1; n < 3 && !at_end(e) && (cls(e) & kNumber); ++n) e = next(e);
-      return e;
-    }
-    std::size_t s = pos;
-    if (byte(pos) == ' ' && !at_end(pos + 1) && !(cls(pos + 1) & kOtherMask)) s = pos + 1;
-    if (!(cls(s) & kOtherMask)) return run_bytes(run_other(s), "\r\n/");
+    if (k & kNumber) return numbers_up_to_3(pos + len);
+    if (auto e = punctuation(pos, "\r\n/")) return *e;
     // Whitespace: \s*[\r\n]+ | \s+(?!\S) | \s+
     std::size_t j = run(pos, kSpace);
     if (std::size_t nl = last_newline(pos, j); nl != std::string_view::npos) return nl + 1;

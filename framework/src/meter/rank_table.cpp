@@ -54,6 +54,12 @@ bool RankTable::add(std::string_view bytes, std::uint32_t rank) {
   return true;
 }
 
+std::optional<Error> RankTable::build(const std::string& source) {
+  if (entries_.empty()) return Error{source + ": no ranks"};
+  build_index();
+  return std::nullopt;
+}
+
 void RankTable::build_index() {
   std::size_t capacity = 16;
   while (capacity < entries_.size() * 2) capacity *= 2;
@@ -102,12 +108,21 @@ std::string_view RankTable::bytes_of(std::uint32_t rank) const {
 
 namespace {
 
-std::string_view next_line(std::string_view& text) {
-  std::size_t nl = text.find('\n');
-  std::string_view line = text.substr(0, nl);
-  text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
+// Calls `read(line, number)` for each non-empty line (a trailing \r dropped); the first error
+// it returns ends the reading.
+template <class ReadLine>
+std::optional<Error> read_lines(std::string_view text, ReadLine&& read) {
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (auto error = read(line, line_no)) return error;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::uint32_t> parse_rank(std::string_view field) {
@@ -122,29 +137,22 @@ std::optional<std::uint32_t> parse_rank(std::string_view field) {
 Expected<RankTable> RankTable::from_tiktoken(std::string_view text, const std::string& source) {
   RankTable table;
   std::string bytes;
-  std::size_t line_no = 0;
-  while (!text.empty()) {
-    std::string_view line = next_line(text);
-    ++line_no;
-    if (line.empty()) continue;
+  auto error = read_lines(text, [&](std::string_view line, std::size_t line_no) -> std::optional<Error> {
     std::size_t space = line.find(' ');
     auto rank = space == std::string_view::npos ? std::nullopt : parse_rank(line.substr(space + 1));
     if (!rank || !decode_base64(line.substr(0, space), bytes) || !table.add(bytes, *rank))
       return Error{source + ":" + std::to_string(line_no) + ": expected \"<base64> <rank>\""};
-  }
-  if (table.entries_.empty()) return Error{source + ": no ranks"};
-  table.build_index();
+    return std::nullopt;
+  });
+  if (!error) error = table.build(source);
+  if (error) return *error;
   return table;
 }
 
 Expected<RankTable> RankTable::from_lite(std::string_view text, const std::string& source) {
   RankTable table;
   std::string bytes;
-  std::size_t line_no = 0;
-  while (!text.empty()) {
-    std::string_view line = next_line(text);
-    ++line_no;
-    if (line.empty()) continue;
+  auto error = read_lines(text, [&](std::string_view line, std::size_t line_no) -> std::optional<Error> {
     auto where = [&] { return source + ": bpe_ranks line " + std::to_string(line_no); };
     std::size_t a = line.find(' ');
     std::size_t b = a == std::string_view::npos ? a : line.find(' ', a + 1);
@@ -162,9 +170,10 @@ Expected<RankTable> RankTable::from_lite(std::string_view text, const std::strin
         return Error{where() + ": \"" + std::string(token) + "\" is not base64 of a token"};
       ++rank;
     }
-  }
-  if (table.entries_.empty()) return Error{source + ": no ranks"};
-  table.build_index();
+    return std::nullopt;
+  });
+  if (!error) error = table.build(source);
+  if (error) return *error;
   return table;
 }
 

@@ -6,6 +6,7 @@
 #include "compactor/error.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,7 @@ class RankTable {
     std::uint32_t rank = kNone;
   };
   bool add(std::string_view bytes, std::uint32_t rank);
+  std::optional<Error> build(const std::string& source);  // the index, or "no ranks"
   void build_index();
   static std::uint64_t hash(std::string_view bytes);
 

@@ -74,17 +74,20 @@ struct Tokenizer::Impl {
 
   template <class Emit>
   void encode_piece(std::string_view piece, Emit&& emit) const {
-    if (std::uint32_t r = ranks.rank(piece); r != RankTable::kNone) {
+    if (std::uint32_t r = ranks.rank(piece); r != RankTable::kNone)
       emit(r);
-      return;
-    }
+    else
+      merge(piece, emit);
+  }
+
+  // The tokens of a piece that is not one token itself.
+  template <class Emit>
+  void merge(std::string_view piece, Emit& emit) const {
     if (piece.size() <= kQuadraticMergeLimit)
       merge_quadratic(piece, emit);
     else
       merge_heap(piece, emit);
   }
-
-  std::uint32_t rank_or_max(std::string_view bytes) const { return ranks.rank(bytes); }
 
   template <class Emit>
   void merge_quadratic(std::string_view piece, Emit& emit) const {
@@ -95,11 +98,11 @@ struct Tokenizer::Impl {
     };
     Part parts[kQuadraticMergeLimit + 1];
     std::size_t n = piece.size() + 1;
-    for (std::size_t i = 0; i + 1 < piece.size(); ++i) parts[i] = {i, rank_or_max(piece.substr(i, 2))};
+    for (std::size_t i = 0; i + 1 < piece.size(); ++i) parts[i] = {i, ranks.rank(piece.substr(i, 2))};
     parts[piece.size() - 1] = {piece.size() - 1, RankTable::kNone};
     parts[piece.size()] = {piece.size(), RankTable::kNone};
     auto rank_at = [&](std::size_t i) {
-      return i + 3 < n ? rank_or_max(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start)) : RankTable::kNone;
+      return i + 3 < n ? ranks.rank(piece.substr(parts[i].start, parts[i + 3].start - parts[i].start)) : RankTable::kNone;
     };
     while (true) {
       std::uint32_t best = RankTable::kNone;
@@ -140,7 +143,7 @@ struct Tokenizer::Impl {
       std::size_t j = next[i];
       if (j >= n) return RankTable::kNone;
       std::size_t end = next[j];
-      return rank_or_max(piece.substr(i, end - i));
+      return ranks.rank(piece.substr(i, end - i));
     };
     auto push = [&](std::size_t i) {
       std::uint32_t r = pair_rank(i);
@@ -189,10 +192,7 @@ struct Tokenizer::Impl {
     }
     std::uint32_t n = 0;
     auto counter = [&](std::uint32_t) { ++n; };
-    if (piece.size() <= kQuadraticMergeLimit)
-      merge_quadratic(piece, counter);
-    else
-      merge_heap(piece, counter);
+    merge(piece, counter);
     if (e != nullptr) {
       e->owner = id;
       e->length = static_cast<std::uint8_t>(piece.size());
