@@ -10,56 +10,9 @@ const fs = require('fs')
 const path = require('path')
 
 const [cli, modules, ...files] = process.argv.slice(2)
-const req = (m) => require(path.resolve(modules, m))
-const cl100k = req('gpt-tokenizer/cjs/encoding/cl100k_base')
-const o200k = req('gpt-tokenizer/cjs/encoding/o200k_base')
-const claude = req('@anthropic-ai/tokenizer')
-const { get_encoding } = req('tiktoken')
+const { counters, countMessage } = require('./reference_counts')(modules)
+const { get_encoding } = require(path.resolve(modules, 'tiktoken'))
 const tiktoken = { cl100k: get_encoding('cl100k_base'), o200k: get_encoding('o200k_base') }
-
-const plain = { disallowedSpecial: new Set(), allowedSpecial: new Set() }
-const counters = {
-  cl100k: (t) => cl100k.encode(t, plain).length,
-  o200k: (t) => o200k.encode(t, plain).length,
-  // countTokens() builds a tokenizer per call; this is the same encode, built once.
-  'claude-legacy': ((tk) => (t) => tk.encode(t.normalize('NFKC'), 'all').length)(claude.getTokenizer()),
-}
-const MEDIA = 1600
-
-function countJson(count, v) {
-  return typeof v === 'string' ? count(v) : count(JSON.stringify(v))
-}
-
-function countMessage(count, m) {
-  if (typeof m.content === 'string') return count(m.content)
-  let n = 0
-  for (const b of m.content) {
-    switch (b.type) {
-      case 'text': n += count(b.text); break
-      case 'thinking': n += count(b.thinking ?? ''); break
-      case 'redacted_thinking': n += count(b.data ?? ''); break
-      case 'image': case 'document': n += MEDIA; break
-      case 'tool_use': case 'server_tool_use': case 'mcp_tool_use':
-        n += count(b.name ?? '')
-        if (b.input !== undefined) n += countJson(count, b.input)
-        break
-      case 'tool_result':
-        if (Array.isArray(b.content)) {
-          for (const c of b.content) {
-            if (c.type === 'image' || c.type === 'document') n += MEDIA
-            else if (c.type === 'text' && typeof c.text === 'string') n += count(c.text)
-            else n += count(JSON.stringify(c))
-          }
-        } else if (b.content !== undefined) n += countJson(count, b.content)
-        break
-      default:
-        if (b.type.endsWith('_tool_result')) {
-          if (b.content !== undefined) n += countJson(count, b.content)
-        } else n += count(JSON.stringify(b))
-    }
-  }
-  return n
-}
 
 let messages = 0, tokens = 0, tiktokenDisagreements = 0
 for (const file of files) {

@@ -7,32 +7,14 @@
 const fs = require('fs')
 const path = require('path')
 const modules = path.resolve(process.argv[2])
-const req = (m) => require(path.join(modules, m))
-const cl100k = req('gpt-tokenizer/cjs/encoding/cl100k_base')
-const o200k = req('gpt-tokenizer/cjs/encoding/o200k_base')
-const claudeTk = req('@anthropic-ai/tokenizer').getTokenizer()
-const plain = { disallowedSpecial: new Set(), allowedSpecial: new Set() }
-const claude = (t) => claudeTk.encode(t.normalize('NFKC'), 'all').length
-
-// Text counted per block (no images or exotic blocks in this conversation).
-function contentTokens(count, m) {
-  if (typeof m.content === 'string') return count(m.content)
-  let n = 0
-  for (const b of m.content) {
-    if (b.type === 'text') n += count(b.text)
-    else if (b.type === 'tool_use') n += count(b.name) + count(JSON.stringify(b.input))
-    else if (b.type === 'tool_result') n += typeof b.content === 'string' ? count(b.content) : b.content.reduce((s, c) => s + count(c.text), 0)
-    else throw new Error('unexpected block ' + b.type)
-  }
-  return n
-}
+const { counters, countMessage } = require('../../meter/reference_counts')(modules)
 const fit = { per_token: 1.1, per_message: 5 }
 const meters = {
   chars4: (m) => Math.ceil([...JSON.stringify(m)].length / 4),
-  cl100k: (m) => contentTokens((t) => cl100k.encode(t, plain).length, m),
-  o200k: (m) => contentTokens((t) => o200k.encode(t, plain).length, m),
-  'claude-legacy': (m) => contentTokens(claude, m),
-  calibrated: (m) => Math.round(fit.per_token * contentTokens(claude, m) + fit.per_message),
+  cl100k: (m) => countMessage(counters.cl100k, m),
+  o200k: (m) => countMessage(counters.o200k, m),
+  'claude-legacy': (m) => countMessage(counters['claude-legacy'], m),
+  calibrated: (m) => Math.round(fit.per_token * countMessage(counters['claude-legacy'], m) + fit.per_message),
 }
 
 const golden = path.resolve(__dirname, '..', 'run')
