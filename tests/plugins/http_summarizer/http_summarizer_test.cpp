@@ -464,9 +464,10 @@ TEST(ModelSummarizerConfig, TheReadyModelConfigsValidateAndRoundTrip) {
     ASSERT_TRUE(r.config) << e.path() << ": " << r.errors.front();
     EXPECT_TRUE(r.config->summarizer_kind == "anthropic" || r.config->summarizer_kind == "openai");
     ASSERT_NE(r.config->prices, nullptr) << e.path() << ": prices its summarizer's calls";
-    if (r.config->summarizer_kind == "anthropic")  // a local model has no per-token price
+    if (r.config->summarizer_kind == "anthropic") {  // a local model has no per-token price
       EXPECT_NE(r.config->prices->find(r.config->summarizer_params.string("model")), nullptr)
           << e.path() << ": the table prices " << r.config->summarizer_params.string("model");
+    }
     std::string printed = print_pipeline(*r.config);
     fs::path tmp = fs::temp_directory_path() / ("compactor-model-printed-" + std::to_string(::getpid()) + ".yaml");
     std::ofstream(tmp) << printed;
