@@ -84,6 +84,13 @@ class GuardedSummarizer final : public Summarizer {
       return Error{who_ + " threw: " + describe_exception(std::current_exception())};
     }
   }
+  std::vector<SummarizerCall> take_calls() override {
+    try {
+      return inner_->take_calls();
+    } catch (...) {
+      return {};  // accounting is best effort; the summary itself was already validated
+    }
+  }
 
  private:
   std::unique_ptr<Summarizer> inner_;
@@ -170,7 +177,7 @@ PluginRegistry& PluginRegistry::instance() {
     auto info = std::make_unique<SummarizerInfo>();
     info->name = "extractive";
     info->description = "deterministic, offline: goal, files, tools and failures, last state";
-    info->create = [] { return make_extractive_summarizer(); };
+    info->create = [](const ParamValues&) -> Expected<std::unique_ptr<Summarizer>> { return make_extractive_summarizer(); };
     r->summarizers_["extractive"] = RegisteredSummarizer{info.get(), nullptr};
     r->builtin_summarizers_.push_back(std::move(info));
     return r;
@@ -291,12 +298,14 @@ std::vector<std::string> PluginRegistry::summarizer_names() const {
   return out;
 }
 
-Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer) {
+Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer,
+                                                                const ParamValues& params) {
   std::string who = "summarizer " + summarizer.info->name + " (" + summarizer.file() + ")";
   try {
-    auto created = summarizer.info->create();
-    if (created == nullptr) return Error{who + ": the factory returned nothing"};
-    return std::unique_ptr<Summarizer>(std::make_unique<GuardedSummarizer>(std::move(created), who));
+    auto created = summarizer.info->create(params);
+    if (!created) return Error{who + ": " + created.error().message};
+    if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
+    return std::unique_ptr<Summarizer>(std::make_unique<GuardedSummarizer>(std::move(created).value(), who));
   } catch (...) {
     return Error{who + ": create threw: " + describe_exception(std::current_exception())};
   }

@@ -74,7 +74,7 @@ TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
 TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
   fs::remove(marker("fixture_wrong_api"));
   EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
-            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 2; rebuild the plugin against this Compactor");
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 3; rebuild the plugin against this Compactor");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
   auto probe = probe_plugin(fixture("fixture_wrong_api"));
   EXPECT_FALSE(probe.loadable);

@@ -26,6 +26,14 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::vector<std::string> ready_pipeline_configs() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(COMPACTOR_CONFIGS_DIR))
+    if (e.path().extension() == ".yaml" && e.path().filename() != "prices.yaml") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> real_session_files() {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(COMPACTOR_TEST_DATA_DIR)) {

@@ -13,6 +13,7 @@ namespace compactor::test {
 std::string data_path(const std::string& name);   // tests/data/<name>
 std::string read_file(const std::string& path);
 std::vector<std::string> real_session_files();    // tests/data/cc-*.json
+std::vector<std::string> ready_pipeline_configs(); // configs/*.yaml but the price table, sorted
 
 Conversation parse_or_die(const std::string& json);
 Conversation load_or_die(const std::string& path);

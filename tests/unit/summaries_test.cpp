@@ -68,20 +68,19 @@ Pipeline load(const fs::path& config, const fs::path& archive) {
 
 TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
   int runs = 0;
-  for (const auto& config : fs::directory_iterator(COMPACTOR_CONFIGS_DIR)) {
-    if (config.path().extension() != ".yaml") continue;
+  for (const fs::path config : test::ready_pipeline_configs()) {
     for (const auto& session : test::real_session_files()) {
       for (bool reactive : {false, true}) {
         fs::path dir = fs::temp_directory_path() / ("compactor-ready-" + std::to_string(::getpid()));
         fs::remove_all(dir);
         fs::create_directories(dir);
-        Pipeline pipeline = load(config.path(), dir / "archive");
+        Pipeline pipeline = load(config, dir / "archive");
         QuietLogger log;
         Conversation input = test::load_or_die(session);
         RunOptions options;
         options.prompt_too_long = reactive;
         RunReport report = pipeline.run(input, options, log);
-        std::string where = config.path().filename().string() + " on " + fs::path(session).filename().string() +
+        std::string where = config.filename().string() + " on " + fs::path(session).filename().string() +
                             (reactive ? " (prompt_too_long)" : "");
         ASSERT_TRUE(report.output.has_value()) << where << ": " << report.error;
         for (const auto& s : report.stages) EXPECT_NE(s.status, StageStatus::rejected) << where << ": " << s.violations.front();

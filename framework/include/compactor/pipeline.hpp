@@ -36,6 +36,8 @@ class Pipeline {
   const PipelineConfig& config() const { return *config_; }
 
  private:
+  RunReport run_stages(const Conversation& input, const RunOptions& options, StageLogger& log);
+
   struct BuiltStage {
     const PipelineEntryConfig* entry;
     std::unique_ptr<Stage> instance;

@@ -7,6 +7,7 @@
 #include "compactor/meter.hpp"
 #include "compactor/param_schema.hpp"
 #include "compactor/plugin_loader.hpp"
+#include "compactor/price_table.hpp"
 #include "compactor/stage.hpp"
 
 #include <optional>
@@ -50,6 +51,9 @@ struct PipelineConfig {
   std::shared_ptr<const Meter> meter;      // loaded; set when meter_spec is
   std::string summarizer_kind = "extractive";
   const RegisteredSummarizer* summarizer = nullptr;  // resolved
+  ParamValues summarizer_params;                     // validated, defaults filled in
+  std::string prices_file;                           // `prices:`, resolved; empty when not given
+  std::shared_ptr<const PriceTable> prices;          // loaded from it
   std::vector<std::string> checkers;  // enabled, in run order
   ViolationPolicy on_violation = ViolationPolicy::abort;
   std::vector<std::string> plugin_dirs;  // resolved against the config's folder

@@ -85,6 +85,7 @@ Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, c
 
 // The summarizer a stage is handed: the backend, with every call guarded so that an exception in
 // it becomes an Error naming the backend and its file, which the stage turns into a decline.
-Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer);
+Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer,
+                                                                const ParamValues& params);
 
 }  // namespace compactor

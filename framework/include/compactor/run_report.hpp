@@ -4,6 +4,7 @@
 
 #include "compactor/conversation.hpp"
 #include "compactor/stage.hpp"
+#include "compactor/summarizer.hpp"
 
 #include <optional>
 #include <string>
@@ -41,6 +42,12 @@ struct StageRunReport {
   std::int64_t wall_us = 0;  // microseconds
 };
 
+// A summarizer's model call with its price, when the config's price table has the model.
+struct PricedSummarizerCall {
+  SummarizerCall call;
+  std::optional<double> cost_usd;
+};
+
 struct RunReport {
   std::string config_file;
   std::string input;
@@ -55,6 +62,8 @@ struct RunReport {
   std::string error;              // for bad_input / failed: the line(s) printed
   int exit_code = 0;
   std::optional<Conversation> output;  // the last committed conversation (exit 0 and 1)
+  std::vector<PricedSummarizerCall> summarizer_calls;  // in the report only when a model was called
+  std::string prices;                                  // the price table's source and date, when priced
 
   std::string to_json() const;
   std::string summary() const;  // a few lines for people

@@ -7,11 +7,13 @@
 
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "compactor/param_schema.hpp"
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace compactor {
 
@@ -27,16 +29,33 @@ struct Summary {
   bool truncated = false;  // the backend stopped early (an HTTP backend's stop_reason max_tokens)
 };
 
+// One request a backend sent to a model, successful or not, for the run report's accounting.
+struct SummarizerCall {
+  std::string model;
+  std::uint64_t input_tokens = 0;   // as the API reported them (0 when it reported none)
+  std::uint64_t output_tokens = 0;
+  std::int64_t latency_ms = 0;      // the whole call, retries and waits included
+  int retries = 0;                  // attempts after the first
+  std::string outcome = "ok";       // "ok", or why it did not give a summary
+};
+
 class Summarizer {
  public:
   virtual ~Summarizer() = default;
   virtual Expected<Summary> summarize(const SummaryRequest& request) = 0;
+  // The model calls made since the last take (the host reports them after every run). A backend
+  // that calls no model has none.
+  virtual std::vector<SummarizerCall> take_calls() { return {}; }
 };
+
+using SummarizerFactory = std::function<Expected<std::unique_ptr<Summarizer>>(const ParamValues& params)>;
 
 struct SummarizerInfo {
   std::string name;  // what `summarizer.kind` names
   std::string description;
-  std::function<std::unique_ptr<Summarizer>()> create;
+  // Validated by the host from the keys beside `kind` and `plugin` in the `summarizer:` section.
+  ParamSchema params;
+  SummarizerFactory create;
 };
 
 // The built-in deterministic backend: the goal (the first user request), the files and paths the

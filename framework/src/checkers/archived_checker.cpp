@@ -55,11 +55,12 @@ class ArchivedChecker final : public Checker {
     for (const auto& r : receipts)
       if (const std::string* bytes = blob(r)) cursors.emplace_back(*bytes);
     auto archived_whole = [&](const Message& m) {
+      // A message's raw bytes may span lines (pretty-printed input), so match them as a prefix
+      // ending at a line end rather than as one line.
       for (std::string_view& rest : cursors) {
         if (rest == m.raw()) return true;
-        std::size_t nl = rest.find('\n');
-        if (nl != std::string_view::npos && rest.substr(0, nl) == m.raw()) {
-          rest.remove_prefix(nl + 1);
+        if (rest.size() > m.raw().size() && rest[m.raw().size()] == '\n' && rest.substr(0, m.raw().size()) == m.raw()) {
+          rest.remove_prefix(m.raw().size() + 1);
           return true;
         }
       }

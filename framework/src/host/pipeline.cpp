@@ -48,7 +48,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
   for (const auto& name : p.config_->checkers) p.checkers_.push_back(make_builtin_checker(name));
   if (p.config_->summarizer != nullptr) {
-    auto s = create_guarded_summarizer(*p.config_->summarizer);
+    auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
     if (!s) return s.error();
     p.summarizer_ = std::move(s).value();
   }
@@ -66,6 +66,22 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
 }
 
 RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
+  RunReport report = run_stages(unmetered, options, log);
+  // Model calls cost money whether or not their summary was used: every one is reported.
+  if (summarizer_ != nullptr) {
+    const PriceTable* prices = config_->prices.get();
+    if (prices != nullptr) report.prices = prices->source + " (" + prices->date + ")";
+    for (SummarizerCall& call : summarizer_->take_calls()) {
+      PricedSummarizerCall priced{std::move(call), std::nullopt};
+      if (const ModelPrice* price = prices != nullptr ? prices->find(priced.call.model) : nullptr)
+        priced.cost_usd = price->cost(priced.call.input_tokens, 0, 0, priced.call.output_tokens);
+      report.summarizer_calls.push_back(std::move(priced));
+    }
+  }
+  return report;
+}
+
+RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
   const Budget& budget = config_->budget;
   // Under budget.unit: tokens every conversation of the run counts through the config's meter.
   const bool metered = budget.unit == SizeUnit::tokens && config_->meter != nullptr;

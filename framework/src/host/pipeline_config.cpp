@@ -31,7 +31,7 @@ std::string When::to_string() const {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"version", "budget", "meter", "recent", "archive", "summarizer",
-                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long"};
+                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long", "prices"};
 const std::vector<std::string> kEntryKeys = {"stage", "plugin", "when", "params"};
 
 std::string list(const std::vector<std::string>& items) {
@@ -72,6 +72,11 @@ class ConfigLoader {
   const std::string& known_stages();
   void resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node);
   void read_params(PipelineEntryConfig& entry, const YAML::Node* params);
+  void read_param_map(const ParamSchema& schema, const std::string& owner, const YAML::Node* map, const std::string& path,
+                      const std::set<std::string>& host_keys, const SourceLocation& missing_at,
+                      const std::string& missing_path, ParamValues& out);
+  void read_prices(const YAML::Node& root);
+  void check_summary_lengths();
 
   YamlReader r_;
   fs::path base_;
@@ -122,6 +127,8 @@ ConfigLoadResult ConfigLoader::load() {
     read_params(config_.pipeline[i], pipeline_params[i].IsDefined() ? &pipeline_params[i] : nullptr);
   for (std::size_t i = 0; i < config_.on_prompt_too_long.size(); ++i)
     read_params(config_.on_prompt_too_long[i], reactive_params[i].IsDefined() ? &reactive_params[i] : nullptr);
+  read_prices(root);
+  check_summary_lengths();
 
   result.errors = r_.errors();
   result.plugin_failure = plugin_failure_;
@@ -262,8 +269,13 @@ std::vector<std::string> ConfigLoader::search_dirs() const {
 // `plugin:` names, or compactor_summarizer_<kind>.so on the search path. Default: extractive.
 void ConfigLoader::read_summarizer(const YAML::Node& root) {
   PluginRegistry& registry = PluginRegistry::instance();
-  std::optional<YAML::Node> kind_node, plugin_node;
-  if (auto s = r_.member(root, "", "summarizer", false); s && r_.check_mapping(*s, "summarizer", {"kind", "plugin"})) {
+  std::optional<YAML::Node> section, kind_node, plugin_node;
+  if (auto s = r_.member(root, "", "summarizer", false)) {
+    if (!s->IsMap()) {
+      r_.error(*s, "summarizer", "expected a mapping (kind, plugin and the backend's params), got " + YamlReader::describe(*s));
+      return;
+    }
+    section = *s;
     kind_node = r_.member(*s, "summarizer", "kind", true);
     plugin_node = r_.member(*s, "summarizer", "plugin", false);
     if (kind_node) {
@@ -299,7 +311,43 @@ void ConfigLoader::read_summarizer(const YAML::Node& root) {
     SourceLocation at = kind_node ? r_.location(*kind_node) : SourceLocation{config_.file, 1, 1};
     r_.error(at, "summarizer.kind", "unknown summarizer \"" + config_.summarizer_kind + "\"; known summarizers: " +
                                         list(registry.summarizer_names()));
+    return;
   }
+  // The backend's params sit flat beside `kind` and `plugin`, validated against its schema.
+  read_param_map(config_.summarizer->info->params, "summarizer " + config_.summarizer_kind, section ? &*section : nullptr,
+                 "summarizer", {"kind", "plugin"}, section ? r_.location(*section) : SourceLocation{config_.file, 1, 1},
+                 "summarizer", config_.summarizer_params);
+}
+
+// `prices: FILE`, resolved against the config's folder: what the run report prices a
+// summarizer's model calls with.
+void ConfigLoader::read_prices(const YAML::Node& root) {
+  auto node = r_.member(root, "", "prices", false);
+  if (!node) return;
+  auto p = r_.string(*node, "prices");
+  if (!p) return;
+  config_.prices_file = resolve(base_, *p);
+  auto table = read_price_table(config_.prices_file);
+  if (!table) {
+    r_.error(*node, "prices", table.error().message);
+    return;
+  }
+  config_.prices = std::make_shared<const PriceTable>(std::move(table).value());
+}
+
+// A model told to write at most `max_chars` chars needs room for them: at least one output token
+// per 4 chars (English prose runs at about 4 chars a token; code and other scripts at fewer).
+void ConfigLoader::check_summary_lengths() {
+  if (config_.summarizer == nullptr || !config_.summarizer_params.has("max_output_tokens")) return;
+  const std::int64_t tokens = config_.summarizer_params.integer("max_output_tokens");
+  if (tokens == 0) return;  // 0: derived from each stage's max_chars at every call
+  for (const auto* list : {&config_.pipeline, &config_.on_prompt_too_long})
+    for (const auto& e : *list)
+      if (e.params.has("max_chars") && e.params.integer("max_chars") > tokens * 4)
+        r_.error(e.location, join_path(e.yaml_path, "params.max_chars"),
+                 fmt::format("{} chars cannot be written in summarizer.max_output_tokens {} (at least one token per 4 "
+                             "chars: raise max_output_tokens to {} or leave it out)",
+                             e.params.integer("max_chars"), tokens, (e.params.integer("max_chars") + 3) / 4));
 }
 
 const std::string& ConfigLoader::known_stages() {
@@ -415,39 +463,50 @@ void ConfigLoader::read_params(PipelineEntryConfig& entry, const YAML::Node* par
   if (entry.registered == nullptr) return;
   const StageInfo& info = *entry.registered->info;
   std::string path = join_path(entry.yaml_path, "params");
-  std::vector<std::string> names;
-  for (const auto& p : info.params) names.push_back(p.name);
+  if (params != nullptr && !params->IsNull() && !params->IsMap()) {
+    r_.error(*params, path, "expected a mapping of parameters, got " + YamlReader::describe(*params));
+    return;
+  }
+  const bool given = params != nullptr && params->IsMap();
+  read_param_map(info.params, info.name, given ? params : nullptr, path, {}, given ? r_.location(*params) : entry.location,
+                 given ? path : entry.yaml_path, entry.params);
+}
+
+// The keys of `map` (except the host's own `host_keys`) validated against `schema`, defaults
+// filled in; a missing required one is reported at `missing_at`.
+void ConfigLoader::read_param_map(const ParamSchema& schema, const std::string& owner, const YAML::Node* map,
+                                  const std::string& path, const std::set<std::string>& host_keys,
+                                  const SourceLocation& missing_at, const std::string& missing_path, ParamValues& out) {
+  std::vector<std::string> names(host_keys.begin(), host_keys.end());
+  for (const auto& p : schema) names.push_back(p.name);
   std::set<std::string> seen;  // given, valid or not: an invalid value is not also "missing"
-  if (params != nullptr && !params->IsNull()) {
-    if (!params->IsMap()) {
-      r_.error(*params, path, "expected a mapping of parameters, got " + YamlReader::describe(*params));
-      return;
-    }
-    for (auto it = params->begin(); it != params->end(); ++it) {
+  if (map != nullptr) {
+    for (auto it = map->begin(); it != map->end(); ++it) {
       std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
       std::string key_path = join_path(path, key);
       if (!seen.insert(key).second) {
         r_.error(it->first, key_path, "duplicate key");
         continue;
       }
+      if (host_keys.count(key)) continue;
       const ParamSpec* spec = nullptr;
-      for (const auto& p : info.params)
+      for (const auto& p : schema)
         if (p.name == key) spec = &p;
       if (spec == nullptr) {
-        r_.error(it->first, key_path, "unknown parameter; " + info.name + " takes: " + (names.empty() ? "none" : list(names)));
+        r_.error(it->first, key_path,
+                 host_keys.empty() ? "unknown parameter; " + owner + " takes: " + (names.empty() ? "none" : list(names))
+                                   : "unknown key; expected one of: " + list(names));
         continue;
       }
-      if (auto v = r_.param(it->second, key_path, *spec)) entry.params.set(key, *v);
+      if (auto v = r_.param(it->second, key_path, *spec)) out.set(key, *v);
     }
   }
-  for (const auto& spec : info.params) {
-    if (entry.params.has(spec.name) || seen.count(spec.name)) continue;
+  for (const auto& spec : schema) {
+    if (out.has(spec.name) || seen.count(spec.name)) continue;
     if (spec.default_value) {
-      entry.params.set(spec.name, *spec.default_value);
+      out.set(spec.name, *spec.default_value);
     } else if (spec.required) {
-      SourceLocation at = params != nullptr && params->IsMap() ? r_.location(*params) : entry.location;
-      r_.error(at, params != nullptr && params->IsMap() ? path : entry.yaml_path,
-               "missing required parameter \"" + spec.name + "\" (" + spec.expectation() + ")");
+      r_.error(missing_at, missing_path, "missing required parameter \"" + spec.name + "\" (" + spec.expectation() + ")");
     }
   }
 }
@@ -543,6 +602,9 @@ std::string print_pipeline(const PipelineConfig& c) {
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
     out += "  plugin: " + quoted(c.summarizer->plugin->file) + "  # plugin " + c.summarizer->plugin->name + " " +
            c.summarizer->plugin->version + "\n";
+  // Params are names and numbers; a key is only ever named by its environment variable.
+  for (const auto& [name, value] : c.summarizer_params.all()) out += "  " + name + ": " + yaml_value(value) + "\n";
+  if (!c.prices_file.empty()) out += "prices: " + quoted(c.prices_file) + "\n";
   out += "checkers:\n  enabled: [" + list(c.checkers) + "]\n  on_violation: " +
          (c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
   if (c.plugin_dirs.empty()) {

@@ -103,6 +103,30 @@ std::string RunReport::to_json() const {
       {"exit_code", exit_code},
       {"resolved_pipeline", resolved_pipeline},
   };
+  if (!summarizer_calls.empty()) {
+    json::array calls;
+    std::uint64_t in = 0, out = 0;
+    double cost = 0;
+    bool priced = true;
+    for (const auto& c : summarizer_calls) {
+      in += c.call.input_tokens;
+      out += c.call.output_tokens;
+      priced = priced && c.cost_usd.has_value();
+      cost += c.cost_usd.value_or(0);
+      calls.push_back(json::object{{"model", c.call.model},
+                                   {"input_tokens", c.call.input_tokens},
+                                   {"output_tokens", c.call.output_tokens},
+                                   {"latency_ms", c.call.latency_ms},
+                                   {"retries", c.call.retries},
+                                   {"outcome", c.call.outcome},
+                                   {"cost_usd", c.cost_usd ? json::value(*c.cost_usd) : json::value(nullptr)}});
+    }
+    root["summarizer"] = json::object{{"calls", calls},
+                                      {"input_tokens", in},
+                                      {"output_tokens", out},
+                                      {"cost_usd", priced ? json::value(cost) : json::value(nullptr)},
+                                      {"prices", prices}};
+  }
   std::string out;
   pretty(root, out, 0);
   return out + "\n";
@@ -130,6 +154,26 @@ std::string RunReport::summary() const {
     out += fmt::format("output: {} messages, {} {}; first changed message: {}\n", output_size.messages,
                        output_size.sizes.in(budget.unit), unit,
                        first_changed_message ? "messages." + std::to_string(*first_changed_message) : std::string("none"));
+  }
+  if (!summarizer_calls.empty()) {
+    std::uint64_t in = 0, out_tokens = 0, failed = 0, retries = 0;
+    std::int64_t ms = 0;
+    double cost = 0;
+    bool priced = true;
+    for (const auto& c : summarizer_calls) {
+      in += c.call.input_tokens;
+      out_tokens += c.call.output_tokens;
+      failed += c.call.outcome != "ok";
+      retries += static_cast<std::uint64_t>(c.call.retries);
+      ms += c.call.latency_ms;
+      priced = priced && c.cost_usd.has_value();
+      cost += c.cost_usd.value_or(0);
+    }
+    out += fmt::format("summarizer: {} call{} to {} ({} failed, {} retries), {} input + {} output tokens, {}, {:.2f} s\n",
+                       summarizer_calls.size(), summarizer_calls.size() == 1 ? "" : "s", summarizer_calls.front().call.model,
+                       failed, retries, in, out_tokens,
+                       priced ? fmt::format("${:.4f}", cost) : std::string("cost unknown (no price for the model)"),
+                       static_cast<double>(ms) / 1000.0);
   }
   out += fmt::format("status: {} (exit {})\n", status, exit_code);
   return out;

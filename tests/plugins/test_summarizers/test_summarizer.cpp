@@ -29,7 +29,9 @@ void register_plugin(PluginRegistrar& registrar) {
   SummarizerInfo info;
   info.name = std::string("test_") + TEST_SUMMARIZER_MODE;
   info.description = "TEST ONLY";
-  info.create = [] { return std::unique_ptr<Summarizer>(std::make_unique<TestSummarizer>()); };
+  info.create = [](const ParamValues&) -> Expected<std::unique_ptr<Summarizer>> {
+    return std::unique_ptr<Summarizer>(std::make_unique<TestSummarizer>());
+  };
   registrar.add_summarizer(std::move(info));
 }
 

@@ -1,0 +1,138 @@
+#include "support/loopback_http_server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <stdexcept>
+
+namespace compactor::test {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+int bind_loopback(unsigned short& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("bind failed");
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+}  // namespace
+
+LoopbackHttpServer::LoopbackHttpServer(std::vector<ScriptedResponse> script) : script_(std::move(script)) {
+  listen_fd_ = bind_loopback(port_);
+  if (::listen(listen_fd_, 16) != 0) throw std::runtime_error("listen failed");
+  thread_ = std::thread([this] { serve(); });
+}
+
+LoopbackHttpServer::~LoopbackHttpServer() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  // Wake a blocked accept() without touching the socket from two threads.
+  ::shutdown(listen_fd_, SHUT_RDWR);
+  thread_.join();
+  ::close(listen_fd_);
+}
+
+std::vector<RecordedRequest> LoopbackHttpServer::requests() const {
+  std::lock_guard lock(mutex_);
+  return requests_;
+}
+
+void LoopbackHttpServer::serve() {
+  asio::io_context io;
+  for (std::size_t served = 0;; ++served) {
+    int fd = ::accept(listen_fd_, nullptr, nullptr);
+    if (fd < 0) return;  // shut down
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) {
+        ::close(fd);
+        return;
+      }
+    }
+    tcp::socket socket(io);
+    socket.assign(tcp::v4(), fd);
+    beast::flat_buffer buffer;
+    http::request<http::string_body> request;
+    beast::error_code ec;
+    http::read(socket, buffer, request, ec);
+    if (ec) continue;
+    RecordedRequest recorded;
+    recorded.method = std::string(request.method_string());
+    recorded.target = std::string(request.target());
+    for (const auto& field : request) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      recorded.headers[name] = std::string(field.value());
+    }
+    recorded.body = request.body();
+    {
+      std::lock_guard lock(mutex_);
+      requests_.push_back(std::move(recorded));
+    }
+    ScriptedResponse scripted = served < script_.size() ? script_[served] : ScriptedResponse{500, {}, "{\"error\":\"unscripted request\"}", {}};
+    if (scripted.delay.count() > 0) std::this_thread::sleep_for(scripted.delay);
+    http::response<http::string_body> response{static_cast<http::status>(scripted.status), 11};
+    response.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : scripted.headers) response.set(name, value);
+    response.keep_alive(false);
+    response.body() = scripted.body;
+    response.prepare_payload();
+    http::write(socket, response, ec);
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+  }
+}
+
+unsigned short refused_port() {
+  unsigned short port = 0;
+  int fd = bind_loopback(port);
+  ::close(fd);
+  return port;
+}
+
+std::string anthropic_reply(const std::string& text, const std::string& stop_reason, int input_tokens, int output_tokens) {
+  namespace json = boost::json;
+  return json::serialize(json::object{
+      {"id", "msg_test"},
+      {"type", "message"},
+      {"role", "assistant"},
+      {"model", "claude-sonnet-4-5-20250929"},
+      {"content", json::array{json::object{{"type", "text"}, {"text", text}}}},
+      {"stop_reason", stop_reason},
+      {"usage", json::object{{"input_tokens", input_tokens}, {"output_tokens", output_tokens}}}});
+}
+
+std::string openai_reply(const std::string& text, const std::string& finish_reason, int prompt_tokens, int completion_tokens) {
+  namespace json = boost::json;
+  return json::serialize(json::object{
+      {"id", "chatcmpl-test"},
+      {"object", "chat.completion"},
+      {"choices", json::array{json::object{{"index", 0},
+                                           {"message", json::object{{"role", "assistant"}, {"content", text}}},
+                                           {"finish_reason", finish_reason}}}},
+      {"usage", json::object{{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}}}});
+}
+
+}  // namespace compactor::test

@@ -1,0 +1,63 @@
+// A real HTTP server on 127.0.0.1 (a free port) for tests of HTTP clients: it answers each
+// connection's one request with the next scripted response and records what it received. Bounded
+// by its script: it serves that many requests, answers any further one 500, and stops when
+// destroyed. Nothing leaves the machine.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace compactor::test {
+
+struct ScriptedResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::chrono::milliseconds delay{0};  // before answering (a slow server)
+};
+
+struct RecordedRequest {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+class LoopbackHttpServer {
+ public:
+  explicit LoopbackHttpServer(std::vector<ScriptedResponse> script);
+  ~LoopbackHttpServer();
+  LoopbackHttpServer(const LoopbackHttpServer&) = delete;
+  LoopbackHttpServer& operator=(const LoopbackHttpServer&) = delete;
+
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  unsigned short port() const { return port_; }
+  std::vector<RecordedRequest> requests() const;
+
+ private:
+  void serve();
+
+  std::vector<ScriptedResponse> script_;
+  unsigned short port_ = 0;
+  int listen_fd_ = -1;
+  mutable std::mutex mutex_;
+  std::vector<RecordedRequest> requests_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// A loopback port nothing listens on (bound, then closed): connecting to it is refused.
+unsigned short refused_port();
+
+// A JSON body of the Anthropic Messages API's shape.
+std::string anthropic_reply(const std::string& text, const std::string& stop_reason = "end_turn",
+                            int input_tokens = 1200, int output_tokens = 300);
+std::string openai_reply(const std::string& text, const std::string& finish_reason = "stop", int prompt_tokens = 1200,
+                         int completion_tokens = 300);
+
+}  // namespace compactor::test

@@ -1,0 +1,78 @@
+// The price table: lookups by model id, family and name; costs worked out by hand from the
+// shipped table's figures; located errors for every malformed entry.
+#include "compactor/price_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+
+const PriceTable& shipped() {
+  static const PriceTable table = [] {
+    auto t = read_price_table(COMPACTOR_CONFIGS_DIR "/prices.yaml");
+    if (!t) ADD_FAILURE() << t.error().message;
+    return t ? *t : PriceTable{};
+  }();
+  return table;
+}
+
+TEST(PriceTable, ModelIdsFindTheirEntryByLongestPrefix) {
+  const PriceTable& t = shipped();
+  ASSERT_NE(t.find("claude-opus-4-5-20251101"), nullptr);
+  EXPECT_EQ(t.find("claude-opus-4-5-20251101")->name, "claude-opus-4-5");
+  EXPECT_EQ(t.find("claude-opus-4-5-20251101")->min_cacheable_tokens, 4096u);
+  EXPECT_EQ(t.find("claude-sonnet-4-5-20250929")->name, "claude-sonnet-4-5");
+  EXPECT_EQ(t.find("claude-haiku-4-5-20251001")->family, "haiku");
+  EXPECT_EQ(t.find("gpt-4o-mini-2024-07-18")->name, "gpt-4o-mini");  // longer than "gpt-4o"
+  EXPECT_EQ(t.find("gpt-4o-2024-08-06")->name, "gpt-4o");
+  EXPECT_EQ(t.find("sonnet")->name, "claude-sonnet-4-5");  // a family finds its first entry
+  EXPECT_EQ(t.find("no-such-model"), nullptr);
+  EXPECT_EQ(t.default_model, "claude-sonnet-4-5");
+  EXPECT_FALSE(t.source.empty());
+  EXPECT_EQ(t.date, "2026-12-01");
+}
+
+TEST(PriceTable, CostsAreWorkedOutPerMillionTokens) {
+  const ModelPrice* sonnet = shipped().find("claude-sonnet-4-5-20250929");
+  ASSERT_NE(sonnet, nullptr);
+  // 10,000 × 3 + 2,000 × 3.75 + 50,000 × 0.30 + 1,000 × 15 = 67,500 → $0.0675
+  EXPECT_DOUBLE_EQ(sonnet->cost(10000, 2000, 50000, 1000), 0.0675);
+  const ModelPrice* opus = shipped().find("claude-opus-4-5-20251101");
+  // 1,000,000 × 5 + 0 + 1,000,000 × 0.50 + 100,000 × 25 = 8,000,000 → $8
+  EXPECT_DOUBLE_EQ(opus->cost(1000000, 0, 1000000, 100000), 8.0);
+}
+
+std::string error_of(const std::string& yaml) {
+  fs::path file = fs::temp_directory_path() / ("compactor-prices-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << yaml;
+  auto t = read_price_table(file.string());
+  fs::remove(file);
+  return t ? std::string("(accepted)") : t.error().message.substr(t.error().message.find(".yaml:") + 6);
+}
+
+// Lines 1-6; the entry's next key is on line 7.
+constexpr const char* kHead = "version: 1\nsource: s\ndate: d\nmodels:\n  m:\n    family: f\n";
+
+TEST(PriceTable, MalformedEntriesAreLocatedErrors) {
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n"), "(accepted)");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: \"3\"\n    cache_write: 1\n    cache_read: 1\n    output: 1\n"),
+            "7:12: models.m.input: expected a non-negative number (USD per million tokens), got \"3\"");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: -1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n"),
+            "7:12: models.m.input: expected a non-negative number (USD per million tokens), got \"-1\"");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_read: 1\n    output: 1\n"),
+            "6:5: models.m: missing \"cache_write\" (USD per million tokens)");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    outptu: 2\n"),
+            "11:5: models.m.outptu: unknown key; expected one of cache_read, cache_write, family, input, match, "
+            "min_cacheable_tokens, output");
+  EXPECT_EQ(error_of("version: 2\nsource: s\ndate: d\nmodels: {}\n"), "1:1: version: expected 1");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\ndefault_model: x\n"),
+            "11:16: default_model: not one of the models");
+}
+
+}  // namespace
+}  // namespace compactor
