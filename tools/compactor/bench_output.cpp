@@ -54,6 +54,8 @@ Retention retention_from(const json::object& o) {
   return r;
 }
 
+double usd(std::uint64_t nusd) { return static_cast<double>(nusd) / 1e9; }
+
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -187,7 +189,11 @@ std::string to_json_line(const SessionReplay& r) {
                  {"cache_write", r.cache_write},
                  {"uncached", r.uncached},
                  {"output", r.output},
-                 {"cost_usd", r.cost_usd},
+                 {"cost_nusd", r.cost_nusd},
+                 {"summarizer", json::object{{"calls", r.summarizer_calls},
+                                             {"input", r.summarizer_input},
+                                             {"output", r.summarizer_output},
+                                             {"cost_nusd", r.summarizer_cost_nusd}}},
                  {"retention", json::object{{"median", retention_json(r.median)}, {"last", retention_json(r.last)}}},
                  {"errors", errors},
                  {"per_call", json::object{{"messages", messages},
@@ -231,7 +237,14 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   r.cache_write = u64(o, "cache_write");
   r.uncached = u64(o, "uncached");
   r.output = u64(o, "output");
-  if (const auto* c = o.if_contains("cost_usd"); c != nullptr && c->is_number()) r.cost_usd = c->to_number<double>();
+  r.cost_nusd = u64(o, "cost_nusd");
+  if (const auto* sm = o.if_contains("summarizer"); sm != nullptr && sm->is_object()) {
+    const json::object& so = sm->get_object();
+    r.summarizer_calls = u64(so, "calls");
+    r.summarizer_input = u64(so, "input");
+    r.summarizer_output = u64(so, "output");
+    r.summarizer_cost_nusd = u64(so, "cost_nusd");
+  }
   if (const auto* ret = o.if_contains("retention"); ret != nullptr && ret->is_object()) {
     if (const auto* m = ret->get_object().if_contains("median"); m != nullptr && m->is_object()) r.median = retention_from(m->get_object());
     if (const auto* l = ret->get_object().if_contains("last"); l != nullptr && l->is_object()) r.last = retention_from(l->get_object());
@@ -283,13 +296,13 @@ Expected<bool> apply_timings_line(std::string_view line, std::vector<SessionRepl
 std::string markdown_table(const BenchResults& results) {
   std::string out =
       "| config | meter | sessions | calls | compactions | refusals | over budget | summaries | tokens sent | cache read | "
-      "cost USD | visible (median call) | visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "cost USD | summarizer USD | visible (median call) | visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (std::size_t k = 0; k < results.configs.size(); ++k) {
     std::set<std::string> meters;
     std::uint64_t sessions = 0, calls = 0, compactions = 0, refusals = 0, over = 0, summaries = 0, sent = 0, read = 0;
     std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
-    double cost = 0;
+    std::uint64_t cost = 0, summarizer_cost = 0;  // nano-USD
     std::vector<std::int64_t> us;
     for (const auto& r : results.replays) {
       if (r.config_index != k) continue;
@@ -302,7 +315,8 @@ std::string markdown_table(const BenchResults& results) {
       summaries += r.summaries;
       sent += r.sent;
       read += r.cache_read;
-      cost += r.cost_usd;
+      cost += r.cost_nusd;
+      summarizer_cost += r.summarizer_cost_nusd;
       probes_m += r.median.probes;
       visible_m += r.median.visible;
       probes_l += r.last.probes;
@@ -315,9 +329,9 @@ std::string markdown_table(const BenchResults& results) {
     }
     std::string meter;
     for (const auto& m : meters) meter += (meter.empty() ? "" : ", ") + m;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
                        results.configs[k].path, meter, sessions, calls, compactions, refusals, over, summaries, sent,
-                       percent(read, sent), cost, percent(visible_m, probes_m), percent(visible_l, probes_l),
+                       percent(read, sent), usd(cost), usd(summarizer_cost), percent(visible_m, probes_m), percent(visible_l, probes_l),
                        percent(recoverable, probes), lost, failed, percentile(us, 0.5), percentile(us, 0.99));
   }
   return out;
@@ -326,13 +340,13 @@ std::string markdown_table(const BenchResults& results) {
 std::string sessions_csv(const BenchResults& results) {
   std::string out =
       "session,config,model,meter,calls,compactions,refusals,over_window,over_budget,summaries,rejections,failures,"
-      "tokens_sent,cache_read,cache_write,uncached,output,cost_usd,probes_median,visible_median,recoverable_median,"
+      "tokens_sent,cache_read,cache_write,uncached,output,cost_usd,summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,"
       "probes_last,visible_last,recoverable_last\n";
   for (const auto& r : results.replays)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{}\n", csv_field(r.session),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{},{:.9f},{},{},{},{},{},{}\n", csv_field(r.session),
                        csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.calls.size(), r.compactions, r.refusals,
                        r.over_window, r.over_budget, r.summaries, r.rejections, r.failures, r.sent, r.cache_read,
-                       r.cache_write, r.uncached, r.output, r.cost_usd, r.median.probes, r.median.visible,
+                       r.cache_write, r.uncached, r.output, usd(r.cost_nusd), r.summarizer_calls, usd(r.summarizer_cost_nusd), r.median.probes, r.median.visible,
                        r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable);
   return out;
 }
@@ -360,7 +374,7 @@ std::string cost_chart_svg(const BenchResults& results) {
     Series s{results.configs[k].path, {}};
     double total = 0;
     for (const auto& r : results.replays)
-      if (r.config_index == k) s.y.push_back(total += r.cost_usd);
+      if (r.config_index == k) s.y.push_back(total += usd(r.cost_nusd));
     series.push_back(std::move(s));
   }
   return line_chart("Cumulative cost over the corpus (USD)", "session (in path order)", "USD", series);

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <set>
 #include <unistd.h>
@@ -125,6 +126,8 @@ std::string result_text(const Block& b) {
 
 }  // namespace
 
+std::uint64_t to_nusd(double usd) { return usd <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(usd * 1e9)); }
+
 FileSystem& scratch_file_system() {
   static NoSyncFileSystem fs;
   return fs;
@@ -237,6 +240,12 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
                                (s.violations.empty() ? std::string() : first_line(s.violations.front())));
         }
       }
+      for (const auto& sc : r.summarizer_calls) {
+        ++out.summarizer_calls;
+        out.summarizer_input += sc.call.input_tokens;
+        out.summarizer_output += sc.call.output_tokens;
+        out.summarizer_cost_nusd += to_nusd(sc.cost_usd.value_or(0.0));
+      }
       if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
         ++out.failures;
         out.errors.push_back("call " + std::to_string(c + 1) + ": " + r.status + ": " + first_line(r.error));
@@ -278,7 +287,6 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     out.cache_write += call.cache_write;
     out.uncached += uncached;
     out.output += call.output;
-    if (setup.price != nullptr) out.cost_usd += setup.price->cost(uncached, call.cache_write, call.cache_read, call.output);
 
     if (c == median || c == last) {
       auto probes = retention_probes(original, answers[c]);
@@ -291,6 +299,8 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     held = sent.messages();
     previous = std::move(sent);
   }
+  // Prices are linear in tokens: the session's cost is the cost of its totals.
+  if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
   // Each call's request is checked as the next call's input; the last one is checked here.
   if (previous) {
     std::vector<CheckerPtr> checkers;

@@ -42,6 +42,9 @@ struct Retention {
   std::vector<std::string> lost;  // neither visible nor recoverable
 };
 
+// USD to nano-USD, rounded.
+std::uint64_t to_nusd(double usd);
+
 struct SessionReplay {
   std::string session;  // relative to the corpus
   std::string config;
@@ -53,7 +56,12 @@ struct SessionReplay {
   std::uint64_t rejections = 0;  // stage candidates a checker refused
   std::uint64_t failures = 0;    // calls whose input a checker refused, or whose pipeline failed
   std::uint64_t sent = 0, cache_read = 0, cache_write = 0, uncached = 0, output = 0;
-  double cost_usd = 0;
+  // Costs in nano-USD, integers: they add up and survive the JSON round trip of --merge exactly
+  // (Boost.JSON 1.81 does not parse every double back to the same bits).
+  std::uint64_t cost_nusd = 0;
+  // A summarizer that is a model: its own calls, tokens and cost (priced by the config's table).
+  std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;
+  std::uint64_t summarizer_cost_nusd = 0;
   Retention last, median;
   std::vector<std::string> errors;  // one line per failure
 };
