@@ -157,6 +157,31 @@ TEST(BenchFixture, AConfigThatFailsValidationStopsTheBenchBeforeAnythingRuns) {
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
+TEST(BenchFixture, MisuseIsABadInputExitWithTheReason) {
+  const std::string plain = kBench + "/configs/plain.yaml";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"--shard", "2/2"}, "--shard takes I/N with 0 <= I < N, got \"2/2\""},
+           {{"--jobs", "0"}, "--jobs takes a number from 1 to 256, got \"0\""},
+           {{"--window", "x"}, "--window takes a positive number of tokens, got \"x\""},
+           {{"--meter", "words"}, "--meter takes chars4, cl100k, o200k, claude-legacy or calibrated, got \"words\""}}) {
+    std::vector<std::string> args{"bench", "--corpus", kFixture, "--config", plain, "--prices", kPrices};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("compactor bench: " + c.message + "\n"), std::string::npos) << r.err;
+  }
+  auto r = run_cli({"bench", "--merge", kFixture});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("compactor bench: --merge needs --out"), std::string::npos) << r.err;
+  auto p = run_cli({"bench", "--corpus", kFixture, "--config", plain, "--prices", kBench + "/nowhere.yaml"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("nowhere.yaml"), std::string::npos) << p.err;
+}
+
 // The prompt cache compares whole messages as serialized; a moved cache_control marker is not a
 // change, any other byte is.
 TEST(BenchCache, TheSharedPrefixIgnoresCacheControlMarkersOnly) {
