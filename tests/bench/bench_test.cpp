@@ -72,7 +72,7 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
                     kBench + "/configs/micro.yaml", "--prices", kPrices, "--meter", "chars4", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto lines = read_sessions(out);
-  ASSERT_EQ(lines.size(), 2u);  // broken.json is skipped
+  ASSERT_EQ(lines.size(), 2u);  // broken.json and unpaired.json are skipped
 
   // plain.yaml: nothing compacts.
   const json::object& plain = lines.at("notes.json|0");
@@ -136,13 +136,18 @@ TEST(BenchFixture, ARequestOverTheWindowIsRefusedAndCompactedReactivelyOnce) {
   EXPECT_EQ(refused, (std::vector<bool>{false, true, true}));
 }
 
-TEST(BenchFixture, ABrokenSessionIsReportedAndSkipped) {
+TEST(BenchFixture, BrokenSessionsAreReportedAndSkipped) {
   std::string out = scratch("skipped");
   auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices,
                     "--meter", "chars4", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("skipped broken.json: "), std::string::npos) << r.err;
   EXPECT_NE(read_file(out + "/skipped.jsonl").find("\"session\":\"broken.json\""), std::string::npos);
+  // unpaired.json parses, but the API would refuse it: its tool_use has no result.
+  EXPECT_NE(r.err.find("skipped unpaired.json: pairing: messages.1: tool_use ids were found without tool_result blocks "
+                       "immediately after: t1\n"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(BenchFixture, AConfigThatFailsValidationStopsTheBenchBeforeAnythingRuns) {

@@ -8,11 +8,13 @@
 #include "commands.hpp"
 #include "config_loading.hpp"
 
+#include "compactor/builtin_checkers.hpp"
 #include "compactor/calibration_fit.hpp"
 #include "compactor/exit_code.hpp"
 #include "compactor/importers.hpp"
 #include "compactor/pipeline.hpp"
 #include "compactor/price_table.hpp"
+#include "compactor/protected_tail.hpp"
 #include "compactor/stderr_logger.hpp"
 
 #include <fmt/core.h>
@@ -68,7 +70,8 @@ options:
   --model NAME       the model of sessions whose log names none (default: the price table's)
   --chart-session P  the session of tokens-per-call.svg (default: the one with the most calls)
 
-Unreadable sessions are reported and skipped. A config that fails validation stops the bench
+Sessions that cannot be imported, or that the API would refuse as they are (the input checkers),
+are reported and skipped. A config that fails validation stops the bench
 before anything runs. exit codes: 0 ok; 1 a probe was lost or a call failed the checkers;
 2 bad input or config; 3 plugin failure or internal error.
 )";
@@ -283,6 +286,8 @@ int bench_command(int argc, char** argv) {
   auto worker = [&](std::uint64_t index) {
     const std::string archive_dir = (scratch / ("archive-" + std::to_string(index))).string();
     auto log = make_stderr_logger("");
+    std::vector<CheckerPtr> input_checkers;
+    for (const char* checker : {"structure", "pairing", "unique_ids"}) input_checkers.push_back(make_builtin_checker(checker));
     std::vector<Pipeline> pipelines;
     for (const auto& c : configs) {
       auto p = Pipeline::build(c);
@@ -303,6 +308,13 @@ int bench_command(int argc, char** argv) {
         continue;
       }
       const Conversation& session = *imported->conversation;
+      // A session the API would refuse as a whole is not a session an agent lived: skipped.
+      if (auto violations = run_checkers(input_checkers, CheckInput{session, session, compute_protected_tail(session, 0), ""});
+          !violations.empty()) {
+        skipped[i] = Skipped{name, violations.front().to_string()};
+        progress.session_done(0);
+        continue;
+      }
       std::string model = model_of(*imported);
       if (model.empty()) model = args->get("model").value_or(prices->default_model);
       const ModelPrice* price = prices->find(model);
