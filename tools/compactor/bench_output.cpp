@@ -276,21 +276,21 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   return r;
 }
 
-Expected<bool> apply_timings_line(std::string_view line, std::vector<SessionReplay>& replays, const std::string& where) {
+Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& index, const std::string& where) {
   boost::system::error_code ec;
   json::value v = json::parse(line, ec);
   if (ec || !v.is_object()) return Error{where + ": not a JSON object"};
   const json::object& o = v.get_object();
   std::string session = str(o, "session");
-  std::uint64_t index = u64(o, "config_index");
-  for (auto& r : replays)
-    if (r.session == session && r.config_index == index) {
-      const json::array& us = arr(o, "pipeline_us");
-      for (std::size_t i = 0; i < std::min(us.size(), r.calls.size()); ++i)
-        r.calls[i].pipeline_us = us[i].is_int64() ? us[i].get_int64() : static_cast<std::int64_t>(us[i].is_uint64() ? us[i].get_uint64() : 0);
-      return true;
-    }
-  return Error{where + ": timings for " + session + " config " + std::to_string(index) + " that no session line has"};
+  std::uint64_t config = u64(o, "config_index");
+  auto it = index.find({session, config});
+  if (it == index.end())
+    return Error{where + ": timings for " + session + " config " + std::to_string(config) + " that no session line has"};
+  const json::array& us = arr(o, "pipeline_us");
+  auto& calls = it->second->calls;
+  for (std::size_t i = 0; i < std::min(us.size(), calls.size()); ++i)
+    calls[i].pipeline_us = us[i].is_int64() ? us[i].get_int64() : static_cast<std::int64_t>(us[i].is_uint64() ? us[i].get_uint64() : 0);
+  return true;
 }
 
 std::string markdown_table(const BenchResults& results) {
@@ -430,8 +430,10 @@ Expected<BenchResults> read_outputs(const std::string& dir) {
   }
   auto timings = read_lines(dir + "/timings.jsonl", false);
   if (!timings) return timings.error();
+  ReplayIndex index;
+  for (auto& r : out.replays) index[{r.session, r.config_index}] = &r;
   for (std::size_t i = 0; i < timings->size(); ++i)
-    if (auto t = apply_timings_line((*timings)[i], out.replays, dir + "/timings.jsonl:" + std::to_string(i + 1)); !t)
+    if (auto t = apply_timings_line((*timings)[i], index, dir + "/timings.jsonl:" + std::to_string(i + 1)); !t)
       return t.error();
   auto skipped = read_lines(dir + "/skipped.jsonl", false);
   if (!skipped) return skipped.error();

@@ -37,8 +37,10 @@ struct BenchResults {
 std::string to_json_line(const SessionReplay& r);
 std::string to_timings_line(const SessionReplay& r);
 Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::string& where);
-// Reads the per-call times of a timings line into the matching replay's calls.
-Expected<bool> apply_timings_line(std::string_view line, std::vector<SessionReplay>& replays, const std::string& where);
+// Reads the per-call times of a timings line into the matching replay's calls (`index`: the
+// replays by (session, config_index)).
+using ReplayIndex = std::map<std::pair<std::string, std::uint64_t>, SessionReplay*>;
+Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& index, const std::string& where);
 
 // The Markdown table, one row per config (the pipeline-time columns come from the timings).
 std::string markdown_table(const BenchResults& results);
