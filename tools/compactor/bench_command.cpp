@@ -241,7 +241,7 @@ int bench_command(int argc, char** argv) {
         continue;
       }
       auto fit = read_calibration_fit(fit_path);
-      if (!fit) return print_error(fit.error().message);
+      if (!fit) return print_error(fit.error().message + " (the default meter's fit: give --fit FILE, or --meter KIND)");
       meters.default_family = fit->default_family;
       for (const auto& [family, _] : fit->families) {
         auto m = make_meter(MeterSpec{"calibrated", fit_path, family});

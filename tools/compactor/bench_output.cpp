@@ -210,8 +210,16 @@ std::string to_json_line(const SessionReplay& r) {
 
 std::string to_timings_line(const SessionReplay& r) {
   json::array us;
-  for (const auto& c : r.calls) us.emplace_back(c.pipeline_us);
-  return json::serialize(json::object{{"session", r.session}, {"config_index", r.config_index}, {"pipeline_us", us}});
+  std::vector<std::int64_t> times;
+  for (const auto& c : r.calls) {
+    us.emplace_back(c.pipeline_us);
+    times.push_back(c.pipeline_us);
+  }
+  return json::serialize(json::object{{"session", r.session},
+                                      {"config_index", r.config_index},
+                                      {"p50_ms", percentile(times, 0.5)},
+                                      {"p99_ms", percentile(times, 0.99)},
+                                      {"pipeline_us", us}});
 }
 
 Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::string& where) {
