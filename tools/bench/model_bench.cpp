@@ -2,6 +2,7 @@
 // parse + serialize of the same bytes, in the same binary. Reports bytes/s.
 #include "compactor/active_request.hpp"
 #include "compactor/builtin_checkers.hpp"
+#include "compactor/child_run.hpp"
 #include "compactor/conversation_reader.hpp"
 #include "compactor/pipeline.hpp"
 
@@ -111,7 +112,10 @@ std::optional<compactor::Pipeline> make_pipeline(const std::filesystem::path& di
 // each candidate, the archive's writes and syncs, serialize. Each iteration archives into a new
 // folder, so every blob is really written (the folders are removed only at the end: removing
 // thousands of files between iterations slows ext4's next creations and would measure that).
-void run_pipeline_benchmark(benchmark::State& state, const std::string& stages, int scale) {
+// With `in_child`, the run and the serialization happen in a forked child as `compactor run` does
+// them (compactor/child_run.hpp): the difference to the same benchmark without is the isolation's
+// cost per run.
+void run_pipeline_benchmark(benchmark::State& state, const std::string& stages, int scale, bool in_child = false) {
   using namespace compactor;
   const std::string& bytes = input(scale);
   auto dir = std::filesystem::temp_directory_path() / ("compactor-bench-" + std::to_string(::getpid()));
@@ -129,10 +133,16 @@ void run_pipeline_benchmark(benchmark::State& state, const std::string& stages, 
     }
     state.ResumeTiming();
     auto c = read_conversation(bytes);
-    RunReport report = pipeline->run(*c, {}, log);
-    if (!report.output) state.SkipWithError(report.error.c_str());
-    std::string out = report.output->serialize();
-    benchmark::DoNotOptimize(out.data());
+    auto run = [&](compactor::ChildProgress*) {
+      RunReport report = pipeline->run(*c, {}, log);
+      if (!report.output) return 3;
+      std::string out = report.output->serialize();
+      benchmark::DoNotOptimize(out.data());
+      return 0;
+    };
+    int code = in_child ? run_in_child([&](ChildProgress& p) { return run(&p); }, std::chrono::minutes(10), archive.string()).exit_code
+                        : run(nullptr);
+    if (code != 0) state.SkipWithError("the run failed");
     state.PauseTiming();
     blobs = 0;
     for (auto it = std::filesystem::recursive_directory_iterator(archive); it != std::filesystem::recursive_directory_iterator(); ++it)
@@ -148,6 +158,11 @@ void BM_FullRunMicro(benchmark::State& state) {
   run_pipeline_benchmark(state, "  - stage: micro\n    when: over_budget\n", static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_FullRunMicro)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
+
+void BM_FullRunMicroInChild(benchmark::State& state) {
+  run_pipeline_benchmark(state, "  - stage: micro\n    when: over_budget\n", static_cast<int>(state.range(0)), true);
+}
+BENCHMARK(BM_FullRunMicroInChild)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
 
 // The default pipeline's recoverable steps: budget_persist, snip, micro.
 void BM_FullRunDefault(benchmark::State& state) {

@@ -44,8 +44,12 @@ with what each meter counts for the messages before that call.
   - Sessions are split in two by the FNV-1a hash of their session id: even hashes fit, odd ones
     are held out. The calibrated meter is per model family (opus, sonnet, haiku, …):
       tokens(message) = per_token × BASE(message) + per_message,
-    least squares over the fitting half. The report gives, on the held-out half, the median
-    and 90th-percentile relative error of chars4, cl100k, o200k, claude-legacy and calibrated.
+    a robust fit over the fitting half, on the steps between a session's consecutive calls:
+    Huber-reweighted least squares, then least squares on the steps within 3.5 robust standard
+    deviations; the others (a step into context the log does not show) are outliers, counted
+    and named by session. The report gives, on the
+    held-out half, the median and 90th-percentile relative error of chars4, cl100k, o200k,
+    claude-legacy and calibrated.
 
 options:
   --corpus DIR    folder of Claude Code logs (searched recursively; agent-*.jsonl are sub-agent chains)
@@ -56,7 +60,12 @@ options:
 The report's last row, chars4-fit, is the same fit over chars/4: the baseline a fit without an
 exact tokenizer reaches.
 
-Prints the accuracy table. Exit codes: 0 done; 2 bad arguments, no usable call, or a write failed.
+A fit whose held-out median error is worse than chars4-fit's (by over a quarter of it and 0.1
+percentage point) is refused: the reason is printed,
+the report says it, and --out is not written.
+
+Prints the accuracy table. Exit codes: 0 done; 1 the fit was refused; 2 bad arguments, no usable
+call, or a write failed.
 )";
 
 struct Call {
@@ -184,35 +193,111 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
-// Least squares per family over the fitting half: Δprompt ≈ a·Δbase + b·Δmessages, through the
-// origin (each session's reference call carries its fixed overhead).
-CalibrationFit fit_over(const std::vector<Point>& fit_points, std::size_t b, const std::string& base) {
+// The fit's robust core for one family: Δprompt ≈ a·Δbase + b·Δmessages through the origin, over
+// the steps between consecutive calls of a session (its first call carries the fixed overhead). Some calls break the assumption that the
+// log's messages are what was sent (context the log does not show, a resumed session), so the
+// fit is iteratively reweighted (Huber weights over a MAD scale), then refitted by least squares
+// on the calls whose residual is within 3.5 robust standard deviations; the rest are outliers.
+struct FamilyPoints {
+  std::vector<double> x, n, y;
+  std::vector<const Session*> session;
+};
+
+struct RobustFit {
+  double a = 0, b = 0;
+  bool ok = false;
+  std::vector<bool> outlier;
+};
+
+RobustFit robust_fit(const FamilyPoints& p) {
+  const std::size_t count = p.x.size();
+  RobustFit fit;
+  fit.outlier.assign(count, false);
+  std::vector<double> w(count, 1.0), residual(count, 0.0);
+  auto solve = [&]() {
+    double xx = 0, xn = 0, nn = 0, xy = 0, ny = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      xx += w[i] * p.x[i] * p.x[i], xn += w[i] * p.x[i] * p.n[i], nn += w[i] * p.n[i] * p.n[i];
+      xy += w[i] * p.x[i] * p.y[i], ny += w[i] * p.n[i] * p.y[i];
+    }
+    double det = xx * nn - xn * xn;
+    if (std::abs(det) > 1e-9 * std::max(1.0, xx * nn)) {
+      fit.a = (xy * nn - ny * xn) / det;
+      fit.b = (xx * ny - xn * xy) / det;
+    } else if (xx > 0) {
+      fit.a = xy / xx;
+      fit.b = 0;
+    } else {
+      return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) residual[i] = p.y[i] - fit.a * p.x[i] - fit.b * p.n[i];
+    return true;
+  };
+  // Robust scale: 1.4826 × the median absolute residual, at least one token (rounding).
+  auto scale = [&]() {
+    std::vector<double> abs_r(count);
+    for (std::size_t i = 0; i < count; ++i) abs_r[i] = std::abs(residual[i]);
+    if (abs_r.empty()) return 1.0;
+    std::nth_element(abs_r.begin(), abs_r.begin() + static_cast<std::ptrdiff_t>(abs_r.size() / 2), abs_r.end());
+    return std::max(1.0, 1.4826 * abs_r[abs_r.size() / 2]);
+  };
+  if (!solve()) return fit;
+  for (int iteration = 0; iteration < 30; ++iteration) {
+    const double s = scale(), k = 1.345 * s;
+    for (std::size_t i = 0; i < count; ++i) w[i] = std::abs(residual[i]) <= k ? 1.0 : k / std::abs(residual[i]);
+    double a = fit.a, b = fit.b;
+    if (!solve()) return fit;
+    if (std::abs(fit.a - a) < 1e-7 * std::max(1.0, std::abs(a)) && std::abs(fit.b - b) < 1e-5 * std::max(1.0, std::abs(b))) break;
+  }
+  const double cut = 3.5 * scale();
+  for (std::size_t i = 0; i < count; ++i) {
+    fit.outlier[i] = std::abs(residual[i]) > cut;
+    w[i] = fit.outlier[i] ? 0.0 : 1.0;
+  }
+  fit.ok = solve();
+  return fit;
+}
+
+struct Outliers {
+  std::size_t calls = 0;
+  std::set<std::string> sessions;
+};
+
+CalibrationFit fit_over(const std::vector<Point>& fit_points, std::size_t b, const std::string& base,
+                        std::map<std::string, Outliers>* outliers = nullptr) {
   CalibrationFit fit;
   fit.base = base;
-  std::map<std::string, std::array<double, 5>> sums;  // xx, xn, nn, xy, ny
+  std::map<std::string, FamilyPoints> by_family;
   std::map<std::string, std::set<const Session*>> fit_sessions;
-  std::map<std::string, std::size_t> fit_calls;
+  // Each call against the session's previous call of its family: context the log does not show
+  // then makes one step an outlier, not every call after it.
+  std::map<std::pair<const Session*, std::string>, const Call*> previous;
   for (const Point& p : fit_points) {
+    const Call*& prev = previous[{p.session, p.call->family}];
+    const Call* from = prev != nullptr ? prev : p.ref;
+    prev = p.call;
     const auto& pre = p.session->prefix_tokens[b];
-    double x = static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[p.ref->prefix]);
-    double n = static_cast<double>(p.call->prefix) - static_cast<double>(p.ref->prefix);
-    double y = static_cast<double>(p.call->prompt) - static_cast<double>(p.ref->prompt);
-    auto& s = sums[p.call->family];
-    s[0] += x * x, s[1] += x * n, s[2] += n * n, s[3] += x * y, s[4] += n * y;
+    FamilyPoints& f = by_family[p.call->family];
+    f.x.push_back(static_cast<double>(pre[p.call->prefix]) - static_cast<double>(pre[from->prefix]));
+    f.n.push_back(static_cast<double>(p.call->prefix) - static_cast<double>(from->prefix));
+    f.y.push_back(static_cast<double>(p.call->prompt) - static_cast<double>(from->prompt));
+    f.session.push_back(p.session);
     fit_sessions[p.call->family].insert(p.session);
-    ++fit_calls[p.call->family];
   }
-  for (const auto& [family, s] : sums) {
-    double det = s[0] * s[2] - s[1] * s[1];
+  for (const auto& [family, points] : by_family) {
+    RobustFit r = robust_fit(points);
+    if (!r.ok || !(r.a > 0 && r.a < 100)) continue;  // too few points to say anything
     FamilyFit f;
-    if (std::abs(det) > 1e-9 * std::max(1.0, s[0] * s[2])) {
-      f.per_token = (s[3] * s[2] - s[4] * s[1]) / det;
-      f.per_message = (s[0] * s[4] - s[1] * s[3]) / det;
-    } else if (s[0] > 0) {
-      f.per_token = s[3] / s[0];
+    f.per_token = r.a;
+    f.per_message = r.b;
+    for (std::size_t i = 0; i < points.x.size(); ++i) {
+      if (!r.outlier[i]) {
+        ++f.calls;
+      } else if (outliers != nullptr) {
+        ++(*outliers)[family].calls;
+        (*outliers)[family].sessions.insert(points.session[i]->id);
+      }
     }
-    if (!(f.per_token > 0 && f.per_token < 100)) continue;  // too few points to say anything
-    f.calls = fit_calls[family];
     f.sessions = fit_sessions[family].size();
     fit.families[family] = f;
   }
@@ -294,7 +379,8 @@ int calibrate_command(int argc, char** argv) {
 
   // Fit per family: Δprompt ≈ a·Δbase + c·Δmessages, least squares through the origin.
   std::vector<Point> fit_points = points_of(sessions, false), test_points = points_of(sessions, true);
-  CalibrationFit fit = fit_over(fit_points, b, base);
+  std::map<std::string, Outliers> outliers;
+  CalibrationFit fit = fit_over(fit_points, b, base, &outliers);
   if (fit.families.empty()) {
     fmt::print(stderr, "compactor calibrate: {}: no usable calls to fit (see --help for what is left out)\n", *corpus);
     return kExitBadInput;
@@ -329,6 +415,12 @@ int calibrate_command(int argc, char** argv) {
   for (const auto& [family, f] : fit.families)
     fmt::print("fit {}: tokens = {:.4f} x {} + {:.2f} per message ({} calls, {} sessions; overhead median {} tokens)\n",
                family, f.per_token, base, f.per_message, f.calls, f.sessions, f.overhead_median);
+  for (const auto& [family, o] : outliers) {
+    std::string ids;
+    for (const auto& id : o.sessions) ids += (ids.empty() ? "" : ", ") + id;
+    fmt::print("outliers {}: {} fitting calls left out (residual over 3.5 robust SD), in {} session{}: {}\n", family, o.calls,
+               o.sessions.size(), o.sessions.size() == 1 ? "" : "s", ids);
+  }
   fmt::print("\nheld-out relative error of the predicted prompt tokens ({} calls):\n", test_points.size());
   fmt::print("  {:<14} {:>8} {:>8}\n", "meter", "median", "p90");
   json::array rows;
@@ -338,7 +430,18 @@ int calibrate_command(int argc, char** argv) {
     rows.push_back(json::object{{"meter", names[k]}, {"median", med}, {"p90", p90}, {"calls", errors[k].size()}});
   }
 
-  if (auto out = args->get("out")) {
+  // A fit that predicts worse than the same fit over chars/4 is not to be trusted: refuse it.
+  const double calibrated_median = percentile(errors[kMeters.size()], 0.5);
+  const double baseline_median = percentile(errors[kMeters.size() + 1], 0.5);
+  std::string refusal;
+  // Materially worse (by a quarter, and by 0.1 point): two near-perfect fits are not told apart.
+  if (!errors[kMeters.size() + 1].empty() && calibrated_median > 1.25 * baseline_median + 0.001)
+    refusal = fmt::format("the calibrated fit's held-out median error ({:.2f}%) is worse than the chars/4 fit's ({:.2f}%): "
+                          "the log's messages do not explain its prompt sizes well enough to trust a fit over {}",
+                          100 * calibrated_median, 100 * baseline_median, base);
+  if (!refusal.empty()) fmt::print(stderr, "compactor calibrate: refused: {}{}\n", refusal, args->get("out") ? "; no fit written" : "");
+
+  if (auto out = args->get("out"); out && refusal.empty()) {
     auto w = write_file_atomically(*out, fit.to_yaml("written by compactor calibrate --corpus " + *corpus + " (fitting half)"));
     if (!w) {
       fmt::print(stderr, "compactor calibrate: {}\n", w.error().message);
@@ -350,6 +453,12 @@ int calibrate_command(int argc, char** argv) {
     for (const auto& [family, f] : fit.families)
       families[family] = json::object{{"per_token", f.per_token}, {"per_message", f.per_message}, {"calls", f.calls},
                                       {"sessions", f.sessions}, {"overhead_median", f.overhead_median}};
+    json::object outliers_json;
+    for (const auto& [family, o] : outliers) {
+      json::array ids;
+      for (const auto& id : o.sessions) ids.push_back(json::string(id));
+      outliers_json[family] = json::object{{"calls", o.calls}, {"sessions", ids}};
+    }
     json::object r{{"schema_version", 1},
                    {"corpus", *corpus},
                    {"base", base},
@@ -364,14 +473,16 @@ int calibrate_command(int argc, char** argv) {
                                           {"not_starting_a_message", counts.not_in_chain},
                                           {"fit", fit_points.size()}, {"held_out", test_points.size()}}},
                    {"fit", families},
-                   {"held_out_error", rows}};
+                   {"outliers", outliers_json},
+                   {"held_out_error", rows},
+                   {"refused", refusal.empty() ? json::value(nullptr) : json::value(refusal)}};
     auto w = write_file_atomically(*report, json::serialize(r) + "\n");
     if (!w) {
       fmt::print(stderr, "compactor calibrate: {}\n", w.error().message);
       return kExitBadInput;
     }
   }
-  return kExitOk;
+  return refusal.empty() ? kExitOk : kExitNotDone;
 }
 
 }  // namespace compactor::cli

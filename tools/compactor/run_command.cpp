@@ -4,6 +4,7 @@
 #include "config_loading.hpp"
 
 #include "compactor/atomic_file.hpp"
+#include "compactor/child_run.hpp"
 #include "compactor/conversation_reader.hpp"
 #include "compactor/importers.hpp"
 #include "compactor/exit_code.hpp"
@@ -12,6 +13,7 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
 #include <filesystem>
 
 namespace compactor::cli {
@@ -38,6 +40,10 @@ exit codes: 0 within budget; 1 still over budget, or a stage was rejected or dec
 on_violation: abort (the last committed conversation is written); 2 bad input or config
 (nothing written); 3 plugin failure or internal error (nothing written).
 )";
+
+int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArgs& args, const std::string& input_path,
+                  const std::optional<std::string>& output, const std::optional<std::string>& report_path,
+                  ChildProgress& progress);
 
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
@@ -80,12 +86,30 @@ int run_command(int argc, char** argv) {
     return kExitBadInput;
   }
 
+  // The pipeline runs in a child process: a plugin that crashes, hangs past
+  // limits.stage_timeout_ms or ends the process is reported (exit 3) and nothing is written.
+  const std::string archive_dir = pipeline->config().archive_dir;
+  const auto stage_timeout = std::chrono::milliseconds(pipeline->config().stage_timeout_ms);
+  auto outcome = run_in_child(
+      [&](ChildProgress& progress) { return run_and_write(*pipeline, *input, *args, input_path, output, report_path, progress); },
+      stage_timeout, archive_dir);
+  if (outcome.failed) fmt::print(stderr, "compactor run: {}\n", outcome.error);
+  return outcome.exit_code;
+}
+
+namespace {
+
+int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArgs& args, const std::string& input_path,
+                  const std::optional<std::string>& output, const std::optional<std::string>& report_path,
+                  ChildProgress& progress) {
   RunOptions options;
-  options.prompt_too_long = args->has("reason");
-  options.request = args->get("request");
+  options.on_stage_start = [&](const std::string& stage, const std::string& plugin) { progress.stage_started(stage, plugin); };
+  options.on_stage_end = [&] { progress.stage_finished(); };
+  options.prompt_too_long = args.has("reason");
+  options.request = args.get("request");
   options.input_name = input_path == "-" ? "<stdin>" : input_path;
   auto log = make_stderr_logger("");
-  RunReport report = pipeline->run(*input, options, *log);
+  RunReport report = pipeline.run(input, options, *log);
 
   if (report.exit_code == kExitBadInput) {
     std::string_view rest = report.error;
@@ -116,5 +140,7 @@ int run_command(int argc, char** argv) {
   fmt::print(stdout_taken ? stderr : stdout, "{}", report.summary());
   return report.exit_code;
 }
+
+}  // namespace
 
 }  // namespace compactor::cli

@@ -10,6 +10,7 @@
 #include "compactor/run_report.hpp"
 #include "compactor/summarizer.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,10 @@ struct RunOptions {
   std::string input_name;              // for the report
   FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
   std::optional<std::string> archive_dir;  // instead of the config's (benchmarks archive to scratch)
+  // Called around every stage that runs (not a skipped one), so a supervisor knows which stage
+  // and plugin to blame if the process dies or hangs (compactor/child_run.hpp).
+  std::function<void(const std::string& stage, const std::string& plugin_file)> on_stage_start;
+  std::function<void()> on_stage_end;
 };
 
 class Pipeline {

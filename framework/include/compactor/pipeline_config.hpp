@@ -47,6 +47,9 @@ struct PipelineConfig {
   Budget budget;
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
+  // `limits.stage_timeout_ms`: a stage still running after this long is stopped (`compactor run`
+  // runs the pipeline in a child process). Longer than a model summarizer's retries by default.
+  std::int64_t stage_timeout_ms = 600000;
   std::optional<MeterSpec> meter_spec;   // as written (file resolved against the config's folder)
   std::shared_ptr<const Meter> meter;      // loaded; set when meter_spec is
   std::string summarizer_kind = "extractive";

@@ -151,7 +151,9 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     // What the stage archives stays only if its candidate is committed.
     const ArchiveStore::Mark archive_mark = archive.mark();
     auto started = std::chrono::steady_clock::now();
+    if (options.on_stage_start) options.on_stage_start(entry.stage, sr.plugin_file);
     auto result = run_stage(*s.instance, *entry.registered, committed, context);
+    if (options.on_stage_end) options.on_stage_end();
     sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
 
     if (!result || result->declined()) archive.revert_to(archive_mark);

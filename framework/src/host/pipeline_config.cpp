@@ -31,7 +31,7 @@ std::string When::to_string() const {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"version", "budget", "meter", "recent", "archive", "summarizer",
-                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long", "prices"};
+                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long", "prices", "limits"};
 const std::vector<std::string> kEntryKeys = {"stage", "plugin", "when", "params"};
 
 std::string list(const std::vector<std::string>& items) {
@@ -208,6 +208,10 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
   if (auto recent = r_.member(root, "", "recent", false); recent && r_.check_mapping(*recent, "recent", {"exchanges"})) {
     if (auto e = r_.member(*recent, "recent", "exchanges", true))
       if (auto n = r_.integer(*e, "recent.exchanges", 0, 1000)) config_.recent_exchanges = static_cast<std::size_t>(*n);
+  }
+  if (auto limits = r_.member(root, "", "limits", false); limits && r_.check_mapping(*limits, "limits", {"stage_timeout_ms"})) {
+    if (auto t = r_.member(*limits, "limits", "stage_timeout_ms", false))
+      if (auto n = r_.integer(*t, "limits.stage_timeout_ms", 1, 86400000)) config_.stage_timeout_ms = *n;
   }
   if (auto archive = r_.member(root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
     if (auto d = r_.member(*archive, "archive", "dir", true))
@@ -598,6 +602,7 @@ std::string print_pipeline(const PipelineConfig& c) {
   }
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
   out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
+  out += "limits:\n  stage_timeout_ms: " + std::to_string(c.stage_timeout_ms) + "\n";
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
     out += "  plugin: " + quoted(c.summarizer->plugin->file) + "  # plugin " + c.summarizer->plugin->name + " " +

@@ -85,6 +85,8 @@ TEST(AnthropicSummarizer, SendsTheDocumentedRequestAndTakesAGoodSummary) {
   auto requests = server.requests();
   ASSERT_EQ(requests.size(), 1u);
   const auto& r = requests[0];
+  // The README shows this body as the server recorded it: COMPACTOR_DUMP_REQUEST=<file> saves it.
+  if (const char* dump = std::getenv("COMPACTOR_DUMP_REQUEST")) std::ofstream(dump) << r.body;
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.target, "/v1/messages");
   EXPECT_EQ(r.headers.at("x-api-key"), kKey);
@@ -444,6 +446,37 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
   for (const std::string& text : {r.out, r.err, report, output, printed.out, printed.err})
     EXPECT_EQ(text.find("NEVER-LOGGED"), std::string::npos);
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// The ready configs with a model summarizer validate and round-trip; they are never run here (a
+// run would need a key and the network).
+TEST(ModelSummarizerConfig, TheReadyModelConfigsValidateAndRoundTrip) {
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(COMPACTOR_CONFIGS_DIR) / "models")) {
+    ++count;
+    auto r = load_pipeline_config(e.path().string());
+    ASSERT_TRUE(r.config) << e.path() << ": " << r.errors.front();
+    EXPECT_TRUE(r.config->summarizer_kind == "anthropic" || r.config->summarizer_kind == "openai");
+    ASSERT_NE(r.config->prices, nullptr) << e.path() << ": prices its summarizer's calls";
+    if (r.config->summarizer_kind == "anthropic") {  // a local model has no per-token price
+      EXPECT_NE(r.config->prices->find(r.config->summarizer_params.string("model")), nullptr)
+          << e.path() << ": the table prices " << r.config->summarizer_params.string("model");
+    }
+    std::string printed = print_pipeline(*r.config);
+    fs::path tmp = fs::temp_directory_path() / ("compactor-model-printed-" + std::to_string(::getpid()) + ".yaml");
+    std::ofstream(tmp) << printed;
+    auto again = load_pipeline_config(tmp.string());
+    fs::remove(tmp);
+    ASSERT_TRUE(again.config) << again.errors.front();
+    EXPECT_EQ(print_pipeline(*again.config), printed);
+  }
+  EXPECT_EQ(count, 2);
 }
 
 }  // namespace

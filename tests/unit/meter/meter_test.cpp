@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace compactor {
 namespace {
@@ -75,8 +76,12 @@ TEST(Meter, AnUnknownKindNamesTheKnownOnes) {
 }
 
 // A Claude Code log whose every call reports overhead + 1.3 × claude-legacy(prefix) + 11 per
-// message, with one <synthetic> line, and (when `broken_at` > 0) a broken line.
-std::string synthetic_log(const std::string& session, const Tokenizer& claude, int turns, int overhead, int broken_at) {
+// message, with one <synthetic> line, and (when `broken_at` > 0) a broken line. From turn
+// `hidden_from` on (when ≥ 0), every call also carries 40,000 tokens of context the log does not
+// show. With `chars_law`, prompts follow 0.3 × the messages' text chars instead of tokens, and
+// every other question is digits (far more tokens per char than prose).
+std::string synthetic_log(const std::string& session, const Tokenizer& claude, int turns, int overhead, int broken_at,
+                          int hidden_from = -1, bool chars_law = false) {
   std::string out, parent;
   double prefix_tokens = 0;
   int messages = 0, line = 0;
@@ -94,17 +99,20 @@ std::string synthetic_log(const std::string& session, const Tokenizer& claude, i
     std::string question = "Question " + std::to_string(t) + " of " + session + ": why does the build of module " +
                            std::to_string(t * 7) + " fail on ARM?";
     for (int k = 0; k < (t * t + 3 * t) % 11; ++k) question += " It printed error E" + std::to_string(100 + k * t) + " again.";
+    if (chars_law && t % 2 == 1)
+      for (int k = 0; k < 40 + 13 * t; ++k) question += std::to_string((k * 7919 + t * 104729) % 1000) + ".";
     add({{"type", "user"}, {"message", {{"role", "user"}, {"content", question}}}});
-    prefix_tokens += static_cast<double>(claude.count(question));
+    prefix_tokens += chars_law ? 0.3 / 1.3 * static_cast<double>(question.size()) : static_cast<double>(claude.count(question));
     ++messages;
-    auto prompt = static_cast<std::int64_t>(overhead + std::llround(1.3 * prefix_tokens + 11.0 * messages));
+    auto prompt = static_cast<std::int64_t>(overhead + std::llround(1.3 * prefix_tokens + 11.0 * messages)) +
+                  (hidden_from >= 0 && t >= hidden_from ? 40000 : 0);
     std::string answer = "Answer " + std::to_string(t) + ": the linker script for module " + std::to_string(t) + " is wrong.";
     add({{"type", "assistant"},
          {"message", {{"id", session + "-msg" + std::to_string(t)}, {"model", t == 2 ? "<synthetic>" : "claude-sonnet-4-5"},
                       {"role", "assistant"}, {"content", boost::json::array{{{"type", "text"}, {"text", answer}}}},
                       {"usage", {{"input_tokens", 3}, {"cache_read_input_tokens", prompt - 1003},
                                  {"cache_creation_input_tokens", 1000}, {"output_tokens", 50}}}}}});
-    prefix_tokens += static_cast<double>(claude.count(answer));
+    prefix_tokens += chars_law ? 0.3 / 1.3 * static_cast<double>(answer.size()) : static_cast<double>(claude.count(answer));
     ++messages;
     if (t + 1 == broken_at) out += "{\"type\": \"user\", \"message\": {\"role\": \"user\", \"content\": \"cut\n";
   }
@@ -141,6 +149,65 @@ TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
     median[std::string(row.at("meter").as_string())] = row.at("median").as_double();
   EXPECT_LT(median["calibrated"], 0.0005) << r.out;  // only rounding is left
   EXPECT_GT(median["claude-legacy"], 20 * median["calibrated"]) << r.out;
+  fs::remove_all(dir);
+}
+
+// Half the sessions go on after 40,000 tokens of context the log does not show: the robust fit
+// still recovers the law, and names those calls as outliers (least squares would bend to them).
+TEST(Calibrate, ARobustFitLeavesOutCallsAfterContextTheLogDoesNotShow) {
+  auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
+  ASSERT_TRUE(claude) << claude.error().message;
+  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-hidden-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "corpus");
+  std::set<std::string> hidden;
+  for (int s = 0; s < 8; ++s) {
+    std::string id = "session-" + std::to_string(s);
+    // Sessions are split by the parity of their id's hash: here the odd ones are held out, so
+    // contaminate two of each half.
+    const bool contaminated = s % 4 == 1 || s % 4 == 2;
+    if (contaminated) hidden.insert(id);
+    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 15000 + 1000 * s, 0, contaminated ? 5 : -1);
+  }
+  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
+                          (dir / "report.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto fit = read_calibration_fit((dir / "fit.yaml").string());
+  ASSERT_TRUE(fit) << fit.error().message;
+  EXPECT_NEAR(fit->families.at("sonnet").per_token, 1.3, 0.01) << r.out;
+  EXPECT_NEAR(fit->families.at("sonnet").per_message, 11.0, 0.5) << r.out;
+  boost::json::value report = boost::json::parse(test::read_file((dir / "report.json").string()));
+  const auto& outliers = report.at("outliers").as_object();
+  ASSERT_TRUE(outliers.contains("sonnet")) << r.out;
+  EXPECT_GT(outliers.at("sonnet").at("calls").as_int64(), 0);
+  for (const auto& id : outliers.at("sonnet").at("sessions").as_array())
+    EXPECT_TRUE(hidden.count(std::string(id.as_string()))) << id << " has no hidden context";
+  EXPECT_TRUE(report.at("refused").is_null());
+  EXPECT_NE(r.out.find("outliers sonnet: "), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// Prompts that follow chars, not tokens: the fit over claude-legacy predicts worse than the same
+// fit over chars/4, so calibrate refuses it (exit 1, the reason, no fit written).
+TEST(Calibrate, RefusesAFitThatPredictsWorseThanCharsOverFour) {
+  auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
+  ASSERT_TRUE(claude) << claude.error().message;
+  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-refuse-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "corpus");
+  for (int s = 0; s < 8; ++s) {
+    std::string id = "session-" + std::to_string(s);
+    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 2000, 0, -1, true);
+  }
+  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
+                          (dir / "report.json").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("compactor calibrate: refused: the calibrated fit's held-out median error ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is worse than the chars/4 fit's ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; no fit written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "fit.yaml"));
+  boost::json::value report = boost::json::parse(test::read_file((dir / "report.json").string()));
+  EXPECT_TRUE(report.at("refused").is_string());
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,53 @@
+// TEST ONLY: a stage that archives a blob (so the run has a temporary file) and then takes the
+// process down in the way its `mode` says, to prove the host survives it: exit(0), abort,
+// a segfault, a stack overflow, or an endless loop.
+#include "compactor/archive_store.hpp"
+#include "compactor/plugin.hpp"
+
+#include <csignal>
+#include <cstdlib>
+
+namespace {
+
+using namespace compactor;
+
+volatile int sink = 0;
+
+// Recurses until the stack runs out (the depth test keeps the compiler from calling it endless).
+int recurse(int depth) {
+  volatile char frame[1024];
+  frame[0] = static_cast<char>(depth);
+  if (depth == -1) return frame[0];
+  return recurse(depth + 1) + frame[0];  // not a tail call: every frame stays
+}
+
+class MisbehaveStage final : public Stage {
+ public:
+  explicit MisbehaveStage(const ParamValues& p) : mode_(p.string("mode")) {}
+  StageResult run(const Conversation& committed, const StageContext& context) override {
+    if (context.archive != nullptr) (void)context.archive->put("blob the misbehaving stage archived before it failed");
+    if (mode_ == "exit") std::exit(0);
+    if (mode_ == "abort") std::abort();
+    if (mode_ == "segv") std::raise(SIGSEGV);
+    if (mode_ == "overflow") sink = recurse(0);
+    if (mode_ == "hang")
+      for (;;) sink = sink + 1;
+    return StageResult::candidate(committed);
+  }
+
+ private:
+  std::string mode_;
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "misbehave";
+  info.description = "TEST ONLY: takes the process down";
+  info.params = {{"mode", ParamType::choice, "how", std::string("exit"), false, {}, {}, {"exit", "abort", "segv", "overflow", "hang", "none"}}};
+  info.create = factory_of<MisbehaveStage>();
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("misbehave", "0.1.0", register_stages)
