@@ -34,8 +34,13 @@ commands:
                            count a conversation's tokens with each meter
   calibrate       --corpus DIR [--out F] [--report F] [--base KIND]
                            fit a calibrated meter to the usage Claude Code recorded; its error
-  bench           --corpus DIR --config F [--config F]… [--reason prompt_too_long] [--report F]
-                           replay every session of a folder through each pipeline and compare
+  bench           --corpus DIR --config F [--config F]… [--out DIR] [--jobs N] [--shard I/N]
+                  [--prices F] [--window TOKENS] [--meter KIND] [--model NAME]
+  bench           --merge DIR [--merge DIR]… --out DIR
+                           replay every session call by call through each pipeline: tokens
+                           sent, prompt-cache reuse, cost, retention
+  generate        --exchanges N --seed S [--output F]
+                           write a seeded Claude-Code-like session (same seed, same bytes)
   archive gc      --keep-days N [--archive DIR]
                            remove archive blobs older than N days
 
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return cli::bench_command(argc, argv);
     if (command == "count") return cli::count_command(argc, argv);
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
+    if (command == "generate") return cli::generate_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

@@ -50,6 +50,9 @@ struct RecordedCall {
   std::size_t line = 0;
   std::string model;  // "<synthetic>" for a line no API call made
   std::uint64_t prompt_tokens = 0;
+  // The answer's output tokens: the largest over the message's lines (Claude Code writes one line
+  // per content block while streaming, the earlier ones with partial counts).
+  std::uint64_t output_tokens = 0;
 };
 
 struct ImportResult {

@@ -302,10 +302,16 @@ class CallRecorder {
     const json::object& m = message->value().get_object();
     auto usage = m.find("usage");
     std::string id = string_field(m, "id");
-    if (id.empty() || usage == m.end() || !usage->value().is_object() || !seen_.insert(id).second) return;
+    if (id.empty() || usage == m.end() || !usage->value().is_object()) return;
     const json::object& u = usage->value().get_object();
+    auto [at, first] = seen_.emplace(id, calls.size());
+    if (!first) {
+      calls[at->second].output_tokens = std::max(calls[at->second].output_tokens, count(u, "output_tokens"));
+      return;
+    }
     calls.push_back({line_no, string_field(m, "model"),
-                     count(u, "input_tokens") + count(u, "cache_read_input_tokens") + count(u, "cache_creation_input_tokens")});
+                     count(u, "input_tokens") + count(u, "cache_read_input_tokens") + count(u, "cache_creation_input_tokens"),
+                     count(u, "output_tokens")});
   }
 
   std::vector<RecordedCall> calls;
@@ -320,7 +326,7 @@ class CallRecorder {
     if (it->value().is_uint64()) return it->value().get_uint64();
     return 0;
   }
-  std::set<std::string> seen_;
+  std::map<std::string, std::size_t> seen_;  // message.id → its call
 };
 
 }  // namespace

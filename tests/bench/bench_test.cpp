@@ -1,0 +1,303 @@
+// `compactor bench` on a fixture corpus whose every number was worked out by hand (each with
+// its arithmetic beside it), and the bench's promises: --jobs and --shard/--merge change
+// nothing in the output, bad sessions are skipped, bad configs stop everything, and every
+// replayed call of the real sessions passes the checkers with nothing lost.
+#include "support/test_support.hpp"
+
+#include "bench_replay.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+namespace compactor::test {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+const std::string kBench = COMPACTOR_BENCH_DIR;  // tests/bench
+const std::string kFixture = kBench + "/fixture";
+const std::string kPrices = kBench + "/prices.yaml";
+
+std::string scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("compactor-bench-test-" + std::to_string(::getpid())) / name;
+  fs::remove_all(p);
+  fs::create_directories(p.parent_path());
+  return p.string();
+}
+
+// sessions.jsonl, by "session|config_index".
+std::map<std::string, json::object> read_sessions(const std::string& out) {
+  std::map<std::string, json::object> lines;
+  std::string text = read_file(out + "/sessions.jsonl");
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t nl = text.find('\n', start);
+    json::object o = json::parse(text.substr(start, nl - start)).as_object();
+    lines[std::string(o.at("session").as_string()) + "|" + std::to_string(o.at("config_index").to_number<int>())] = o;
+    start = nl + 1;
+  }
+  return lines;
+}
+
+std::vector<std::uint64_t> ints(const json::object& line, const char* key) {
+  std::vector<std::uint64_t> out;
+  for (const auto& v : line.at("per_call").at(key).as_array()) out.push_back(v.to_number<std::uint64_t>());
+  return out;
+}
+
+std::uint64_t u(const json::object& o, const char* key) { return o.at(key).to_number<std::uint64_t>(); }
+
+using V = std::vector<std::uint64_t>;
+
+// The fixture session notes.json, one message a line; its chars, counted on the file (line
+// length less the separating comma) and by hand from the JSON:
+//   m0 user prompt "Read the notes file."                            48 chars → chars4 12 tokens (⌈48/4⌉)
+//   m1 assistant tool_use Read {file_path:/w/notes.txt}             113 chars → 29 (⌈113/4⌉)
+//   m2 user is_error result "E1 notes locked\n" + 4,984 × "x"       5,099 chars → 1,275 (94 framing + 5,001 + 4)
+//   m3 assistant tool_use Bash {command:make}                       103 chars → 26
+//   m4 user is_error result "make: *** No rule to make target\nline two"  140 chars → 35
+//   m5 assistant text "The build has no rule."                        80 chars → 20
+//   m6 user "Thanks." (no call follows it)
+// Calls happen before m1, m3, m5. Prices (tests/bench/prices.yaml): input 3, cache write 3.75,
+// cache read 0.30, output 15 USD per million tokens; minimum cacheable 1,024 tokens.
+TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
+  std::string out = scratch("fixture");
+  auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--config",
+                    kBench + "/configs/micro.yaml", "--prices", kPrices, "--meter", "chars4", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = read_sessions(out);
+  ASSERT_EQ(lines.size(), 2u);  // broken.json and unpaired.json are skipped
+
+  // plain.yaml: nothing compacts.
+  const json::object& plain = lines.at("notes.json|0");
+  EXPECT_EQ(ints(plain, "messages"), (V{1, 3, 5}));
+  EXPECT_EQ(ints(plain, "sent"), (V{12, 1316, 1377}));           // 12; 12+29+1275; 1316+26+35
+  EXPECT_EQ(ints(plain, "cached_messages"), (V{0, 1, 3}));        // first call has no previous request
+  EXPECT_EQ(ints(plain, "cache_read"), (V{0, 0, 1316}));          // prefix 12 < 1024; prefix 1316 ≥ 1024
+  EXPECT_EQ(ints(plain, "cache_write"), (V{0, 1316, 61}));        // 12 < 1024 not cacheable; all; 1377−1316
+  EXPECT_EQ(ints(plain, "output"), (V{29, 26, 20}));              // m1, m3, m5
+  EXPECT_EQ(u(plain, "tokens_sent"), 2705u);                      // 12+1316+1377
+  EXPECT_EQ(u(plain, "uncached"), 12u);
+  EXPECT_EQ(u(plain, "compactions"), 0u);
+  // (12×3 + 1377×3.75 + 1316×0.30 + 75×15) / 1e6 = (36 + 5163.75 + 394.8 + 1125) / 1e6
+  EXPECT_EQ(u(plain, "cost_nusd"), 6719550u);  // nano-USD
+  const auto& pr = plain.at("retention").as_object();
+  // median call = call 2: probes of m0..m2: the prompt, "Read", "/w/notes.txt", "E1 notes locked"
+  EXPECT_EQ(u(pr.at("median").as_object(), "call"), 2u);
+  EXPECT_EQ(u(pr.at("median").as_object(), "probes"), 4u);
+  EXPECT_EQ(u(pr.at("median").as_object(), "visible"), 4u);
+  // last call = call 3: also "Bash" and "make: *** No rule to make target"
+  EXPECT_EQ(u(pr.at("last").as_object(), "probes"), 6u);
+  EXPECT_EQ(u(pr.at("last").as_object(), "visible"), 6u);
+  EXPECT_EQ(u(pr.at("last").as_object(), "recoverable"), 6u);
+
+  // micro.yaml: at call 3 (5,503 chars > 2,000) m2's result becomes a 313-char marker
+  // ("[compactor micro: an earlier tool result (5000 chars) was archived as <71>; restore it with
+  // `compactor restore <71>`. This placeholder is not an execution result. tool_use_id: t1]" =
+  // 17+25+4+24+71+37+71+61+2+1); m2' is 94 + 313 + 4 = 411 chars → 103 tokens.
+  const json::object& micro = lines.at("notes.json|1");
+  EXPECT_EQ(ints(micro, "sent"), (V{12, 1316, 205}));             // 12+29+103+26+35
+  EXPECT_EQ(ints(micro, "cached_messages"), (V{0, 1, 2}));        // m2 changed: the prefix ends at m1
+  EXPECT_EQ(ints(micro, "cache_read"), (V{0, 0, 0}));             // 12+29 = 41 < 1024
+  EXPECT_EQ(ints(micro, "cache_write"), (V{0, 1316, 0}));         // 205 < 1024: not cacheable
+  EXPECT_EQ(u(micro, "uncached"), 217u);                          // 12 + 205
+  EXPECT_EQ(u(micro, "compactions"), 1u);
+  EXPECT_EQ(u(micro, "over_budget"), 1u);                         // call 2: 5,260 chars > 2,000, micro could not act
+  EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(2).as_string(), "micro:committed");
+  EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(1).as_string(), "micro:unchanged");  // 1 result ≤ keep_recent
+  // (217×3 + 1316×3.75 + 0 + 75×15) / 1e6 = (651 + 4935 + 1125) / 1e6
+  EXPECT_EQ(u(micro, "cost_nusd"), 6711000u);
+  const auto& mr = micro.at("retention").as_object().at("last").as_object();
+  EXPECT_EQ(u(mr, "probes"), 6u);
+  EXPECT_EQ(u(mr, "visible"), 5u);      // "E1 notes locked" is only in the archived result now
+  EXPECT_EQ(u(mr, "recoverable"), 6u);  // … which the marker's receipt reaches
+}
+
+// --window 1000: call 2 (1,316) is refused and on_prompt_too_long's micro cannot act (one result,
+// keep_recent 1), so it stays over; call 3 (1,377) is refused and micro makes it 205.
+TEST(BenchFixture, ARequestOverTheWindowIsRefusedAndCompactedReactivelyOnce) {
+  std::string out = scratch("window");
+  auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices,
+                    "--meter", "chars4", "--window", "1000", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = read_sessions(out);
+  const json::object& line = lines.at("notes.json|0");
+  EXPECT_EQ(u(line, "refusals"), 2u);
+  EXPECT_EQ(u(line, "over_window"), 1u);
+  EXPECT_EQ(ints(line, "sent"), (V{12, 1316, 205}));
+  std::vector<bool> refused;
+  for (const auto& v : line.at("per_call").at("refused").as_array()) refused.push_back(v.as_bool());
+  EXPECT_EQ(refused, (std::vector<bool>{false, true, true}));
+}
+
+TEST(BenchFixture, BrokenSessionsAreReportedAndSkipped) {
+  std::string out = scratch("skipped");
+  auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices,
+                    "--meter", "chars4", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped broken.json: "), std::string::npos) << r.err;
+  EXPECT_NE(read_file(out + "/skipped.jsonl").find("\"session\":\"broken.json\""), std::string::npos);
+  // unpaired.json parses, but the API would refuse it: its tool_use has no result.
+  EXPECT_NE(r.err.find("skipped unpaired.json: pairing: messages.1: tool_use ids were found without tool_result blocks "
+                       "immediately after: t1\n"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(BenchFixture, AConfigThatFailsValidationStopsTheBenchBeforeAnythingRuns) {
+  std::string dir = scratch("badconfig");
+  fs::create_directories(dir);
+  std::string config = dir + "/bad.yaml";
+  std::ofstream(config) << "version: 1\nbudget: {unit: chars, limit: ten}\npipeline: []\n";
+  auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--config", config,
+                    "--prices", kPrices, "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(config + ":2:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+}
+
+TEST(BenchFixture, MisuseIsABadInputExitWithTheReason) {
+  const std::string plain = kBench + "/configs/plain.yaml";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {{"--shard", "2/2"}, "--shard takes I/N with 0 <= I < N, got \"2/2\""},
+           {{"--jobs", "0"}, "--jobs takes a number from 1 to 256, got \"0\""},
+           {{"--window", "x"}, "--window takes a positive number of tokens, got \"x\""},
+           {{"--meter", "words"}, "--meter takes chars4, cl100k, o200k, claude-legacy or calibrated, got \"words\""}}) {
+    std::vector<std::string> args{"bench", "--corpus", kFixture, "--config", plain, "--prices", kPrices};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("compactor bench: " + c.message + "\n"), std::string::npos) << r.err;
+  }
+  auto r = run_cli({"bench", "--merge", kFixture});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("compactor bench: --merge needs --out"), std::string::npos) << r.err;
+  auto p = run_cli({"bench", "--corpus", kFixture, "--config", plain, "--prices", kBench + "/nowhere.yaml"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("nowhere.yaml"), std::string::npos) << p.err;
+}
+
+// The prompt cache compares whole messages as serialized; a moved cache_control marker is not a
+// change, any other byte is.
+TEST(BenchCache, TheSharedPrefixIgnoresCacheControlMarkersOnly) {
+  auto a = parse_or_die(R"([{"role":"user","content":[{"type":"text","text":"one","cache_control":{"type":"ephemeral"}}]},
+    {"role":"assistant","content":"two"},{"role":"user","content":"three"}])");
+  auto b = parse_or_die(R"([{"role":"user","content":[{"type":"text","text":"one"}]},
+    {"role":"assistant","content":"two"},{"role":"user","content":"three!"}])");
+  EXPECT_EQ(bench::shared_prefix(a, b), 2u);  // m0 differs only by the marker; m2 by a byte
+  EXPECT_EQ(bench::shared_prefix(a, a), 3u);
+  EXPECT_EQ(bench::shared_prefix(b, a.with_messages({})), 0u);
+}
+
+TEST(BenchProbes, ProbesArePathsErrorFirstLinesPromptsAndToolNames) {
+  auto c = parse_or_die(R"([{"role":"user","content":"fix it"},
+    {"role":"assistant","content":[{"type":"tool_use","id":"a","name":"Edit","input":{"file_path":"/x/y.py","old_string":"p"}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"a","is_error":true,"content":[{"type":"text","text":"\n  boom here  \nrest"}]},
+                              {"type":"text","text":"and then?"}]}])");
+  EXPECT_EQ(bench::retention_probes(c, 3), (std::vector<std::string>{"/x/y.py", "Edit", "and then?", "boom here", "fix it"}));
+  EXPECT_EQ(bench::retention_probes(c, 1), (std::vector<std::string>{"fix it"}));
+}
+
+TEST(BenchGenerate, TheSameSeedGivesTheSameBytesAndAValidSession) {
+  auto a = run_cli({"generate", "--exchanges", "60", "--seed", "7"});
+  auto b = run_cli({"generate", "--exchanges", "60", "--seed", "7"});
+  auto c = run_cli({"generate", "--exchanges", "60", "--seed", "8"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  auto check = run_cli({"check", "--input", "-"}, a.out);
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  for (const char* needle : {"\"type\":\"thinking\"", "\"is_error\":true", "\"name\":\"Read\"", "\"name\":\"Edit\""})
+    EXPECT_NE(a.out.find(needle), std::string::npos) << needle;
+  EXPECT_EQ(run_cli({"generate", "--exchanges", "0", "--seed", "1"}).exit_code, 2);
+}
+
+// The deterministic files of an --out folder (timings.jsonl holds the wall times).
+std::map<std::string, std::string> deterministic_files(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename() != "timings.jsonl") files[e.path().filename().string()] = read_file(e.path().string());
+  return files;
+}
+
+const std::vector<std::string> kReadyConfigs = {COMPACTOR_CONFIGS_DIR "/default.yaml", COMPACTOR_CONFIGS_DIR "/masking-only.yaml"};
+
+std::vector<std::string> bench_args(const std::string& out, std::vector<std::string> extra) {
+  std::vector<std::string> args{"bench", "--corpus", COMPACTOR_TEST_DATA_DIR, "--out", out};
+  for (const auto& c : kReadyConfigs) args.insert(args.end(), {"--config", c});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(BenchScale, JobsTwoWritesTheSameBytesAsJobsOne) {
+  std::string one = scratch("jobs1"), two = scratch("jobs2");
+  auto a = run_cli(bench_args(one, {"--jobs", "1"}));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto b = run_cli(bench_args(two, {"--jobs", "2"}));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto fa = deterministic_files(one), fb = deterministic_files(two);
+  EXPECT_EQ(fa.size(), fb.size());
+  for (const auto& [name, bytes] : fa) EXPECT_TRUE(fb.count(name) && fb.at(name) == bytes) << name << " differs";
+  EXPECT_TRUE(fs::exists(two + "/timings.jsonl"));
+}
+
+TEST(BenchScale, TwoShardsMergedEqualTheWholeRun) {
+  std::string whole = scratch("whole"), s0 = scratch("shard0"), s1 = scratch("shard1"), merged = scratch("merged");
+  auto w = run_cli(bench_args(whole, {}));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_EQ(run_cli(bench_args(s0, {"--shard", "0/2"})).exit_code, 0);
+  ASSERT_EQ(run_cli(bench_args(s1, {"--shard", "1/2"})).exit_code, 0);
+  EXPECT_NE(read_file(s0 + "/sessions.jsonl"), read_file(whole + "/sessions.jsonl"));  // a shard is a part
+  auto m = run_cli({"bench", "--merge", s0, "--merge", s1, "--out", merged});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  auto fw = deterministic_files(whole), fm = deterministic_files(merged);
+  EXPECT_EQ(fw.size(), fm.size());
+  for (const auto& [name, bytes] : fw) EXPECT_TRUE(fm.count(name) && fm.at(name) == bytes) << name << " differs";
+  // The table is made from the same lines; only its pipeline-time columns may differ.
+  auto rows = [](const std::string& table) {
+    std::string out;
+    for (std::size_t s = 0, nl; s < table.size(); s = nl + 1) {
+      nl = table.find('\n', s);
+      std::string row = table.substr(s, nl - s);
+      for (int k = 0; k < 2; ++k) row = row.substr(0, row.rfind('|', row.size() - 2) + 1);  // drop p50, p99
+      out += row + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(rows(m.out), rows(w.out));
+}
+
+// Every call of every real session, every ready config: the checkers accept every input and
+// every candidate (exit 0 means no failure, no rejection, no probe lost) and every probe is
+// recoverable.
+TEST(BenchReal, EveryReplayedCallPassesTheCheckersAndNothingIsLost) {
+  std::string out = scratch("real");
+  std::vector<std::string> args{"bench", "--corpus", COMPACTOR_TEST_DATA_DIR, "--out", out, "--jobs", "2"};
+  for (const char* c : {"default.yaml", "careful.yaml", "masking-only.yaml", "tokens.yaml"})
+    args.insert(args.end(), {"--config", std::string(COMPACTOR_CONFIGS_DIR) + "/" + c});
+  auto r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = read_sessions(out);
+  EXPECT_GE(lines.size(), 4u * 8u);
+  for (const auto& [key, line] : lines) {
+    EXPECT_EQ(u(line, "failures"), 0u) << key;
+    EXPECT_EQ(u(line, "rejections"), 0u) << key;
+    for (const char* which : {"median", "last"}) {
+      const auto& ret = line.at("retention").at(which).as_object();
+      EXPECT_EQ(u(ret, "recoverable"), u(ret, "probes")) << key << " " << which;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace compactor::test

@@ -1,0 +1,456 @@
+#include "bench_output.hpp"
+
+#include "compactor/atomic_file.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace compactor::bench {
+
+namespace json = boost::json;
+
+namespace {
+
+json::object retention_json(const Retention& r) {
+  json::array lost;
+  for (const auto& p : r.lost) lost.emplace_back(p);
+  return {{"call", r.call}, {"probes", r.probes}, {"visible", r.visible}, {"recoverable", r.recoverable}, {"lost", lost}};
+}
+
+std::uint64_t u64(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) return 0;
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64()) return static_cast<std::uint64_t>(std::max<std::int64_t>(0, v->get_int64()));
+  return 0;
+}
+
+std::string str(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+const json::array& arr(const json::object& o, std::string_view key) {
+  static const json::array empty;
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_array() ? v->get_array() : empty;
+}
+
+Retention retention_from(const json::object& o) {
+  Retention r;
+  r.call = u64(o, "call");
+  r.probes = u64(o, "probes");
+  r.visible = u64(o, "visible");
+  r.recoverable = u64(o, "recoverable");
+  for (const auto& p : arr(o, "lost"))
+    if (p.is_string()) r.lost.emplace_back(p.get_string());
+  return r;
+}
+
+double usd(std::uint64_t nusd) { return static_cast<double>(nusd) / 1e9; }
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+double percentile(std::vector<std::int64_t> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return static_cast<double>(v[std::min(i, v.size() - 1)]) / 1000.0;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+// A line chart: one polyline per series over a shared x range, axes labelled with their maxima.
+struct Series {
+  std::string name;
+  std::vector<double> y;
+};
+
+std::string line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
+                       const std::vector<Series>& series) {
+  static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  const double w = 800, h = 420, left = 80, right = 20, top = 40, bottom = 90;
+  std::size_t n = 0;
+  double y_max = 0;
+  for (const auto& s : series) {
+    n = std::max(n, s.y.size());
+    for (double v : s.y) y_max = std::max(y_max, v);
+  }
+  if (y_max <= 0) y_max = 1;
+  auto px = [&](std::size_t i) { return left + (n <= 1 ? 0.0 : (w - left - right) * static_cast<double>(i) / static_cast<double>(n - 1)); };
+  auto py = [&](double v) { return top + (h - top - bottom) * (1.0 - v / y_max); };
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{:.0f}\" y=\"22\" font-size=\"15\">{}</text>\n",
+      w, h, w, h, left, xml_escape(title));
+  out += fmt::format("<line x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{0:.0f}\" y2=\"{2:.0f}\" stroke=\"black\"/>\n", left, top, h - bottom);
+  out += fmt::format("<line x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{2:.0f}\" y2=\"{1:.0f}\" stroke=\"black\"/>\n", left, h - bottom, w - right);
+  out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"end\">{}</text>\n", left - 4, top + 4,
+                     y_max >= 100 ? fmt::format("{:.0f}", y_max) : fmt::format("{:.2f}", y_max));
+  out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"end\">0</text>\n", left - 4, h - bottom + 4);
+  out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">1</text>\n", left, h - bottom + 16);
+  out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"end\">{}</text>\n", w - right, h - bottom + 16, n);
+  out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>\n", (left + w - right) / 2, h - bottom + 16,
+                     xml_escape(x_label));
+  out += fmt::format("<text x=\"14\" y=\"{:.0f}\" transform=\"rotate(-90 14 {:.0f})\" text-anchor=\"middle\">{}</text>\n",
+                     (top + h - bottom) / 2, (top + h - bottom) / 2, xml_escape(y_label));
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const char* color = colors[k % (sizeof colors / sizeof *colors)];
+    out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"", color);
+    for (std::size_t i = 0; i < series[k].y.size(); ++i)
+      out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", px(i), py(series[k].y[i]));
+    out += "\"/>\n";
+    double ly = h - bottom + 34 + 14 * static_cast<double>(k);
+    out += fmt::format("<line x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{2:.0f}\" y2=\"{1:.0f}\" stroke=\"{3}\" stroke-width=\"3\"/>", left,
+                       ly - 4, left + 20, color);
+    out += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", left + 26, ly, xml_escape(series[k].name));
+  }
+  return out + "</svg>\n";
+}
+
+Expected<std::vector<std::string>> read_lines(const std::string& path, bool required) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!required) return std::vector<std::string>{};
+    return Error{path + ": cannot read"};
+  }
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
+}  // namespace
+
+void BenchResults::sort() {
+  std::sort(replays.begin(), replays.end(), [](const SessionReplay& a, const SessionReplay& b) {
+    return std::tie(a.session, a.config_index) < std::tie(b.session, b.config_index);
+  });
+  std::sort(skipped.begin(), skipped.end(),
+            [](const Skipped& a, const Skipped& b) { return std::tie(a.session, a.reason) < std::tie(b.session, b.reason); });
+}
+
+std::string to_json_line(const SessionReplay& r) {
+  json::array messages, sent, cached_messages, cache_read, cache_write, output, compacted, refused, stages, errors;
+  for (const auto& c : r.calls) {
+    messages.emplace_back(c.messages);
+    sent.emplace_back(c.sent);
+    cached_messages.emplace_back(c.cached_messages);
+    cache_read.emplace_back(c.cache_read);
+    cache_write.emplace_back(c.cache_write);
+    output.emplace_back(c.output);
+    compacted.emplace_back(c.compacted);
+    refused.emplace_back(c.refused);
+    stages.emplace_back(c.stages);
+  }
+  for (const auto& e : r.errors) errors.emplace_back(e);
+  json::object o{{"session", r.session},
+                 {"config", r.config},
+                 {"config_index", r.config_index},
+                 {"model", r.model},
+                 {"meter", r.meter},
+                 {"calls", r.calls.size()},
+                 {"compactions", r.compactions},
+                 {"refusals", r.refusals},
+                 {"over_window", r.over_window},
+                 {"over_budget", r.over_budget},
+                 {"summaries", r.summaries},
+                 {"rejections", r.rejections},
+                 {"failures", r.failures},
+                 {"tokens_sent", r.sent},
+                 {"cache_read", r.cache_read},
+                 {"cache_write", r.cache_write},
+                 {"uncached", r.uncached},
+                 {"output", r.output},
+                 {"cost_nusd", r.cost_nusd},
+                 {"summarizer", json::object{{"calls", r.summarizer_calls},
+                                             {"input", r.summarizer_input},
+                                             {"output", r.summarizer_output},
+                                             {"cost_nusd", r.summarizer_cost_nusd}}},
+                 {"retention", json::object{{"median", retention_json(r.median)}, {"last", retention_json(r.last)}}},
+                 {"errors", errors},
+                 {"per_call", json::object{{"messages", messages},
+                                           {"sent", sent},
+                                           {"cached_messages", cached_messages},
+                                           {"cache_read", cache_read},
+                                           {"cache_write", cache_write},
+                                           {"output", output},
+                                           {"compacted", compacted},
+                                           {"refused", refused},
+                                           {"stages", stages}}}};
+  return json::serialize(o);
+}
+
+std::string to_timings_line(const SessionReplay& r) {
+  json::array us;
+  std::vector<std::int64_t> times;
+  for (const auto& c : r.calls) {
+    us.emplace_back(c.pipeline_us);
+    times.push_back(c.pipeline_us);
+  }
+  return json::serialize(json::object{{"session", r.session},
+                                      {"config_index", r.config_index},
+                                      {"p50_ms", percentile(times, 0.5)},
+                                      {"p99_ms", percentile(times, 0.99)},
+                                      {"pipeline_us", us}});
+}
+
+Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::string& where) {
+  boost::system::error_code ec;
+  json::value v = json::parse(line, ec);
+  if (ec || !v.is_object()) return Error{where + ": not a JSON object: " + (ec ? ec.message() : "other value")};
+  const json::object& o = v.get_object();
+  SessionReplay r;
+  r.session = str(o, "session");
+  r.config = str(o, "config");
+  r.config_index = u64(o, "config_index");
+  r.model = str(o, "model");
+  r.meter = str(o, "meter");
+  r.compactions = u64(o, "compactions");
+  r.refusals = u64(o, "refusals");
+  r.over_window = u64(o, "over_window");
+  r.over_budget = u64(o, "over_budget");
+  r.summaries = u64(o, "summaries");
+  r.rejections = u64(o, "rejections");
+  r.failures = u64(o, "failures");
+  r.sent = u64(o, "tokens_sent");
+  r.cache_read = u64(o, "cache_read");
+  r.cache_write = u64(o, "cache_write");
+  r.uncached = u64(o, "uncached");
+  r.output = u64(o, "output");
+  r.cost_nusd = u64(o, "cost_nusd");
+  if (const auto* sm = o.if_contains("summarizer"); sm != nullptr && sm->is_object()) {
+    const json::object& so = sm->get_object();
+    r.summarizer_calls = u64(so, "calls");
+    r.summarizer_input = u64(so, "input");
+    r.summarizer_output = u64(so, "output");
+    r.summarizer_cost_nusd = u64(so, "cost_nusd");
+  }
+  if (const auto* ret = o.if_contains("retention"); ret != nullptr && ret->is_object()) {
+    if (const auto* m = ret->get_object().if_contains("median"); m != nullptr && m->is_object()) r.median = retention_from(m->get_object());
+    if (const auto* l = ret->get_object().if_contains("last"); l != nullptr && l->is_object()) r.last = retention_from(l->get_object());
+  }
+  for (const auto& e : arr(o, "errors"))
+    if (e.is_string()) r.errors.emplace_back(e.get_string());
+  const auto* pc = o.if_contains("per_call");
+  if (r.session.empty() || pc == nullptr || !pc->is_object()) return Error{where + ": not a bench line (no session or per_call)"};
+  const json::object& p = pc->get_object();
+  std::size_t n = u64(o, "calls");
+  r.calls.resize(n);
+  auto fill = [&](std::string_view key, auto setter) -> bool {
+    const json::array& a = arr(p, key);
+    if (a.size() != n) return false;
+    for (std::size_t i = 0; i < n; ++i) setter(r.calls[i], a[i]);
+    return true;
+  };
+  auto num = [](const json::value& e) -> std::uint64_t { return e.is_uint64() ? e.get_uint64() : e.is_int64() ? static_cast<std::uint64_t>(e.get_int64()) : 0; };
+  bool ok = fill("messages", [&](CallRecord& c, const json::value& e) { c.messages = num(e); }) &&
+            fill("sent", [&](CallRecord& c, const json::value& e) { c.sent = num(e); }) &&
+            fill("cached_messages", [&](CallRecord& c, const json::value& e) { c.cached_messages = num(e); }) &&
+            fill("cache_read", [&](CallRecord& c, const json::value& e) { c.cache_read = num(e); }) &&
+            fill("cache_write", [&](CallRecord& c, const json::value& e) { c.cache_write = num(e); }) &&
+            fill("output", [&](CallRecord& c, const json::value& e) { c.output = num(e); }) &&
+            fill("compacted", [&](CallRecord& c, const json::value& e) { c.compacted = e.is_bool() && e.get_bool(); }) &&
+            fill("refused", [&](CallRecord& c, const json::value& e) { c.refused = e.is_bool() && e.get_bool(); }) &&
+            fill("stages", [&](CallRecord& c, const json::value& e) { c.stages = e.is_string() ? std::string(e.get_string()) : ""; });
+  if (!ok) return Error{where + ": per_call arrays do not have " + std::to_string(n) + " entries each"};
+  return r;
+}
+
+Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& index, const std::string& where) {
+  boost::system::error_code ec;
+  json::value v = json::parse(line, ec);
+  if (ec || !v.is_object()) return Error{where + ": not a JSON object"};
+  const json::object& o = v.get_object();
+  std::string session = str(o, "session");
+  std::uint64_t config = u64(o, "config_index");
+  auto it = index.find({session, config});
+  if (it == index.end())
+    return Error{where + ": timings for " + session + " config " + std::to_string(config) + " that no session line has"};
+  const json::array& us = arr(o, "pipeline_us");
+  auto& calls = it->second->calls;
+  for (std::size_t i = 0; i < std::min(us.size(), calls.size()); ++i)
+    calls[i].pipeline_us = us[i].is_int64() ? us[i].get_int64() : static_cast<std::int64_t>(us[i].is_uint64() ? us[i].get_uint64() : 0);
+  return true;
+}
+
+std::string markdown_table(const BenchResults& results) {
+  std::string out =
+      "| config | meter | sessions | calls | compactions | refusals | over budget | summaries | tokens sent | cache read | "
+      "cost USD | summarizer USD | visible (median call) | visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (std::size_t k = 0; k < results.configs.size(); ++k) {
+    std::set<std::string> meters;
+    std::uint64_t sessions = 0, calls = 0, compactions = 0, refusals = 0, over = 0, summaries = 0, sent = 0, read = 0;
+    std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
+    std::uint64_t cost = 0, summarizer_cost = 0;  // nano-USD
+    std::vector<std::int64_t> us;
+    for (const auto& r : results.replays) {
+      if (r.config_index != k) continue;
+      meters.insert(r.meter);
+      ++sessions;
+      calls += r.calls.size();
+      compactions += r.compactions;
+      refusals += r.refusals;
+      over += r.over_budget;
+      summaries += r.summaries;
+      sent += r.sent;
+      read += r.cache_read;
+      cost += r.cost_nusd;
+      summarizer_cost += r.summarizer_cost_nusd;
+      probes_m += r.median.probes;
+      visible_m += r.median.visible;
+      probes_l += r.last.probes;
+      visible_l += r.last.visible;
+      probes += r.median.probes + r.last.probes;
+      recoverable += r.median.recoverable + r.last.recoverable;
+      lost += r.median.lost.size() + r.last.lost.size();
+      failed += r.failures + r.rejections;
+      for (const auto& c : r.calls) us.push_back(c.pipeline_us);
+    }
+    std::string meter;
+    for (const auto& m : meters) meter += (meter.empty() ? "" : ", ") + m;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
+                       results.configs[k].path, meter, sessions, calls, compactions, refusals, over, summaries, sent,
+                       percent(read, sent), usd(cost), usd(summarizer_cost), percent(visible_m, probes_m), percent(visible_l, probes_l),
+                       percent(recoverable, probes), lost, failed, percentile(us, 0.5), percentile(us, 0.99));
+  }
+  return out;
+}
+
+std::string sessions_csv(const BenchResults& results) {
+  std::string out =
+      "session,config,model,meter,calls,compactions,refusals,over_window,over_budget,summaries,rejections,failures,"
+      "tokens_sent,cache_read,cache_write,uncached,output,cost_usd,summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,"
+      "probes_last,visible_last,recoverable_last\n";
+  for (const auto& r : results.replays)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{},{:.9f},{},{},{},{},{},{}\n", csv_field(r.session),
+                       csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.calls.size(), r.compactions, r.refusals,
+                       r.over_window, r.over_budget, r.summaries, r.rejections, r.failures, r.sent, r.cache_read,
+                       r.cache_write, r.uncached, r.output, usd(r.cost_nusd), r.summarizer_calls, usd(r.summarizer_cost_nusd), r.median.probes, r.median.visible,
+                       r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable);
+  return out;
+}
+
+std::string tokens_chart_svg(const BenchResults& results) {
+  std::string session = results.chart_session;
+  if (session.empty()) {
+    std::size_t most = 0;
+    for (const auto& r : results.replays)
+      if (r.calls.size() > most) most = r.calls.size(), session = r.session;
+  }
+  std::vector<Series> series;
+  for (const auto& r : results.replays) {
+    if (r.session != session) continue;
+    Series s{results.configs.at(r.config_index).path, {}};
+    for (const auto& c : r.calls) s.y.push_back(static_cast<double>(c.sent));
+    series.push_back(std::move(s));
+  }
+  return line_chart("Tokens sent per call: " + session, "call", "tokens sent", series);
+}
+
+std::string cost_chart_svg(const BenchResults& results) {
+  std::vector<Series> series;
+  for (std::size_t k = 0; k < results.configs.size(); ++k) {
+    Series s{results.configs[k].path, {}};
+    double total = 0;
+    for (const auto& r : results.replays)
+      if (r.config_index == k) s.y.push_back(total += usd(r.cost_nusd));
+    series.push_back(std::move(s));
+  }
+  return line_chart("Cumulative cost over the corpus (USD)", "session (in path order)", "USD", series);
+}
+
+Expected<bool> write_outputs(const BenchResults& results, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{dir + ": cannot create the folder: " + ec.message()};
+  std::string sessions, timings, skipped, configs;
+  for (const auto& r : results.replays) {
+    sessions += to_json_line(r) + "\n";
+    timings += to_timings_line(r) + "\n";
+  }
+  for (const auto& s : results.skipped)
+    skipped += json::serialize(json::object{{"session", s.session}, {"reason", s.reason}}) + "\n";
+  std::vector<std::pair<std::string, std::string>> files;
+  for (std::size_t k = 0; k < results.configs.size(); ++k) {
+    configs += json::serialize(json::object{{"index", k}, {"config", results.configs[k].path}}) + "\n";
+    files.emplace_back("pipeline-" + std::to_string(k) + ".yaml", results.configs[k].pipeline);
+  }
+  files.emplace_back("sessions.jsonl", sessions);
+  files.emplace_back("timings.jsonl", timings);
+  files.emplace_back("skipped.jsonl", skipped);
+  files.emplace_back("configs.jsonl", configs);
+  files.emplace_back("sessions.csv", sessions_csv(results));
+  files.emplace_back("tokens-per-call.svg", tokens_chart_svg(results));
+  files.emplace_back("cumulative-cost.svg", cost_chart_svg(results));
+  for (const auto& [name, bytes] : files)
+    if (auto w = write_file_atomically(dir + "/" + name, bytes); !w) return w.error();
+  return true;
+}
+
+Expected<BenchResults> read_outputs(const std::string& dir) {
+  BenchResults out;
+  auto configs = read_lines(dir + "/configs.jsonl", true);
+  if (!configs) return configs.error();
+  for (std::size_t k = 0; k < configs->size(); ++k) {
+    boost::system::error_code ec;
+    json::value v = json::parse((*configs)[k], ec);
+    if (ec || !v.is_object()) return Error{dir + "/configs.jsonl:" + std::to_string(k + 1) + ": not a JSON object"};
+    std::ifstream in(dir + "/pipeline-" + std::to_string(k) + ".yaml", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    out.configs.push_back({str(v.get_object(), "config"), text.str()});
+  }
+  auto sessions = read_lines(dir + "/sessions.jsonl", true);
+  if (!sessions) return sessions.error();
+  for (std::size_t i = 0; i < sessions->size(); ++i) {
+    auto r = replay_from_json_line((*sessions)[i], dir + "/sessions.jsonl:" + std::to_string(i + 1));
+    if (!r) return r.error();
+    out.replays.push_back(std::move(*r));
+  }
+  auto timings = read_lines(dir + "/timings.jsonl", false);
+  if (!timings) return timings.error();
+  ReplayIndex index;
+  for (auto& r : out.replays) index[{r.session, r.config_index}] = &r;
+  for (std::size_t i = 0; i < timings->size(); ++i)
+    if (auto t = apply_timings_line((*timings)[i], index, dir + "/timings.jsonl:" + std::to_string(i + 1)); !t)
+      return t.error();
+  auto skipped = read_lines(dir + "/skipped.jsonl", false);
+  if (!skipped) return skipped.error();
+  for (const auto& line : *skipped) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (!ec && v.is_object()) out.skipped.push_back({str(v.get_object(), "session"), str(v.get_object(), "reason")});
+  }
+  return out;
+}
+
+}  // namespace compactor::bench

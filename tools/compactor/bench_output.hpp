@@ -1,0 +1,59 @@
+// What `compactor bench` writes: one JSON line per session × config (the unit of --merge), the
+// per-session CSV, the Markdown table and the SVG charts, all made from the same results so a
+// merged set of shards gives the same files as one run. Wall times live apart (timings.jsonl).
+#pragma once
+
+#include "bench_replay.hpp"
+
+#include "compactor/error.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace compactor::bench {
+
+struct BenchConfig {
+  std::string path;      // as given on the command line
+  std::string pipeline;  // its print-pipeline text
+};
+
+struct Skipped {
+  std::string session;
+  std::string reason;
+};
+
+struct BenchResults {
+  std::vector<BenchConfig> configs;
+  std::vector<SessionReplay> replays;  // sorted by (session, config_index)
+  std::vector<Skipped> skipped;        // sorted by session
+  std::string chart_session;           // empty: the session with the most calls
+
+  void sort();
+};
+
+// One line (no newline) and back. The timings line holds the per-call pipeline times alone.
+std::string to_json_line(const SessionReplay& r);
+std::string to_timings_line(const SessionReplay& r);
+Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::string& where);
+// Reads the per-call times of a timings line into the matching replay's calls (`index`: the
+// replays by (session, config_index)).
+using ReplayIndex = std::map<std::pair<std::string, std::uint64_t>, SessionReplay*>;
+Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& index, const std::string& where);
+
+// The Markdown table, one row per config (the pipeline-time columns come from the timings).
+std::string markdown_table(const BenchResults& results);
+std::string sessions_csv(const BenchResults& results);
+// Tokens sent per call, every config, over one session; cumulative cost per config over the corpus.
+std::string tokens_chart_svg(const BenchResults& results);
+std::string cost_chart_svg(const BenchResults& results);
+
+// Writes every file of an --out folder (sessions.jsonl, timings.jsonl, skipped.jsonl,
+// configs.jsonl, sessions.csv, pipeline-N.yaml, tokens-per-call.svg, cumulative-cost.svg).
+Expected<bool> write_outputs(const BenchResults& results, const std::string& dir);
+
+// Reads an --out folder back (for --merge).
+Expected<BenchResults> read_outputs(const std::string& dir);
+
+}  // namespace compactor::bench

@@ -1,0 +1,104 @@
+// Replaying one recorded session through one pipeline call by call, as an agent lives it
+// (DESIGN.md, "One rule for a living session"): a model call happens before each assistant
+// message of the original, and its request is the history sent last time plus the messages
+// that arrived since. The model's answers are the original ones: a replay cannot know what the
+// model would have said with less context.
+#pragma once
+
+#include "compactor/conversation.hpp"
+#include "compactor/file_system.hpp"
+#include "compactor/meter.hpp"
+#include "compactor/pipeline.hpp"
+#include "compactor/price_table.hpp"
+#include "compactor/stage_logger.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace compactor::bench {
+
+// One model call of the replay. Tokens are the bench meter's.
+struct CallRecord {
+  std::uint64_t messages = 0;         // in the request sent
+  std::uint64_t sent = 0;             // tokens of the request sent
+  std::uint64_t cached_messages = 0;  // whole messages shared, byte for byte, with the previous request
+  std::uint64_t cache_read = 0;       // tokens of that prefix, when it reaches the minimum cacheable length
+  std::uint64_t cache_write = 0;      // tokens after the prefix, when the request is cacheable at all
+  std::uint64_t output = 0;           // tokens of the original answer (recorded in the log, else counted)
+  bool compacted = false;             // the request differs from the history the agent held
+  bool refused = false;               // over the window: the on_prompt_too_long pipeline ran
+  std::string stages;                 // "micro:committed summarize:declined" (skipped stages left out)
+  std::int64_t pipeline_us = 0;       // wall time of the pipeline runs (timings.jsonl only)
+};
+
+// Probes of the original session up to a call: visible in the request sent, or recoverable from
+// the blobs its receipts reach (a visible probe is recoverable too).
+struct Retention {
+  std::uint64_t call = 0;  // 1-based index of the call measured
+  std::uint64_t probes = 0, visible = 0, recoverable = 0;
+  std::vector<std::string> lost;  // neither visible nor recoverable
+};
+
+// USD to nano-USD, rounded.
+std::uint64_t to_nusd(double usd);
+
+struct SessionReplay {
+  std::string session;  // relative to the corpus
+  std::string config;
+  std::uint64_t config_index = 0;
+  std::string model;  // from the log, --model, or the price table's default
+  std::string meter;  // "calibrated/sonnet", "o200k", …
+  std::vector<CallRecord> calls;
+  std::uint64_t compactions = 0, refusals = 0, over_window = 0, over_budget = 0, summaries = 0;
+  std::uint64_t rejections = 0;  // stage candidates a checker refused
+  std::uint64_t failures = 0;    // calls whose input a checker refused, or whose pipeline failed
+  std::uint64_t sent = 0, cache_read = 0, cache_write = 0, uncached = 0, output = 0;
+  // Costs in nano-USD, integers: they add up and survive the JSON round trip of --merge exactly
+  // (Boost.JSON 1.81 does not parse every double back to the same bits).
+  std::uint64_t cost_nusd = 0;
+  // A summarizer that is a model: its own calls, tokens and cost (priced by the config's table).
+  std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;
+  std::uint64_t summarizer_cost_nusd = 0;
+  Retention last, median;
+  std::vector<std::string> errors;  // one line per failure
+};
+
+// A file system for the bench's scratch archive: the real one without the syncs (the scratch
+// folder is removed afterwards; durability is not what is measured, and two syncfs per call
+// would dominate the replay).
+FileSystem& scratch_file_system();
+
+struct ReplaySetup {
+  std::string session;  // its name in the corpus, for the output and logs
+  std::shared_ptr<const Meter> meter;  // counts every token the replay reports
+  std::string meter_name;
+  const ModelPrice* price = nullptr;
+  std::string model;
+  std::uint64_t window = 200000;  // the model's hard limit, in the meter's tokens
+  std::string archive_dir;
+  // Output tokens the log recorded for an answer, by message index (else the meter counts it).
+  std::map<std::size_t, std::uint64_t> recorded_output;
+};
+
+// Replays `session` (as imported) through `pipeline`. Never fails: a call whose pipeline fails
+// is recorded in `failures` and `errors`, and the agent is taken to send its history as it was.
+SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
+                             StageLogger& log);
+
+// The probes of the messages [0, end) of the original session: file paths in tool inputs, the
+// first line of each is_error result, every user prompt, the tool names. Sorted, unique.
+std::vector<std::string> retention_probes(const Conversation& session, std::size_t end);
+
+// Measures `probes` against `request`, following receipts through the archive in `archive_dir`
+// (and receipts inside restored blobs). `blobs` caches restored blobs' text between calls.
+Retention measure_retention(const Conversation& request, const std::vector<std::string>& probes,
+                            const std::string& archive_dir, std::map<std::string, std::string>& blobs);
+
+// The number of whole messages at the start of `request` that are byte-identical to those of
+// `previous` (cache_control markers ignored).
+std::size_t shared_prefix(const Conversation& previous, const Conversation& request);
+
+}  // namespace compactor::bench

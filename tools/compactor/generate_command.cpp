@@ -1,0 +1,234 @@
+// compactor generate --exchanges N --seed S [--output F]
+// A seeded generator of Claude-Code-like sessions of any size: the same seed gives the same bytes
+// (its own PRNG and arithmetic, no std:: distribution, whose results differ between libraries).
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "compactor/atomic_file.hpp"
+#include "compactor/exit_code.hpp"
+
+#include <boost/json.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <bit>
+#include <string>
+#include <vector>
+
+namespace compactor::cli {
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr const char* kHelp = R"(usage: compactor generate --exchanges N --seed S [--output FILE]
+
+Writes a realistic Claude-Code-like session as a messages array: a user prompt (short or long),
+then N exchanges (an assistant message and the user message answering it). The assistant thinks
+(thinking blocks), reads and edits files over a growing set of paths, runs commands (some fail,
+with their error text), searches, sometimes calls tools in parallel, and now and then ends its
+turn with text, after which the user writes a new prompt. Tool results range from a few bytes to
+hundreds of KB; an image comes back now and then. The same seed gives the same bytes.
+
+options:
+  --exchanges N    assistant/user exchanges (1 to 1,000,000)
+  --seed S         any unsigned number
+  --output FILE    where to write ("-" or absent: stdout), atomically
+)";
+
+// splitmix64: small, fast, and the same everywhere.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  std::uint64_t below(std::uint64_t n) { return n == 0 ? 0 : next() % n; }
+  bool chance(unsigned percent) { return below(100) < percent; }
+  // Log-uniform between lo and hi (in powers of two, integers only): most results small, a few
+  // very large.
+  std::uint64_t log_between(std::uint64_t lo, std::uint64_t hi) {
+    auto b_lo = static_cast<unsigned>(std::bit_width(lo)), b_hi = static_cast<unsigned>(std::bit_width(hi));
+    unsigned b = b_lo + static_cast<unsigned>(below(b_hi - b_lo + 1));
+    std::uint64_t base = std::uint64_t{1} << (b - 1);
+    return std::clamp(base + below(base), lo, hi);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+const std::vector<std::string> kWords = {
+    "the",    "build",  "config", "parser",  "request", "session", "cache",  "token",   "budget",  "test",
+    "failing", "when",  "module", "import",  "value",   "return",  "error",  "handler", "server",  "client",
+    "update", "schema", "field",  "missing", "should",  "check",   "path",   "output",  "input",   "merge",
+    "retry",  "index",  "limit",  "stream",  "async",   "queue",   "worker", "thread",  "memory",  "latency"};
+const std::vector<std::string> kDirs = {"src", "src/core", "src/api", "tests", "lib/util", "docs", "scripts", "include/app"};
+const std::vector<std::string> kExts = {".py", ".ts", ".cpp", ".hpp", ".md", ".json", ".rs", ".go"};
+
+std::string words(Rng& rng, std::uint64_t n) {
+  std::string out;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (i) out += (rng.chance(8) ? ". " : " ");
+    out += kWords[rng.below(kWords.size())];
+  }
+  return out;
+}
+
+std::string code(Rng& rng, std::uint64_t bytes) {
+  std::string out;
+  for (std::uint64_t line = 1; out.size() < bytes; ++line) {
+    out += fmt::format("{:>6}\t{}{} {}_{} = {}({});\n", line, std::string(2 * rng.below(4), ' '),
+                       rng.chance(30) ? "const" : "let", kWords[rng.below(kWords.size())], rng.below(100),
+                       kWords[rng.below(kWords.size())], words(rng, rng.below(4)));
+  }
+  out.resize(bytes);
+  return out;
+}
+
+std::string hex(Rng& rng, std::size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += digits[rng.below(16)];
+  return out;
+}
+
+class Generator {
+ public:
+  explicit Generator(std::uint64_t seed) : rng_(seed) {}
+
+  json::array session(std::uint64_t exchanges) {
+    json::array messages;
+    messages.emplace_back(prompt());
+    for (std::uint64_t e = 0; e < exchanges; ++e) {
+      bool last = e + 1 == exchanges;
+      // Now and then the model ends its turn with text and the user writes again.
+      if (!last && e > 0 && rng_.chance(12)) {
+        messages.emplace_back(json::object{{"role", "assistant"}, {"content", json::array{text_block(words(rng_, 10 + rng_.below(60)))}}});
+        messages.emplace_back(prompt());
+        continue;
+      }
+      json::array calls, results;
+      std::uint64_t n = rng_.chance(20) ? 2 + rng_.below(3) : 1;  // parallel calls
+      for (std::uint64_t i = 0; i < n; ++i) tool_call(calls, results);
+      json::array content;
+      if (rng_.chance(40))
+        content.emplace_back(json::object{{"type", "thinking"}, {"thinking", words(rng_, 20 + rng_.below(200))}, {"signature", hex(rng_, 96)}});
+      if (rng_.chance(50)) content.emplace_back(text_block(words(rng_, 5 + rng_.below(30))));
+      for (auto& c : calls) content.emplace_back(std::move(c));
+      messages.emplace_back(json::object{{"role", "assistant"}, {"content", std::move(content)}});
+      messages.emplace_back(json::object{{"role", "user"}, {"content", std::move(results)}});
+    }
+    return messages;
+  }
+
+ private:
+  static json::object text_block(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
+
+  json::object prompt() {
+    std::string text = rng_.chance(70) ? words(rng_, 4 + rng_.below(25)) : words(rng_, 150 + rng_.below(900));
+    return {{"role", "user"}, {"content", json::array{text_block(std::move(text))}}};
+  }
+
+  std::string path() {
+    // The set of paths grows: mostly files seen before, sometimes a new one.
+    if (paths_.empty() || rng_.chance(25))
+      paths_.push_back("/home/dev/project/" + kDirs[rng_.below(kDirs.size())] + "/" + kWords[rng_.below(kWords.size())] + "_" +
+                       std::to_string(paths_.size()) + kExts[rng_.below(kExts.size())]);
+    return paths_[rng_.below(paths_.size())];
+  }
+
+  void tool_call(json::array& calls, json::array& results) {
+    std::string id = "toolu_" + hex(rng_, 24);
+    std::uint64_t kind = rng_.below(100);
+    json::object input;
+    std::string name;
+    json::value content;
+    bool error = false;
+    if (kind < 40) {
+      name = "Read";
+      input = {{"file_path", path()}};
+      content = code(rng_, rng_.log_between(20, 400000));
+    } else if (kind < 60) {
+      name = "Edit";
+      std::string p = path();
+      input = {{"file_path", p}, {"old_string", code(rng_, rng_.log_between(10, 2000))}, {"new_string", code(rng_, rng_.log_between(10, 3000))}};
+      error = rng_.chance(10);
+      content = error ? "String to replace not found in file.\nString: " + words(rng_, 6) : "The file " + p + " has been updated.";
+    } else if (kind < 85) {
+      name = "Bash";
+      input = {{"command", (rng_.chance(50) ? "make " : "npm test -- ") + kWords[rng_.below(kWords.size())]}};
+      error = rng_.chance(30);
+      std::string out = code(rng_, rng_.log_between(5, 60000));
+      content = error ? fmt::format("Exit code {}\nerror: {} {} failed at line {}\n{}", 1 + rng_.below(2), kWords[rng_.below(kWords.size())],
+                                    kWords[rng_.below(kWords.size())], rng_.below(900), out)
+                      : out;
+    } else if (kind < 95) {
+      name = rng_.chance(50) ? "Grep" : "Glob";
+      input = {{"pattern", kWords[rng_.below(kWords.size())]}, {"path", "/home/dev/project"}};
+      std::string out;
+      for (std::uint64_t i = 0, n = rng_.below(30); i < n; ++i) out += path() + "\n";
+      content = out.empty() ? std::string("No files found") : out;
+    } else {
+      name = "Screenshot";
+      input = {{"url", "http://localhost:3000/" + kWords[rng_.below(kWords.size())]}};
+      // A small PNG-like payload: an image counts at a fixed size whatever its bytes.
+      content = json::array{json::object{{"type", "image"},
+                                         {"source", json::object{{"type", "base64"}, {"media_type", "image/png"}, {"data", "iVBORw0KGgo" + hex(rng_, 2000)}}}}};
+    }
+    calls.emplace_back(json::object{{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}});
+    json::object result{{"type", "tool_result"}, {"tool_use_id", id}, {"content", std::move(content)}};
+    if (error) result["is_error"] = true;
+    results.emplace_back(std::move(result));
+  }
+
+  Rng rng_;
+  std::vector<std::string> paths_;
+};
+
+std::optional<std::uint64_t> parse_number(const std::string& text) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoull(text);
+}
+
+}  // namespace
+
+int generate_command(int argc, char** argv) {
+  const Command command{"generate", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"exchanges"}, {"seed"}, {"output"}}, exit_code);
+  if (!args) return exit_code;
+  std::string error;
+  std::optional<std::string> exchanges_text = args->get("exchanges"), seed_text = args->get("seed");
+  std::uint64_t exchanges = 0, seed = 0;
+  if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
+  else if (!exchanges_text) error = "--exchanges is required";
+  else if (auto n = parse_number(*exchanges_text); !n || *n == 0 || *n > 1000000)
+    error = "--exchanges takes a number from 1 to 1000000, got \"" + *exchanges_text + "\"";
+  else if (!seed_text) error = "--seed is required";
+  else if (auto s = parse_number(*seed_text); !s) error = "--seed takes an unsigned number, got \"" + *seed_text + "\"";
+  else exchanges = *n, seed = *s;
+  if (!error.empty()) return command.usage_error(error);
+
+  Generator generator(seed);
+  json::array messages = generator.session(exchanges);
+  // One message a line: readable, and diffable.
+  std::string out = "[\n";
+  for (std::size_t i = 0; i < messages.size(); ++i) out += json::serialize(messages[i]) + (i + 1 < messages.size() ? ",\n" : "\n");
+  out += "]\n";
+  std::string path = args->get("output").value_or("-");
+  if (path == "-") {
+    fmt::print("{}", out);
+    return kExitOk;
+  }
+  if (auto w = write_file_atomically(path, out); !w) {
+    fmt::print(stderr, "compactor generate: {}\n", w.error().message);
+    return kExitPluginError;
+  }
+  return kExitOk;
+}
+
+}  // namespace compactor::cli
