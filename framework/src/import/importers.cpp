@@ -56,7 +56,8 @@ std::string string_field(const json::value& v, std::string_view key) {
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-// Consecutive messages of one role become one (the API joins them anyway), results first.
+// Consecutive messages of one role become one, results first: logs split parallel calls and
+// their results over several lines, and the API reads pairing per message.
 std::vector<Draft> merge_turns(std::vector<Draft> in) {
   std::vector<Draft> out;
   for (Draft& d : in) {
