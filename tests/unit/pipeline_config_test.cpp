@@ -99,6 +99,35 @@ TEST_F(ConfigTest, ValueOutOfRange) {
                                                 at(6, 44) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1.5\""}));
 }
 
+// Issue 12, defect 2: numbers out of range were "internal error: stoll", and a number of 30,000
+// digits overflowed the stack in std::regex. Each is one located line now.
+TEST_F(ConfigTest, NumbersOutOfRangeAreLocatedErrors) {
+  auto r = load("budget: {unit: chars, limit: 99999999999999999999}\n"
+                "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: -99999999999999999999, ratio: 1e999}\n");
+  EXPECT_EQ(r.errors, (std::vector<std::string>{
+                          at(3, 30) + "budget.limit: expected an integer ≥ 1, got \"99999999999999999999\" (out of range)",
+                          at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"-99999999999999999999\" (out of range)",
+                          at(6, 63) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1e999\" (out of range)"}));
+  // An integer beyond 64 bits is still a number, just not one in range.
+  r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", ratio: 99999999999999999999}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 33) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"99999999999999999999\""});
+}
+
+TEST_F(ConfigTest, AThirtyThousandDigitNumberIsALocatedError) {
+  std::string digits(30000, '7');
+  std::string start(32, '7');
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: " + digits + ", count: " + digits +
+                ", ratio: " + digits + "." + digits + "}\n");
+  ASSERT_EQ(r.errors.size(), 3u);
+  EXPECT_EQ(r.errors[0], at(6, 21) + "pipeline[0].params.label: expected a string, got the number " + start +
+                             "… (30000 characters); quote it if you mean the string");
+  EXPECT_EQ(r.errors[1], at(6, 30030) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"" + start +
+                             "… (30000 characters)\" (out of range)");
+  EXPECT_EQ(r.errors[2], at(6, 60039) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"" + start +
+                             "… (60001 characters)\" (out of range)");
+  EXPECT_FALSE(r.plugin_failure);
+}
+
 TEST_F(ConfigTest, MissingRequiredParamIsReportedAtItsParent) {
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {count: 2}\n");
   EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].params: missing required parameter \"label\" (a string)"});
