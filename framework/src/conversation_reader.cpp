@@ -1,6 +1,9 @@
 #include "compactor/conversation_reader.hpp"
 
+#include "field_types.hpp"
 #include "json_scanner.hpp"
+
+#include <boost/json/parse.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -39,7 +42,21 @@ class Reader {
   std::string_view text_;
   const ReadOptions& options_;
   JsonScanner scanner_;
+  // `system` and `tools` typed as the API types them; problems wait for the messages' own.
+  void check_fixed(std::string_view key, std::size_t offset, std::string_view json) {
+    boost::json::parse_options options;
+    options.max_depth = 100000;  // depth was enforced by the scanner
+    boost::system::error_code ec;
+    boost::json::value value = boost::json::parse(json, ec, {}, options);
+    if (ec) return;
+    std::vector<std::string> lines;
+    if (key == "system") detail::system_field_problems(value, lines);
+    else detail::tools_field_problems(value, lines);
+    for (const auto& line : lines) fixed_problems_ += (fixed_problems_.empty() ? "" : "\n") + at(offset, line, false).message;
+  }
+
   std::vector<std::string_view> fixed_json_;
+  std::string fixed_problems_;
 };
 
 Sizes span_sizes(std::string_view text) { return Sizes{count_code_points(text), text.size()}; }
@@ -99,6 +116,7 @@ Expected<Conversation> Reader::read() {
     if (m.key == "system" || m.key == "tools") {
       fixed_json_.push_back(text_.substr(m.value.begin, m.value.end - m.value.begin));
       fixed += span_sizes(fixed_json_.back());
+      check_fixed(m.key, m.value.begin, fixed_json_.back());
     }
   }
   if (messages == nullptr) return at(start, "request body has no \"messages\"", true);
@@ -121,13 +139,25 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   else
     frame->separator = format == InputFormat::jsonl ? "\n" : ",";
 
+  // Every message's problems, one located line each, not just the first.
+  std::string problems = std::move(fixed_problems_);
   std::vector<MessagePtr> messages;
   messages.reserve(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
     auto message = Message::from_input(buffer_, text_.substr(spans[i].begin, spans[i].end - spans[i].begin));
-    if (!message) return at(spans[i].begin, "messages." + std::to_string(i) + ": " + message.error().message, false);
-    messages.push_back(std::move(message.value()));
+    if (message) {
+      messages.push_back(std::move(message.value()));
+      continue;
+    }
+    std::string_view lines = message.error().message;
+    while (!lines.empty()) {
+      std::size_t end = std::min(lines.find('\n'), lines.size());
+      problems += (problems.empty() ? "" : "\n") +
+                  at(spans[i].begin, "messages." + std::to_string(i) + ": " + std::string(lines.substr(0, end)), false).message;
+      lines.remove_prefix(std::min(end + 1, lines.size()));
+    }
   }
+  if (!problems.empty()) return Error{problems};
   frame->original = messages;
   return Conversation(std::move(frame), std::move(messages));
 }
