@@ -1,6 +1,8 @@
 #include "compactor/message.hpp"
 
+#include "compactor/conversation_reader.hpp"
 #include "field_types.hpp"
+#include "json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -126,6 +128,12 @@ Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<
   if (buffer == nullptr) {
     buffer = std::make_shared<const std::string>(boost::json::serialize(message->object_));
     raw = *buffer;
+    // A built message is held to what input is held to: Boost.JSON writes the bytes of its
+    // strings as they are, so invalid UTF-8 from a stage would be written and committed.
+    // The message sits one level inside the messages array, hence one level less.
+    detail::JsonScanner scanner(raw, ReadOptions{}.max_depth - 1);
+    detail::ScannedDocument doc;
+    if (!scanner.scan_document(0, doc)) return Error{"the message as built is not valid input: " + scanner.error().what};
   }
   message->buffer_ = std::move(buffer);
   message->raw_ = raw;
