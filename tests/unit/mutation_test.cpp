@@ -350,7 +350,7 @@ TEST(Mutation, EverySingleMutationIsCaughtByTheCheckerNamedForIt) {
         ++total;
       }
     }
-    if (total >= 1500) break;
+    if (total >= 2000) break;
   }
   EXPECT_GE(total, 1000);
   for (const Mutation& kind : kinds) EXPECT_GE(applied[kind.name], 30) << kind.name;
