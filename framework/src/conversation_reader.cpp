@@ -6,11 +6,12 @@
 #include <boost/json/parse.hpp>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace compactor {
 namespace {
@@ -168,17 +169,71 @@ Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& o
   return Reader(std::move(bytes), options).read();
 }
 
+namespace {
+
+std::string_view file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string over_limit(const std::string& name, std::uint64_t limit) {
+  return name + ": larger than the input limit of " + std::to_string(limit) + " bytes (" + kInputLimitVariable +
+         " raises it)";
+}
+
+}  // namespace
+
+Expected<std::uint64_t> input_size_limit() {
+  const char* text = std::getenv(kInputLimitVariable);
+  if (text == nullptr || *text == '\0') return kDefaultInputLimit;
+  std::uint64_t limit = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, limit);
+  if (ec != std::errc() || ptr != end || limit == 0)
+    return Error{std::string(kInputLimitVariable) + ": expected a positive number of bytes, got \"" + text + "\""};
+  return limit;
+}
+
 Expected<std::string> read_input_bytes(const std::string& path) {
+  auto limit = input_size_limit();
+  if (!limit) return limit.error();
+  bool is_stdin = path == "-";
+  std::string name = is_stdin ? "<stdin>" : path;
+  // Opened without blocking, so a FIFO with no writer is refused rather than waited on.
+  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": cannot read: " + std::strerror(errno)};
+  struct Closer {
+    int fd;
+    bool owned;
+    ~Closer() {
+      if (owned) ::close(fd);
+    }
+  } closer{fd, !is_stdin};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{name + ": cannot read: " + std::strerror(errno)};
+  // Stdin may be a pipe or a terminal (an endless one stops at the limit); a named input must be
+  // a regular file: a directory, a FIFO or /dev/zero is not a conversation.
+  if (S_ISDIR(st.st_mode) || (!is_stdin && !S_ISREG(st.st_mode)))
+    return Error{name + ": is " + std::string(file_kind(st.st_mode)) + ", not a regular file; give a file, or - for stdin"};
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > *limit) return Error{over_limit(name, *limit)};
+  if (!is_stdin) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+
   std::string bytes;
-  if (path == "-") {
-    std::ostringstream in;
-    in << std::cin.rdbuf();
-    bytes = std::move(in).str();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) return Error{path + ": read failed: " + std::strerror(errno)};
+  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error{name + ": read failed: " + std::strerror(errno)};
+    }
+    if (n == 0) break;
+    if (bytes.size() + static_cast<std::size_t>(n) > *limit) return Error{over_limit(name, *limit)};
+    bytes.append(chunk, static_cast<std::size_t>(n));
   }
   return bytes;
 }

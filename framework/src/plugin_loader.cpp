@@ -4,6 +4,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
+#include <elf.h>
 
 #include <filesystem>
 #include <fstream>
@@ -90,6 +91,59 @@ class GuardedSummarizer final : public Summarizer {
   std::string who_;
 };
 
+#if defined(__x86_64__)
+constexpr std::uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint16_t kHostMachine = EM_AARCH64;
+#else
+#error "the plugin pre-load check knows x86-64 and AArch64 hosts"
+#endif
+
+std::string machine_name(std::uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_AARCH64: return "AArch64";
+    case EM_386: return "i386";
+    case EM_ARM: return "ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "PowerPC 64";
+    case EM_S390: return "s390";
+    default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
+// Why the file cannot be this host's shared library, read from its ELF header before Boost.DLL
+// reads it: Boost.DLL allocates what the section headers claim (6 GB for a corrupt 1.4 MB
+// file), so every header and section must lie inside the file; and a library for another
+// machine is said to be one, not reported as a missing file by dlopen.
+std::optional<std::string> elf_refusal(const std::string& file) {
+  std::error_code ec;
+  std::uint64_t size = fs::file_size(file, ec);
+  std::ifstream in(file, std::ios::binary);
+  Elf64_Ehdr header{};
+  in.read(reinterpret_cast<char*>(&header), sizeof header);
+  // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
+  if (ec || in.gcount() < 4 || std::string_view(reinterpret_cast<const char*>(header.e_ident), 4) != "\x7f" "ELF")
+    return "not a shared library (no ELF header)";
+  if (in.gcount() != sizeof header) return "not a shared library (truncated ELF header)";
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != kHostMachine)
+    return "built for another architecture (" +
+           (header.e_ident[EI_CLASS] == ELFCLASS64 ? machine_name(header.e_machine) : std::string("32-bit ELF")) +
+           "); this host is " + machine_name(kHostMachine) + " 64-bit";
+  if (header.e_type != ET_DYN) return "not a shared library (ELF type " + std::to_string(header.e_type) + ")";
+  if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shoff > size ||
+      std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr) > size - header.e_shoff)
+    return "corrupt ELF file (section headers outside its " + std::to_string(size) + " bytes)";
+  in.seekg(static_cast<std::streamoff>(header.e_shoff));
+  for (unsigned i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section{};
+    if (!in.read(reinterpret_cast<char*>(&section), sizeof section)) return "corrupt ELF file (unreadable section header)";
+    if (section.sh_type != SHT_NOBITS && (section.sh_offset > size || section.sh_size > size - section.sh_offset))
+      return "corrupt ELF file (section " + std::to_string(i) + " outside its " + std::to_string(size) + " bytes)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 PluginProbe probe_plugin(const std::string& file) {
@@ -100,15 +154,9 @@ PluginProbe probe_plugin(const std::string& file) {
     probe.refusal = file + ": no such plugin file";
     return probe;
   }
-  {
-    // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
-    std::ifstream in(file, std::ios::binary);
-    char magic[4] = {};
-    in.read(magic, 4);
-    if (in.gcount() != 4 || std::string_view(magic, 4) != "\x7f" "ELF") {
-      probe.refusal = file + ": not a shared library (no ELF header)";
-      return probe;
-    }
+  if (auto why = elf_refusal(file)) {
+    probe.refusal = file + ": " + *why;
+    return probe;
   }
   std::vector<std::string> symbols;
   try {
