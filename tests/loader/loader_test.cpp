@@ -135,6 +135,44 @@ TEST(Loader, AnotherArchitectureIsNamed) {
   fs::remove(arm);
 }
 
+// Issue 12, defect 6: a plugin another user could have planted is refused before its static
+// constructor runs, with one line saying why and how to override.
+TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-planted-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  std::string file = (dir / "compactor_stage_fixture_good.so").string();
+  fs::copy_file(fixture("fixture_good"), file);
+  std::string hint = "; fix that, or set COMPACTOR_TRUST_PLUGINS=1 to load it anyway";
+  fs::remove(marker("fixture_good"));
+
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
+                            fs::perms::others_read | fs::perms::others_write);  // 0666
+  EXPECT_EQ(load_error(file), file + ": refused: it can be written by every user (mode 0666), so anyone could have planted it" + hint);
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::all);  // 0777, no sticky bit
+  EXPECT_EQ(load_error(file), file + ": refused: its folder " + dir.string() +
+                                  " can be written by every user (mode 0777), so anyone could have planted it" + hint);
+  fs::permissions(dir, fs::perms::owner_all);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+    EXPECT_EQ(load_error(file), file + ": refused: it belongs to another user (uid 65534; this is uid 0), who could have planted it" + hint);
+    ::setenv("COMPACTOR_TRUST_PLUGINS", "1", 1);
+    EXPECT_TRUE(probe_plugin(file).loadable) << probe_plugin(file).refusal;
+    ::unsetenv("COMPACTOR_TRUST_PLUGINS");
+  }
+  EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "a refused plugin's static constructor ran";
+  fs::remove_all(dir);
+}
+
+TEST(Loader, ListingPluginsRunsNoPluginCode) {
+  fs::remove(marker("fixture_good"));
+  auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
+  EXPECT_NE(r.out.find("fixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 2\tok\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
+}
+
 TEST(Loader, MissingFile) {
   EXPECT_EQ(load_error(fixture("fixture_nowhere")), fixture("fixture_nowhere") + ": no such plugin file");
 }
