@@ -63,6 +63,9 @@ TEST_F(OutputSafety, RunRefusesTheReportOverTheOutputAndTheConfig) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "compactor run: p.yaml: refusing to overwrite the config\n");
   EXPECT_EQ(names(), (std::vector<std::string>{"in.json", "p.yaml"}));
+  r = run({"calibrate", "--corpus", test::data_path("claude-code"), "--out", "fit.yaml", "--report", "./fit.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "compactor calibrate: ./fit.yaml: --out and --report name the same file\n");
 }
 
 TEST_F(OutputSafety, ImportRefusesToReplaceItsInput) {
