@@ -245,7 +245,11 @@ TEST_F(ConfigTest, MeterKindsAndFilesAreCheckedWhereTheyAreWritten) {
 
   auto missing = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: nofit.yaml}\n") + kTokens);
   EXPECT_EQ(missing.errors, std::vector<std::string>{at(4, 33) + "meter.file: " + (dir_ / "nofit.yaml").string() +
-                                                     ": cannot read the calibration fit"});
+                                                     ": cannot read: No such file or directory"});
+  // Read like every input (issue 12, defect 3): /dev/zero is refused at once, not read forever.
+  auto device = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: /dev/zero}\n") + kTokens);
+  EXPECT_EQ(device.errors, std::vector<std::string>{at(4, 33) + "meter.file: /dev/zero: is a character device, not a regular "
+                                                    "file; give a file, or - for stdin"});
 
   std::ofstream(dir_ / "fit.yaml") << "version: 1\nbase: claude-legacy\nfamilies:\n  opus: {per_token: -2, per_message: 1}\n";
   auto bad = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: fit.yaml}\n") + kTokens);
