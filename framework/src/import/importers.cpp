@@ -1,6 +1,7 @@
 #include "compactor/importers.hpp"
 
 #include "compactor/conversation_reader.hpp"
+#include "field_types.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -57,7 +58,8 @@ std::string string_field(const json::value& v, std::string_view key) {
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-// Consecutive messages of one role become one (the API joins them anyway), results first.
+// Consecutive messages of one role become one, results first: logs split parallel calls and
+// their results over several lines, and the API reads pairing per message.
 std::vector<Draft> merge_turns(std::vector<Draft> in) {
   std::vector<Draft> out;
   for (Draft& d : in) {
@@ -481,10 +483,28 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           std::string at = where + ".tool_calls." + std::to_string(k);
           const json::value* function = call.is_object() && call.get_object().contains("function") ? &call.at("function") : nullptr;
           if (function == nullptr || !function->is_object()) return Error{at + ": has no function"};
-          std::string arguments = string_field(*function, "arguments");
-          boost::system::error_code aec;
-          json::value input = arguments.empty() ? json::value(json::object{}) : json::parse(arguments, aec);
-          if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+          // arguments is a JSON string by the spec; some histories hold the object itself (kept as
+          // is) or null / nothing (an empty input, counted as a repair); anything else is refused,
+          // never silently emptied.
+          const json::value* given = function->get_object().if_contains("arguments");
+          json::value input;
+          if (given != nullptr && given->is_object()) {
+            input = *given;
+          } else if (given == nullptr || given->is_null()) {
+            input = json::object{};
+            report.repairs.push_back({"missing_arguments_emptied", i,
+                                      "tool call " + string_field(call, "id") + " has " + (given ? "null" : "no") +
+                                          " function.arguments; its input is {}"});
+          } else if (!given->is_string()) {
+            return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
+          } else if (given->get_string().empty()) {
+            input = json::object{};
+          } else {
+            std::string arguments(given->get_string());
+            boost::system::error_code aec;
+            input = json::parse(arguments, aec);
+            if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+          }
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
           std::string original = string_field(call, "id");
           std::string id = api_id(original, i);
