@@ -58,12 +58,15 @@ class SnipStage final : public Stage {
     if (head_end >= tail_start || tail_start - head_end < 2) return StageResult::candidate(committed);
 
     std::string jsonl;
+    std::size_t bytes = 0;
+    for (std::size_t i = head_end; i < tail_start; ++i) bytes += committed[i].raw().size() + 1;
+    jsonl.reserve(bytes);
     for (std::size_t i = head_end; i < tail_start; ++i) {
       jsonl += committed[i].raw();
       jsonl += '\n';
     }
     if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
-    auto receipt = context.archive->put(jsonl);
+    auto receipt = context.archive->put(std::move(jsonl));
     if (!receipt) return StageResult::decline(receipt.error().message);
 
     std::size_t count = tail_start - head_end;

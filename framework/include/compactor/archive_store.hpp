@@ -38,6 +38,9 @@ class ArchiveStore {
 
   // Archives `bytes` and returns the receipt. An error names the path and the errno text.
   Expected<std::string> put(std::string_view bytes);
+  // The same, keeping `bytes` without a copy (a stage's snapshot of many messages).
+  Expected<std::string> put(std::string&& bytes);
+  Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
 
   // The bytes this run archived under `receipt`, or null.
   const std::string* find(std::string_view receipt) const;
@@ -65,6 +68,8 @@ class ArchiveStore {
     std::string final;
   };
   Expected<bool> ensure_folder(const std::string& path);
+  // Writes the blob under a temporary name unless an intact copy is already in place.
+  Expected<bool> write_blob(const std::string& receipt, std::string_view bytes);
   Expected<bool> check_folder_owner();
 
   std::string dir_;

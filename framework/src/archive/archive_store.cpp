@@ -2,12 +2,15 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <vector>
 
 namespace compactor {
 namespace {
@@ -54,6 +57,28 @@ Expected<std::string> read_regular_file(const std::string& path, std::uint64_t m
   }
   ::close(fd);
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether `path` is a regular file (not through a link) holding exactly `bytes`, compared a
+// chunk at a time so that checking a 1 GB blob costs no 1 GB copy.
+bool regular_file_holds(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == bytes.size();
+  std::vector<char> chunk(same ? std::min<std::size_t>(bytes.size(), 1 << 20) : 0);
+  for (std::size_t done = 0; same && done < bytes.size();) {
+    ssize_t n = ::read(fd, chunk.data(), std::min(chunk.size(), bytes.size() - done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || std::memcmp(chunk.data(), bytes.data() + done, static_cast<std::size_t>(n)) != 0) same = false;
+    else done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return same;
 }
 
 }  // namespace
@@ -120,14 +145,26 @@ Expected<bool> ArchiveStore::check_folder_owner() {
 Expected<std::string> ArchiveStore::put(std::string_view bytes) {
   std::string receipt = receipt_of(bytes);
   if (manifest_.count(receipt)) return receipt;
+  if (auto written = write_blob(receipt, bytes); !written) return written.error();
+  manifest_.emplace(receipt, std::string(bytes));
+  added_.push_back(receipt);
+  return receipt;
+}
+
+Expected<std::string> ArchiveStore::put(std::string&& bytes) {
+  std::string receipt = receipt_of(bytes);
+  if (manifest_.count(receipt)) return receipt;
+  if (auto written = write_blob(receipt, bytes); !written) return written.error();
+  manifest_.emplace(receipt, std::move(bytes));  // the run's only copy of a large snapshot
+  added_.push_back(receipt);
+  return receipt;
+}
+
+Expected<bool> ArchiveStore::write_blob(const std::string& receipt, std::string_view bytes) {
   std::string final_path = path_of(receipt);
   // A file already at the blob's name is the blob only if it holds these very bytes; a corrupted
   // or planted one (a symlink to /dev/null) is replaced.
-  bool intact = false;
-  if (fs_.exists(final_path)) {
-    auto existing = read_regular_file(final_path, bytes.size());
-    intact = existing && *existing == bytes;
-  }
+  bool intact = fs_.exists(final_path) && regular_file_holds(final_path, bytes);
   if (!intact) {
     // Parent folders, then the blob under a temporary name nobody else can be using.
     std::string parent = final_path.substr(0, final_path.rfind('/'));
@@ -159,9 +196,7 @@ Expected<std::string> ArchiveStore::put(std::string_view bytes) {
     }
     pending_.push_back({temp, final_path});
   }
-  manifest_.emplace(receipt, std::string(bytes));
-  added_.push_back(receipt);
-  return receipt;
+  return true;
 }
 
 const std::string* ArchiveStore::find(std::string_view receipt) const {
