@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   std::size_t files = 0;
   for (int i = 1; i < argc; ++i) {
     std::vector<std::filesystem::path> paths;
+    if (!std::filesystem::is_directory(argv[i])) continue;  // git keeps no empty folder
     for (const auto& e : std::filesystem::directory_iterator(argv[i]))
       if (e.is_regular_file() && e.path().filename().string()[0] != '.') paths.push_back(e.path());
     std::sort(paths.begin(), paths.end());

@@ -424,8 +424,10 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
     messages.replace(messages.find(result), result.size(), result + std::string(3000, '.'));
     std::ofstream(dir / "in.json") << messages;
   }
+  // From the scratch folder, where the config's relative archive folder lands.
   auto r = test::run_cli({"run", "--config", (dir / "c.yaml").string(), "--input", (dir / "in.json").string(), "--output",
-                          (dir / "out.json").string(), "--report", (dir / "report.json").string()});
+                          (dir / "out.json").string(), "--report", (dir / "report.json").string()},
+                         "", dir.string());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   // 1,200 input tokens × $3 + 300 output tokens × $15 per million = $0.0081.
   EXPECT_NE(r.out.find("summarizer: 1 call to claude-sonnet-4-5-20250929 (0 failed, 0 retries), 1200 input + 300 output "
