@@ -12,6 +12,7 @@ packages=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libicu-dev libssl-dev libcurl4-openssl-dev
+  clang libclang-rt-14-dev
   python3
 )
 

@@ -1,13 +1,17 @@
 #include "compactor/conversation_reader.hpp"
 
+#include "field_types.hpp"
 #include "json_scanner.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace compactor {
 namespace {
@@ -39,7 +43,21 @@ class Reader {
   std::string_view text_;
   const ReadOptions& options_;
   JsonScanner scanner_;
+  // `system` and `tools` typed as the API types them; problems wait for the messages' own.
+  void check_fixed(std::string_view key, std::size_t offset, std::string_view json) {
+    boost::json::parse_options options;
+    options.max_depth = 100000;  // depth was enforced by the scanner
+    boost::system::error_code ec;
+    boost::json::value value = boost::json::parse(json, ec, {}, options);
+    if (ec) return;
+    std::vector<std::string> lines;
+    if (key == "system") detail::system_field_problems(value, lines);
+    else detail::tools_field_problems(value, lines);
+    for (const auto& line : lines) fixed_problems_ += (fixed_problems_.empty() ? "" : "\n") + at(offset, line, false).message;
+  }
+
   std::vector<std::string_view> fixed_json_;
+  std::string fixed_problems_;
 };
 
 Sizes span_sizes(std::string_view text) { return Sizes{count_code_points(text), text.size()}; }
@@ -99,6 +117,7 @@ Expected<Conversation> Reader::read() {
     if (m.key == "system" || m.key == "tools") {
       fixed_json_.push_back(text_.substr(m.value.begin, m.value.end - m.value.begin));
       fixed += span_sizes(fixed_json_.back());
+      check_fixed(m.key, m.value.begin, fixed_json_.back());
     }
   }
   if (messages == nullptr) return at(start, "request body has no \"messages\"", true);
@@ -121,13 +140,25 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   else
     frame->separator = format == InputFormat::jsonl ? "\n" : ",";
 
+  // Every message's problems, one located line each, not just the first.
+  std::string problems = std::move(fixed_problems_);
   std::vector<MessagePtr> messages;
   messages.reserve(spans.size());
   for (std::size_t i = 0; i < spans.size(); ++i) {
     auto message = Message::from_input(buffer_, text_.substr(spans[i].begin, spans[i].end - spans[i].begin));
-    if (!message) return at(spans[i].begin, "messages." + std::to_string(i) + ": " + message.error().message, false);
-    messages.push_back(std::move(message.value()));
+    if (message) {
+      messages.push_back(std::move(message.value()));
+      continue;
+    }
+    std::string_view lines = message.error().message;
+    while (!lines.empty()) {
+      std::size_t end = std::min(lines.find('\n'), lines.size());
+      problems += (problems.empty() ? "" : "\n") +
+                  at(spans[i].begin, "messages." + std::to_string(i) + ": " + std::string(lines.substr(0, end)), false).message;
+      lines.remove_prefix(std::min(end + 1, lines.size()));
+    }
   }
+  if (!problems.empty()) return Error{problems};
   frame->original = messages;
   return Conversation(std::move(frame), std::move(messages));
 }
@@ -138,17 +169,71 @@ Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& o
   return Reader(std::move(bytes), options).read();
 }
 
+namespace {
+
+std::string_view file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string over_limit(const std::string& name, std::uint64_t limit) {
+  return name + ": larger than the input limit of " + std::to_string(limit) + " bytes (" + kInputLimitVariable +
+         " raises it)";
+}
+
+}  // namespace
+
+Expected<std::uint64_t> input_size_limit() {
+  const char* text = std::getenv(kInputLimitVariable);
+  if (text == nullptr || *text == '\0') return kDefaultInputLimit;
+  std::uint64_t limit = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, limit);
+  if (ec != std::errc() || ptr != end || limit == 0)
+    return Error{std::string(kInputLimitVariable) + ": expected a positive number of bytes, got \"" + text + "\""};
+  return limit;
+}
+
 Expected<std::string> read_input_bytes(const std::string& path) {
+  auto limit = input_size_limit();
+  if (!limit) return limit.error();
+  bool is_stdin = path == "-";
+  std::string name = is_stdin ? "<stdin>" : path;
+  // Opened without blocking, so a FIFO with no writer is refused rather than waited on.
+  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return Error{path + ": cannot read: " + std::strerror(errno)};
+  struct Closer {
+    int fd;
+    bool owned;
+    ~Closer() {
+      if (owned) ::close(fd);
+    }
+  } closer{fd, !is_stdin};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error{name + ": cannot read: " + std::strerror(errno)};
+  // Stdin may be a pipe or a terminal (an endless one stops at the limit); a named input must be
+  // a regular file: a directory, a FIFO or /dev/zero is not a conversation.
+  if (S_ISDIR(st.st_mode) || (!is_stdin && !S_ISREG(st.st_mode)))
+    return Error{name + ": is " + std::string(file_kind(st.st_mode)) + ", not a regular file; give a file, or - for stdin"};
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > *limit) return Error{over_limit(name, *limit)};
+  if (!is_stdin) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+
   std::string bytes;
-  if (path == "-") {
-    std::ostringstream in;
-    in << std::cin.rdbuf();
-    bytes = std::move(in).str();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{path + ": cannot read: " + std::strerror(errno)};
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad()) return Error{path + ": read failed: " + std::strerror(errno)};
+  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error{name + ": read failed: " + std::strerror(errno)};
+    }
+    if (n == 0) break;
+    if (bytes.size() + static_cast<std::size_t>(n) > *limit) return Error{over_limit(name, *limit)};
+    bytes.append(chunk, static_cast<std::size_t>(n));
   }
   return bytes;
 }

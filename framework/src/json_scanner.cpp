@@ -288,7 +288,12 @@ bool JsonScanner::number() {
     ++pos_;
     if (pos_ < n && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
     if (pos_ >= n || !is_digit(text_[pos_])) return fail(begin, "invalid number: expected a digit in the exponent");
+    // Boost.JSON parses the spans afterwards and refuses an exponent that, with the mantissa's
+    // digits, passes 2^31: at most 9 significant exponent digits keeps every number it accepts.
+    while (pos_ < n && text_[pos_] == '0') ++pos_;
+    std::size_t digits = pos_;
     while (pos_ < n && is_digit(text_[pos_])) ++pos_;
+    if (pos_ - digits > 9) return fail(begin, "number out of range: its exponent has more than 9 digits");
   }
   return true;
 }

@@ -1,5 +1,9 @@
 #include "compactor/message.hpp"
 
+#include "compactor/conversation_reader.hpp"
+#include "field_types.hpp"
+#include "json_scanner.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
@@ -7,19 +11,7 @@
 namespace compactor {
 namespace {
 
-std::string_view json_kind(const boost::json::value& v) {
-  switch (v.kind()) {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return "boolean";
-    case boost::json::kind::int64:
-    case boost::json::kind::uint64:
-    case boost::json::kind::double_: return "number";
-    case boost::json::kind::string: return "string";
-    case boost::json::kind::array: return "array";
-    case boost::json::kind::object: return "object";
-  }
-  return "value";
-}
+using detail::json_kind;
 
 // The base64 payload of an image or document block, which its size does not count.
 std::uint64_t media_payload_size(const boost::json::object& block) {
@@ -90,15 +82,19 @@ Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<
   if (!content.is_string() && !content.is_array())
     return Error{"\"content\" must be a string or an array of blocks, got " + std::string(json_kind(content))};
   if (content.is_array()) {
+    // Every field the API types, every block: one line per wrong field.
+    std::vector<std::string> problems;
     const auto& array = content.get_array();
     for (std::size_t i = 0; i < array.size(); ++i) {
       const boost::json::value& block = array[i];
       std::string where = "content." + std::to_string(i);
-      if (!block.is_object()) return Error{where + ": a block must be an object, got " + std::string(json_kind(block))};
-      auto type = block.get_object().find("type");
-      if (type == block.get_object().end()) return Error{where + ": block has no \"type\""};
-      if (!type->value().is_string())
-        return Error{where + ": \"type\" must be a string, got " + std::string(json_kind(type->value()))};
+      if (!block.is_object()) problems.push_back(where + ": a block must be an object, got " + std::string(json_kind(block)));
+      else detail::block_field_problems(block.get_object(), where, problems);
+    }
+    if (!problems.empty()) {
+      std::string lines;
+      for (const auto& p : problems) lines += (lines.empty() ? "" : "\n") + p;
+      return Error{lines};
     }
   }
 
@@ -132,6 +128,12 @@ Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<
   if (buffer == nullptr) {
     buffer = std::make_shared<const std::string>(boost::json::serialize(message->object_));
     raw = *buffer;
+    // A built message is held to what input is held to: Boost.JSON writes the bytes of its
+    // strings as they are, so invalid UTF-8 from a stage would be written and committed.
+    // The message sits one level inside the messages array, hence one level less.
+    detail::JsonScanner scanner(raw, ReadOptions{}.max_depth - 1);
+    detail::ScannedDocument doc;
+    if (!scanner.scan_document(0, doc)) return Error{"the message as built is not valid input: " + scanner.error().what};
   }
   message->buffer_ = std::move(buffer);
   message->raw_ = raw;

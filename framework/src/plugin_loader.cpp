@@ -4,7 +4,13 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <elf.h>
 
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -97,6 +103,130 @@ class GuardedSummarizer final : public Summarizer {
   std::string who_;
 };
 
+#if defined(__x86_64__)
+constexpr std::uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint16_t kHostMachine = EM_AARCH64;
+#else
+#error "the plugin pre-load check knows x86-64 and AArch64 hosts"
+#endif
+
+std::string machine_name(std::uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_AARCH64: return "AArch64";
+    case EM_386: return "i386";
+    case EM_ARM: return "ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "PowerPC 64";
+    case EM_S390: return "s390";
+    default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
+// Why the file cannot be this host's shared library, read from its ELF header before Boost.DLL
+// reads it: Boost.DLL allocates what the section headers claim (6 GB for a corrupt 1.4 MB
+// file), so every header and section must lie inside the file; and a library for another
+// machine is said to be one, not reported as a missing file by dlopen.
+std::optional<std::string> elf_refusal(const std::string& file) {
+  std::error_code ec;
+  std::uint64_t size = fs::file_size(file, ec);
+  std::ifstream in(file, std::ios::binary);
+  Elf64_Ehdr header{};
+  in.read(reinterpret_cast<char*>(&header), sizeof header);
+  // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
+  if (ec || in.gcount() < 4 || std::string_view(reinterpret_cast<const char*>(header.e_ident), 4) != "\x7f" "ELF")
+    return "not a shared library (no ELF header)";
+  if (in.gcount() != sizeof header) return "not a shared library (truncated ELF header)";
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != kHostMachine)
+    return "built for another architecture (" +
+           (header.e_ident[EI_CLASS] == ELFCLASS64 ? machine_name(header.e_machine) : std::string("32-bit ELF")) +
+           "); this host is " + machine_name(kHostMachine) + " 64-bit";
+  if (header.e_type != ET_DYN) return "not a shared library (ELF type " + std::to_string(header.e_type) + ")";
+  if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shoff > size ||
+      std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr) > size - header.e_shoff)
+    return "corrupt ELF file (section headers outside its " + std::to_string(size) + " bytes)";
+  in.seekg(static_cast<std::streamoff>(header.e_shoff));
+  for (unsigned i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section{};
+    if (!in.read(reinterpret_cast<char*>(&section), sizeof section)) return "corrupt ELF file (unreadable section header)";
+    if (section.sh_type != SHT_NOBITS && (section.sh_offset > size || section.sh_size > size - section.sh_offset))
+      return "corrupt ELF file (section " + std::to_string(i) + " outside its " + std::to_string(size) + " bytes)";
+  }
+  return std::nullopt;
+}
+
+std::string octal_mode(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// Why a plugin file may have been planted: it, or the folder holding it, can be written by every
+// user (a folder with the sticky bit only lets them add files, which the owner check catches), or
+// belongs to a user who is neither this one nor root. Loading it would run that user's code as
+// the caller. COMPACTOR_TRUST_PLUGINS=1 loads such files anyway.
+std::optional<std::string> ownership_refusal(const std::string& file) {
+  if (const char* trust = std::getenv(kTrustPluginsVariable); trust != nullptr && std::string_view(trust) == "1")
+    return std::nullopt;
+  std::error_code ec;
+  fs::path real = fs::canonical(file, ec);
+  if (ec) return std::nullopt;  // the ELF check reports what is wrong with it
+  const std::string override_hint = std::string("; fix that, or set ") + kTrustPluginsVariable + "=1 to load it anyway";
+  uid_t me = ::geteuid();
+  for (const fs::path& p : {real, real.parent_path()}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;
+    bool folder = S_ISDIR(st.st_mode);
+    std::string what = folder ? "its folder " + p.string() : std::string("it");
+    if ((st.st_mode & S_IWOTH) && !(folder && (st.st_mode & S_ISVTX)))
+      return what + " can be written by every user (mode " + octal_mode(st.st_mode) + "), so anyone could have planted it" +
+             override_hint;
+    if (st.st_uid != me && st.st_uid != 0)
+      return what + " belongs to another user (uid " + std::to_string(st.st_uid) + "; this is uid " + std::to_string(me) +
+             "), who could have planted it" + override_hint;
+  }
+  return std::nullopt;
+}
+
+// The bytes of the exported data symbol `name`, read from the file's .dynsym without loading
+// it; every offset is checked against the file (elf_refusal has accepted its headers).
+std::optional<std::string> exported_bytes(const std::string& file, std::string_view name) {
+  std::ifstream in(file, std::ios::binary);
+  std::error_code ec;
+  std::uint64_t size = fs::file_size(file, ec);
+  Elf64_Ehdr header{};
+  if (ec || !in.read(reinterpret_cast<char*>(&header), sizeof header)) return std::nullopt;
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  in.seekg(static_cast<std::streamoff>(header.e_shoff));
+  if (!in.read(reinterpret_cast<char*>(sections.data()), static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
+    return std::nullopt;
+  auto read_at = [&](std::uint64_t offset, std::uint64_t length) -> std::optional<std::string> {
+    if (offset > size || length > size - offset) return std::nullopt;
+    std::string out(length, '\0');
+    in.seekg(static_cast<std::streamoff>(offset));
+    if (!in.read(out.data(), static_cast<std::streamsize>(length))) return std::nullopt;
+    return out;
+  };
+  for (const Elf64_Shdr& symtab : sections) {
+    if (symtab.sh_type != SHT_DYNSYM || symtab.sh_link >= sections.size()) continue;
+    auto symbols = read_at(symtab.sh_offset, symtab.sh_size);
+    auto names = read_at(sections[symtab.sh_link].sh_offset, sections[symtab.sh_link].sh_size);
+    if (!symbols || !names) return std::nullopt;
+    for (std::size_t k = 0; k + sizeof(Elf64_Sym) <= symbols->size(); k += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym{};
+      std::memcpy(&sym, symbols->data() + k, sizeof sym);
+      if (sym.st_name >= names->size() || std::string_view(names->c_str() + sym.st_name) != name) continue;
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() || sym.st_size > 4096) return std::nullopt;
+      const Elf64_Shdr& where = sections[sym.st_shndx];
+      if (where.sh_type == SHT_NOBITS || sym.st_value < where.sh_addr || sym.st_value - where.sh_addr > where.sh_size)
+        return std::nullopt;
+      return read_at(where.sh_offset + (sym.st_value - where.sh_addr), sym.st_size);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 PluginProbe probe_plugin(const std::string& file) {
@@ -107,15 +237,13 @@ PluginProbe probe_plugin(const std::string& file) {
     probe.refusal = file + ": no such plugin file";
     return probe;
   }
-  {
-    // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
-    std::ifstream in(file, std::ios::binary);
-    char magic[4] = {};
-    in.read(magic, 4);
-    if (in.gcount() != 4 || std::string_view(magic, 4) != "\x7f" "ELF") {
-      probe.refusal = file + ": not a shared library (no ELF header)";
-      return probe;
-    }
+  if (auto why = ownership_refusal(file)) {
+    probe.refusal = file + ": refused: " + *why;
+    return probe;
+  }
+  if (auto why = elf_refusal(file)) {
+    probe.refusal = file + ": " + *why;
+    return probe;
   }
   std::vector<std::string> symbols;
   try {
@@ -157,6 +285,11 @@ PluginProbe probe_plugin(const std::string& file) {
                     differing_components(probe.fingerprint, kBuildFingerprint) +
                     "); rebuild the plugin with the host's compiler and libraries";
     return probe;
+  }
+  if (auto info = exported_bytes(file, "compactor_plugin_info")) {
+    std::size_t nul = info->find('\0');
+    probe.name = info->substr(0, nul);
+    if (nul != std::string::npos) probe.version = info->substr(nul + 1, info->find('\0', nul + 1) - nul - 1);
   }
   probe.loadable = true;
   return probe;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace compactor {
@@ -48,6 +49,16 @@ TEST(CheckCommand, ReadsStdin) {
   auto r = test::run_cli({"check", "--input", "-"}, R"([{"role":"user","content":"hi"}])");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "OK <stdin>: 1 messages (1 user, 0 assistant), 0 tool pairs, 30 chars, 30 bytes (messages array)\n");
+}
+
+// Issue 12, defect 11: an unknown level silenced every log without a word.
+TEST(CheckCommand, AnUnknownLogLevelIsRefused) {
+  ::setenv("COMPACTOR_LOG", "verbose", 1);
+  auto r = test::run_cli({"check", "--input", "-"}, R"([{"role":"user","content":"hi"}])");
+  ::unsetenv("COMPACTOR_LOG");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "compactor: COMPACTOR_LOG: unknown level \"verbose\"; expected debug, info, warn or error\n");
+  EXPECT_EQ(r.out, "");
 }
 
 TEST(CheckCommand, UsageErrorsExit2) {

@@ -136,6 +136,24 @@ TEST(RunCommand, BadInputExits2AndWritesNothing) {
   fs::remove_all(dir);
 }
 
+// Issue 12, defect 11: blobs written by a stage that ends `unchanged` were committed.
+TEST(RunCommand, AnUnchangedStagesBlobsAreDropped) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-unchanged-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 100000}\narchive: {dir: archive}\nplugin_dirs: [\"" +
+                                       std::string(COMPACTOR_TEST_PLUGIN_DIR) + "\"]\npipeline:\n  - stage: archive_unchanged\n";
+  std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
+  auto r = test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--report", "r.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(test::read_file((dir / "r.json").string()).find("\"status\": \"unchanged\""), std::string::npos);
+  std::size_t files = 0;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "archive", ec)) files += e.is_regular_file();
+  EXPECT_EQ(files, 0u) << "the unchanged stage's blob was committed";
+  fs::remove_all(dir);
+}
+
 TEST(RunCommand, ThrowingStageExits3WithTheStageAndFileAndWritesNoOutput) {
   fs::path dir = fs::temp_directory_path() / ("compactor-throws-" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 namespace compactor {
 namespace {
@@ -99,6 +101,76 @@ TEST(Loader, NoEntryPoint) {
 TEST(Loader, NotASharedLibrary) {
   EXPECT_EQ(load_error(fixture("fixture_not_a_library")),
             fixture("fixture_not_a_library") + ": not a shared library (no ELF header)");
+}
+
+// Issue 12, defect 3: Boost.DLL allocated what a corrupt ELF's section headers claim, and an
+// ELF for another machine was "No such file or directory". The pre-load check reads the header
+// first, bounded by the file's size.
+std::string patched_copy(const std::string& name, std::size_t offset, std::uint64_t value, std::size_t width) {
+  std::string bytes = test::read_file(fixture("fixture_good"));
+  for (std::size_t i = 0; i < width; ++i) bytes[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  std::string path = (fs::temp_directory_path() / ("compactor_stage_" + name + "_" + std::to_string(::getpid()) + ".so")).string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(Loader, CorruptSectionHeadersAreRefusedWithoutAllocatingWhatTheyClaim) {
+  std::string good = test::read_file(fixture("fixture_good"));
+  std::uint64_t shoff = 0;
+  for (int i = 7; i >= 0; --i) shoff = (shoff << 8) | static_cast<unsigned char>(good[40 + i]);
+  std::string size = std::to_string(good.size());
+  // Section 1's sh_size (offset 32 in a 64-byte section header) claims 6 GB.
+  std::string huge = patched_copy("huge_section", shoff + 64 + 32, 6'000'000'000ull, 8);
+  EXPECT_EQ(load_error(huge), huge + ": corrupt ELF file (section 1 outside its " + size + " bytes)");
+  // e_shnum (offset 60) claims 65,535 section headers.
+  std::string many = patched_copy("many_sections", 60, 65535, 2);
+  EXPECT_EQ(load_error(many), many + ": corrupt ELF file (section headers outside its " + size + " bytes)");
+  fs::remove(huge);
+  fs::remove(many);
+}
+
+TEST(Loader, AnotherArchitectureIsNamed) {
+  std::string arm = patched_copy("aarch64", 18, 183, 2);  // e_machine EM_AARCH64
+  EXPECT_EQ(load_error(arm), arm + ": built for another architecture (AArch64); this host is x86-64 64-bit");
+  fs::remove(arm);
+}
+
+// Issue 12, defect 6: a plugin another user could have planted is refused before its static
+// constructor runs, with one line saying why and how to override.
+TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-planted-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  std::string file = (dir / "compactor_stage_fixture_good.so").string();
+  fs::copy_file(fixture("fixture_good"), file);
+  std::string hint = "; fix that, or set COMPACTOR_TRUST_PLUGINS=1 to load it anyway";
+  fs::remove(marker("fixture_good"));
+
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::group_write |
+                            fs::perms::others_read | fs::perms::others_write);  // 0666
+  EXPECT_EQ(load_error(file), file + ": refused: it can be written by every user (mode 0666), so anyone could have planted it" + hint);
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::all);  // 0777, no sticky bit
+  EXPECT_EQ(load_error(file), file + ": refused: its folder " + dir.string() +
+                                  " can be written by every user (mode 0777), so anyone could have planted it" + hint);
+  fs::permissions(dir, fs::perms::owner_all);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+    EXPECT_EQ(load_error(file), file + ": refused: it belongs to another user (uid 65534; this is uid 0), who could have planted it" + hint);
+    ::setenv("COMPACTOR_TRUST_PLUGINS", "1", 1);
+    EXPECT_TRUE(probe_plugin(file).loadable) << probe_plugin(file).refusal;
+    ::unsetenv("COMPACTOR_TRUST_PLUGINS");
+  }
+  EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "a refused plugin's static constructor ran";
+  fs::remove_all(dir);
+}
+
+TEST(Loader, ListingPluginsRunsNoPluginCode) {
+  fs::remove(marker("fixture_good"));
+  auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
+  EXPECT_NE(r.out.find("fixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 2\tok\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 
 TEST(Loader, MissingFile) {

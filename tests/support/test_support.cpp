@@ -64,14 +64,12 @@ MessagePtr message_or_die(boost::json::object object) {
 
 MessagePtr message_or_die(const std::string& json) { return message_or_die(boost::json::parse(json).as_object()); }
 
-CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text, const std::string& cwd) {
+namespace {
+
+CommandResult spawn_cli(const std::vector<std::string>& args, int in_fd, const std::string& cwd) {
   char out_name[] = "/tmp/compactor-test-out-XXXXXX";
   char err_name[] = "/tmp/compactor-test-err-XXXXXX";
-  char in_name[] = "/tmp/compactor-test-in-XXXXXX";
-  int out_fd = mkstemp(out_name), err_fd = mkstemp(err_name), in_fd = mkstemp(in_name);
-  if (write(in_fd, stdin_text.data(), stdin_text.size()) != static_cast<ssize_t>(stdin_text.size()))
-    throw std::runtime_error("cannot write stdin file");
-  lseek(in_fd, 0, SEEK_SET);
+  int out_fd = mkstemp(out_name), err_fd = mkstemp(err_name);
 
   std::vector<std::string> argv_storage = {COMPACTOR_CLI};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
@@ -96,12 +94,32 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& s
   }
   close(out_fd);
   close(err_fd);
-  close(in_fd);
   result.out = read_file(out_name);
   result.err = read_file(err_name);
   std::remove(out_name);
   std::remove(err_name);
+  return result;
+}
+
+}  // namespace
+
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text, const std::string& cwd) {
+  char in_name[] = "/tmp/compactor-test-in-XXXXXX";
+  int in_fd = mkstemp(in_name);
+  if (write(in_fd, stdin_text.data(), stdin_text.size()) != static_cast<ssize_t>(stdin_text.size()))
+    throw std::runtime_error("cannot write stdin file");
+  lseek(in_fd, 0, SEEK_SET);
+  CommandResult result = spawn_cli(args, in_fd, cwd);
+  close(in_fd);
   std::remove(in_name);
+  return result;
+}
+
+CommandResult run_cli_stdin_from(const std::vector<std::string>& args, const std::string& stdin_path, const std::string& cwd) {
+  int in_fd = open(stdin_path.c_str(), O_RDONLY);
+  if (in_fd < 0) throw std::runtime_error("cannot open " + stdin_path);
+  CommandResult result = spawn_cli(args, in_fd, cwd);
+  close(in_fd);
   return result;
 }
 

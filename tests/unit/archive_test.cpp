@@ -11,6 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace compactor {
 namespace {
@@ -335,6 +338,127 @@ TEST(ArchiveCommands, GcRemovesOnlyBlobsOlderThanTheGivenDays) {
   auto gone = test::run_cli({"restore", old_receipt, "--archive", (dir / "a").string()});
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_EQ(gone.err.rfind("compactor restore: " + store.path_of(old_receipt) + ": no such blob", 0), 0u) << gone.err;
+  fs::remove_all(dir);
+}
+
+// Issue 12, defect 4: the archive trusts nothing it did not just write.
+TEST(ArchiveTrust, AFileAlreadyAtABlobsNameIsVerifiedAndReplacedWhenWrong) {
+  fs::path dir = scratch("trust-planted");
+  std::string archive_dir = (dir / "a").string();
+  std::string receipt;
+  {
+    ArchiveStore store(archive_dir);
+    receipt = *store.put("the original");
+    ASSERT_TRUE(store.commit().ok());
+  }
+  std::string path = ArchiveStore(archive_dir).path_of(receipt);
+  std::ofstream(path, std::ios::trunc) << "corrupted";
+  {
+    ArchiveStore store(archive_dir);
+    EXPECT_EQ(*store.put("the original"), receipt);
+    ASSERT_TRUE(store.commit().ok());
+  }
+  EXPECT_EQ(*restore_blob(archive_dir, receipt), "the original");
+  // A planted symlink to /dev/null at the blob's name is replaced by the blob itself.
+  fs::remove(path);
+  fs::create_symlink("/dev/null", path);
+  {
+    ArchiveStore store(archive_dir);
+    EXPECT_EQ(*store.put("the original"), receipt);
+    ASSERT_TRUE(store.commit().ok());
+  }
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_EQ(*restore_blob(archive_dir, receipt), "the original");
+  fs::remove_all(dir);
+}
+
+TEST(ArchiveTrust, RestoreRefusesASymlinkOrAFifoAsABlob) {
+  fs::path dir = scratch("trust-restore");
+  std::string receipt = receipt_of("bytes");
+  std::string path = ArchiveStore(dir.string()).path_of(receipt);
+  fs::create_directories(fs::path(path).parent_path());
+  fs::create_symlink("/dev/zero", path);
+  auto r = restore_blob(dir.string(), receipt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, path + ": is a symbolic link, not a blob (the archive was tampered with)");
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  r = restore_blob(dir.string(), receipt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, path + ": is not a regular file, not a blob (the archive was tampered with)");
+  fs::remove_all(dir);
+}
+
+TEST(ArchiveTrust, AFolderOthersCanWriteIsRefused) {
+  fs::path dir = scratch("trust-folder");
+  fs::permissions(dir, fs::perms::all);  // 0777
+  {
+    ArchiveStore store(dir.string());
+    auto r = store.put("bytes");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, "archive: " + dir.string() + " is writable by every user (mode 0777), who could plant or "
+                                 "remove blobs; run chmod o-w on it or use a folder of your own");
+  }
+  fs::permissions(dir, fs::perms::owner_all);
+  if (::geteuid() == 0) {  // only root can give a folder away
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+    ArchiveStore store(dir.string());
+    auto r = store.put("bytes");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message, "archive: " + dir.string() + " belongs to another user (uid 65534; this is uid 0), who "
+                                 "could plant or remove blobs; use a folder of your own");
+  }
+  EXPECT_TRUE(temp_files(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(ArchiveTrust, GcIsBoundedAndTouchesOnlyTheArchivesOwnFiles) {
+  fs::path dir = scratch("trust-gc");
+  fs::path archive = dir / "a";
+  std::string receipt;
+  {
+    ArchiveStore store(archive.string());
+    receipt = *store.put("kept bytes");
+    ASSERT_TRUE(store.commit().ok());
+  }
+  std::string blob = ArchiveStore(archive.string()).path_of(receipt);
+  auto old = fs::file_time_type::clock::now() - std::chrono::hours(24 * 400);
+  // Files that are not the archive's: old, but never removed.
+  std::ofstream(archive / "notes.txt") << "mine";
+  std::ofstream(fs::path(blob).parent_path() / "notes.txt") << "mine";
+  fs::last_write_time(archive / "notes.txt", old);
+  fs::last_write_time(fs::path(blob).parent_path() / "notes.txt", old);
+  // Temporaries: one of a process that is gone (a child that exited), one of this live process.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::string dead_temp = blob + ".tmp." + std::to_string(child) + ".0";
+  std::string live_temp = blob + ".tmp." + std::to_string(::getpid()) + ".0";
+  std::ofstream(dead_temp) << "x";
+  std::ofstream(live_temp) << "x";
+
+  auto r = test::run_cli({"archive", "gc", "--keep-days", "60000", "--archive", archive.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "compactor archive gc: --keep-days takes a whole number of days from 0 to 36500");
+  r = test::run_cli({"archive", "gc", "--keep-days", "7", "--archive", archive.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "archive gc " + archive.string() + ": removed 1 file(s) older than 7 day(s) or left by a process that is gone (1), kept 2\n");
+  EXPECT_FALSE(fs::exists(dead_temp));
+  EXPECT_TRUE(fs::exists(live_temp));
+  EXPECT_TRUE(fs::exists(blob));
+  EXPECT_TRUE(fs::exists(archive / "notes.txt"));
+  EXPECT_TRUE(fs::exists(fs::path(blob).parent_path() / "notes.txt"));
+  // A symlinked archive folder is not followed: the file it points at stays.
+  fs::create_directories(dir / "elsewhere" / "ab");
+  std::string outside = (dir / "elsewhere" / "ab" / std::string(64, 'a')).string();
+  outside.replace(outside.size() - 64, 2, "ab");
+  std::ofstream(outside) << "not yours";
+  fs::last_write_time(outside, old);
+  fs::create_directory_symlink(dir / "elsewhere", dir / "link");
+  r = test::run_cli({"archive", "gc", "--keep-days", "0", "--archive", (dir / "link").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "compactor archive gc: " + (dir / "link").string() + ": is a symbolic link; give the archive folder itself\n");
+  EXPECT_TRUE(fs::exists(outside));
   fs::remove_all(dir);
 }
 

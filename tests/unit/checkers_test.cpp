@@ -37,13 +37,32 @@ std::string conv(std::initializer_list<std::string> messages) {
   return out + "]";
 }
 
-TEST(PairingChecker, AcceptsAnsweredCallsAndJoinedTurns) {
+TEST(PairingChecker, AcceptsAnsweredCalls) {
   EXPECT_TRUE(check_one(conv({kAsk, kUse1, kRes1})).empty());
-  // An assistant turn split over two messages is one turn; results answer both.
+  // A text-only assistant message before the calling one is fine: only the calling message needs
+  // its results in the very next message.
   std::string split = conv({kAsk, R"({"role":"assistant","content":[{"type":"text","text":"a"}]})",
                             R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"R","input":{}},{"type":"tool_use","id":"t2","name":"R","input":{}}]})",
-                            R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"x"},{"type":"tool_result","tool_use_id":"t1","content":"y"},{"type":"text","text":"more"}]})"});
+                            R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"x"},{"type":"tool_result","tool_use_id":"t1","content":"y"},{"type":"text","text":"more"}]})",
+                            R"({"role":"user","content":"and then"})"});
   EXPECT_TRUE(check_one(split).empty());
+}
+
+// The API reads pairing per message, before joining same-role messages (issue 12, defect 1).
+TEST(PairingChecker, SplitResultsAreRefused) {
+  std::string use_both = R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"R","input":{}},{"type":"tool_use","id":"t2","name":"R","input":{}}]})";
+  EXPECT_EQ(check_one(conv({kAsk, use_both, kRes1, kRes1_2()})),
+            (std::vector<std::string>{
+                "pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t2",
+                "pairing: messages.3: unexpected tool_use_id found in tool_result blocks: t2. Each tool_result block must have a corresponding tool_use block in the previous message"}));
+}
+
+TEST(PairingChecker, SplitCallsAreRefused) {
+  std::string both = R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r"},{"type":"tool_result","tool_use_id":"t2","content":"r2"}]})";
+  EXPECT_EQ(check_one(conv({kAsk, kUse1, kUse1_2(), both})),
+            (std::vector<std::string>{
+                "pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t1",
+                "pairing: messages.3: unexpected tool_use_id found in tool_result blocks: t1. Each tool_result block must have a corresponding tool_use block in the previous message"}));
 }
 
 TEST(PairingChecker, MissingResult) {
@@ -56,9 +75,11 @@ TEST(PairingChecker, PendingAtTheEnd) {
             std::vector<std::string>{"pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t1"});
 }
 
-TEST(PairingChecker, ResultAfterASeparateTextMessageIsLate) {
+TEST(PairingChecker, ResultAfterASeparateTextMessageAnswersNothing) {
   EXPECT_EQ(check_one(conv({kAsk, kUse1, kAsk, kRes1})),
-            std::vector<std::string>{"pairing: messages.3: tool_result for t1 comes after a non-tool_result block; tool_result blocks must come first in the message that answers the tool_use"});
+            (std::vector<std::string>{
+                "pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t1",
+                "pairing: messages.3: unexpected tool_use_id found in tool_result blocks: t1. Each tool_result block must have a corresponding tool_use block in the previous message"}));
 }
 
 TEST(PairingChecker, UnknownIdAndDuplicateResult) {
@@ -71,7 +92,7 @@ TEST(PairingChecker, UnknownIdAndDuplicateResult) {
 TEST(PairingChecker, ServerToolsAreAnsweredInTheirOwnTurn) {
   EXPECT_TRUE(check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"server_tool_use","id":"s1","name":"web_search","input":{}},{"type":"web_search_tool_result","tool_use_id":"s1","content":[]},{"type":"text","text":"found"}]})"})).empty());
   EXPECT_EQ(check_one(conv({kAsk, R"({"role":"assistant","content":[{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}]})", kAsk})),
-            std::vector<std::string>{"pairing: messages.1: server tool use s1 has no result in the same assistant turn"});
+            std::vector<std::string>{"pairing: messages.1: server tool use s1 has no result in the same assistant message"});
 }
 
 TEST(StructureChecker, FirstMessageMustBeUser) {

@@ -142,6 +142,35 @@ TEST(OpenAiImport, BadArgumentsAreAnErrorNamingTheMessage) {
   EXPECT_EQ(r.error().message.rfind("bad.json: messages.1.tool_calls.0.function.arguments is not JSON", 0), 0u) << r.error().message;
 }
 
+// Issue 12, defect 9: arguments given as an object, a number or null all became input {} with
+// "0 repairs". An object is kept, null or nothing is an empty input counted as a repair, and
+// anything else is refused naming the call.
+TEST(OpenAiImport, ArgumentsAsAnObjectAreKept) {
+  auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{"path":"a.py","n":2}}}]},{"role":"tool","tool_call_id":"c","content":"ok"}])",
+                         "object.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*(*r->conversation)[1].blocks()[0].input(), json::parse(R"({"path":"a.py","n":2})"));
+  EXPECT_TRUE(r->report.repairs.empty());
+}
+
+TEST(OpenAiImport, NullOrMissingArgumentsAreARepair) {
+  auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":null}},{"id":"c2","function":{"name":"g"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c2","content":"ok"}])",
+                         "null.json");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(check(*r->conversation).empty());
+  ASSERT_EQ(r->report.repairs.size(), 2u);
+  EXPECT_EQ(r->report.repairs[0].kind, "missing_arguments_emptied");
+  EXPECT_EQ(r->report.repairs[0].detail, "tool call c1 has null function.arguments; its input is {}");
+  EXPECT_EQ(r->report.repairs[1].detail, "tool call c2 has no function.arguments; its input is {}");
+}
+
+TEST(OpenAiImport, ArgumentsOfAnotherTypeAreRefused) {
+  auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":42}}]}])",
+                         "number.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "number.json: messages.1.tool_calls.0.function.arguments must be a JSON string or object, got number");
+}
+
 TEST(OpenAiImport, AReusedCallIdIsRewrittenWithItsResult) {
   auto r = import_openai(R"([{"role":"user","content":"x"},
     {"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"one"},

@@ -102,6 +102,21 @@ Conversation replace(const Conversation& c, std::size_t i, const std::function<v
 
 json::object& block_at(json::object& message, std::size_t b) { return message["content"].as_array()[b].as_object(); }
 
+// Splits message `i` in two messages of its role: the blocks up to its first tool_use or
+// tool_result, and the rest.
+Conversation split_after_first(const Conversation& c, std::size_t i) {
+  json::array all = c[i].json().at("content").as_array();
+  std::size_t cut = 0;
+  while (cut < all.size() && all[cut].as_object().at("type") != "tool_use" && all[cut].as_object().at("type") != "tool_result") ++cut;
+  json::array head(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(cut + 1));
+  json::array rest(all.begin() + static_cast<std::ptrdiff_t>(cut + 1), all.end());
+  std::string role(to_string(c[i].role()));
+  auto messages = c.messages();
+  messages[i] = test::message_or_die(json::object{{"role", role}, {"content", head}});
+  messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(i + 1), test::message_or_die(json::object{{"role", role}, {"content", rest}}));
+  return c.with_messages(std::move(messages));
+}
+
 std::vector<Mutation> mutations() {
   std::vector<Mutation> m;
   m.push_back({"drop a result", "pairing", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
@@ -150,6 +165,25 @@ std::vector<Mutation> mutations() {
     return replace(s.conversation, w.message, [&](json::object& o) {
       o["content"].as_array().push_back(json::object{{"type", "tool_result"}, {"tool_use_id", "toolu_stray"}, {"content", "x"}});
     });
+  }});
+  // The API reads pairing per message: a batch split over two messages is refused (issue 12).
+  m.push_back({"split a result batch over two user messages", "pairing", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
+    std::vector<std::size_t> batches;
+    for (std::size_t i = 0; i < s.conversation.size(); ++i)
+      if (s.conversation[i].role() == Role::user && find_blocks(s.conversation, BlockKind::tool_result, i + 1).size() -
+                                                          find_blocks(s.conversation, BlockKind::tool_result, i).size() >= 2)
+        batches.push_back(i);
+    if (batches.empty()) return std::nullopt;
+    return split_after_first(s.conversation, choose(batches, rng));
+  }});
+  m.push_back({"split a call batch over two assistant messages", "pairing", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
+    std::vector<std::size_t> batches;
+    for (std::size_t i = 0; i < s.conversation.size(); ++i)
+      if (s.conversation[i].role() == Role::assistant && find_blocks(s.conversation, BlockKind::tool_use, i + 1).size() -
+                                                               find_blocks(s.conversation, BlockKind::tool_use, i).size() >= 2)
+        batches.push_back(i);
+    if (batches.empty()) return std::nullopt;
+    return split_after_first(s.conversation, choose(batches, rng));
   }});
   m.push_back({"edit a thinking block", "thinking_unchanged", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
     auto thinking = find_blocks(s.conversation, BlockKind::thinking, s.conversation.size());
@@ -316,7 +350,7 @@ TEST(Mutation, EverySingleMutationIsCaughtByTheCheckerNamedForIt) {
         ++total;
       }
     }
-    if (total >= 1500) break;
+    if (total >= 2000) break;
   }
   EXPECT_GE(total, 1000);
   for (const Mutation& kind : kinds) EXPECT_GE(applied[kind.name], 30) << kind.name;

@@ -39,7 +39,7 @@ class ConfigTest : public ::testing::Test {
 };
 
 const char* kBudget = "budget: {unit: chars, limit: 1000}\n";
-const std::string kKnown = "known stages: budget_persist, compact_request, micro, misbehave, params_probe, reactive_compact, snip, split_pair, summarize";
+const std::string kKnown = "known stages: archive_unchanged, budget_persist, compact_request, micro, misbehave, params_probe, reactive_compact, snip, split_pair, summarize";
 
 TEST_F(ConfigTest, ValidConfigResolvesEverything) {
   auto r = load(std::string(kBudget) + "recent: {exchanges: 2}\ncheckers: {enabled: [pairing], on_violation: skip}\n"
@@ -97,6 +97,35 @@ TEST_F(ConfigTest, ValueOutOfRange) {
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: 11, ratio: 1.5}\n");
   EXPECT_EQ(r.errors, (std::vector<std::string>{at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"11\"",
                                                 at(6, 44) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1.5\""}));
+}
+
+// Issue 12, defect 2: numbers out of range were "internal error: stoll", and a number of 30,000
+// digits overflowed the stack in std::regex. Each is one located line now.
+TEST_F(ConfigTest, NumbersOutOfRangeAreLocatedErrors) {
+  auto r = load("budget: {unit: chars, limit: 99999999999999999999}\n"
+                "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: -99999999999999999999, ratio: 1e999}\n");
+  EXPECT_EQ(r.errors, (std::vector<std::string>{
+                          at(3, 30) + "budget.limit: expected an integer ≥ 1, got \"99999999999999999999\" (out of range)",
+                          at(6, 33) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"-99999999999999999999\" (out of range)",
+                          at(6, 63) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1e999\" (out of range)"}));
+  // An integer beyond 64 bits is still a number, just not one in range.
+  r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", ratio: 99999999999999999999}\n");
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 33) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"99999999999999999999\""});
+}
+
+TEST_F(ConfigTest, AThirtyThousandDigitNumberIsALocatedError) {
+  std::string digits(30000, '7');
+  std::string start(32, '7');
+  auto r = load(std::string(kBudget) + "pipeline:\n  - stage: params_probe\n    params: {label: " + digits + ", count: " + digits +
+                ", ratio: " + digits + "." + digits + "}\n");
+  ASSERT_EQ(r.errors.size(), 3u);
+  EXPECT_EQ(r.errors[0], at(6, 21) + "pipeline[0].params.label: expected a string, got the number " + start +
+                             "… (30000 characters); quote it if you mean the string");
+  EXPECT_EQ(r.errors[1], at(6, 30030) + "pipeline[0].params.count: expected an integer from 1 to 10, got \"" + start +
+                             "… (30000 characters)\" (out of range)");
+  EXPECT_EQ(r.errors[2], at(6, 60039) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"" + start +
+                             "… (60001 characters)\" (out of range)");
+  EXPECT_FALSE(r.plugin_failure);
 }
 
 TEST_F(ConfigTest, MissingRequiredParamIsReportedAtItsParent) {
@@ -215,7 +244,11 @@ TEST_F(ConfigTest, MeterKindsAndFilesAreCheckedWhereTheyAreWritten) {
 
   auto missing = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: nofit.yaml}\n") + kTokens);
   EXPECT_EQ(missing.errors, std::vector<std::string>{at(4, 33) + "meter.file: " + (dir_ / "nofit.yaml").string() +
-                                                     ": cannot read the calibration fit"});
+                                                     ": cannot read: No such file or directory"});
+  // Read like every input (issue 12, defect 3): /dev/zero is refused at once, not read forever.
+  auto device = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: /dev/zero}\n") + kTokens);
+  EXPECT_EQ(device.errors, std::vector<std::string>{at(4, 33) + "meter.file: /dev/zero: is a character device, not a regular "
+                                                    "file; give a file, or - for stdin"});
 
   std::ofstream(dir_ / "fit.yaml") << "version: 1\nbase: claude-legacy\nfamilies:\n  opus: {per_token: -2, per_message: 1}\n";
   auto bad = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: fit.yaml}\n") + kTokens);

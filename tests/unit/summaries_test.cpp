@@ -113,6 +113,8 @@ TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   EXPECT_EQ(first.stages.back().stage, "summarize");
   ASSERT_EQ(first.stages.back().status, StageStatus::committed);
   EXPECT_EQ(read_summary_state(*first.output).count, 1);
+  // The base is named by the budget's unit (issue 12, defect 11: it said chars for any unit).
+  EXPECT_EQ(read_summary_state(*first.output).base_unit, "chars");
   // Force the next run over budget with a tiny limit: summarize must not summarize again at once.
   std::ofstream(dir / "tight.yaml") << "version: 1\nbudget: {limit: 1000}\narchive: {dir: \"" + (dir / "archive").string() +
                                            "\"}\nplugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\npipeline:\n  - stage: summarize\n    params: {min_growth: 1000}\n";
@@ -121,6 +123,17 @@ TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   ASSERT_EQ(second.stages.size(), 1u);
   EXPECT_EQ(second.stages[0].status, StageStatus::declined);
   EXPECT_EQ(second.stages[0].reason.rfind("loop guard: the history grew by only ", 0), 0u) << second.stages[0].reason;
+  // In bytes the same history records its base in bytes, read back with its unit.
+  std::ofstream(dir / "bytes.yaml") << "version: 1\nbudget: {unit: bytes, limit: 25000}\narchive: {dir: \"" + (dir / "archive").string() +
+                                           "\"}\nplugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\npipeline:\n  - stage: summarize\n";
+  auto bytes = Pipeline::build(std::move(*load_pipeline_config((dir / "bytes.yaml").string()).config));
+  RunReport in_bytes = bytes->run(input, {}, log);
+  ASSERT_TRUE(in_bytes.output.has_value());
+  ASSERT_EQ(in_bytes.stages[0].status, StageStatus::committed) << in_bytes.stages[0].reason;
+  SummaryState state = read_summary_state(*in_bytes.output);
+  EXPECT_EQ(state.base_unit, "bytes");
+  EXPECT_LE(in_bytes.output->size_in(SizeUnit::bytes) - state.base, 10u);  // recorded before its own digits
+  EXPECT_NE((*in_bytes.output)[0].text().find("; compactor-base-bytes: " + std::to_string(state.base)), std::string::npos);
   fs::remove_all(dir);
 }
 

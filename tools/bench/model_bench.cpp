@@ -170,6 +170,18 @@ void BM_FullRunDefault(benchmark::State& state) {
 }
 BENCHMARK(BM_FullRunDefault)->Unit(benchmark::kMillisecond);
 
+// The isolation's fixed cost alone: fork, a child that does nothing, wait; the parent holding a
+// parsed 10 MB (or 40 MB) conversation, as `compactor run` does when it forks.
+void BM_ChildRunNoop(benchmark::State& state) {
+  auto c = compactor::read_conversation(input(static_cast<int>(state.range(0))));
+  for (auto _ : state) {
+    auto outcome = compactor::run_in_child([](compactor::ChildProgress&) { return 0; }, std::chrono::minutes(1), "");
+    if (outcome.exit_code != 0) state.SkipWithError("the child failed");
+  }
+  benchmark::DoNotOptimize(c);
+}
+BENCHMARK(BM_ChildRunNoop)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
+
 void BM_BoostJsonParseSerialize4x(benchmark::State& state) {
   const std::string& bytes = input(4);
   for (auto _ : state) {

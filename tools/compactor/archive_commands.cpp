@@ -7,9 +7,13 @@
 
 #include <fmt/core.h>
 
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <signal.h>
 
 namespace compactor::cli {
 
@@ -28,9 +32,30 @@ Exit 0, or 2 when the receipt is malformed, not in the archive, or the blob does
 constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR]
 
 Removes the blobs (and stale temporary files) of the archive whose last modification is more than
-N days old. A removed blob can no longer be restored: run it only for conversations you no longer
+N days old (0 to 36500), and at once the temporary files of a run whose process is gone. Only
+the archive's own files are touched: <2 hex>/<64 hex> blobs and their .tmp.<pid>.<n>
+temporaries; symbolic links are not followed. A removed blob can no longer be restored: run it only for conversations you no longer
 need to recover, and keep N above the age of any conversation still in use.
 )";
+
+bool all_hex(std::string_view s) {
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+// ".tmp.<pid>.<n>" → pid
+std::optional<pid_t> temp_owner(std::string_view rest) {
+  constexpr std::string_view kTmp = ".tmp.";
+  if (rest.substr(0, kTmp.size()) != kTmp) return std::nullopt;
+  rest.remove_prefix(kTmp.size());
+  std::size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  pid_t pid = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, pid);
+  if (ec != std::errc() || end != rest.data() + dot || pid <= 0) return std::nullopt;
+  return pid;
+}
 
 }  // namespace
 
@@ -70,17 +95,15 @@ int archive_command(int argc, char** argv) {
     fmt::print("{}", kArchiveHelp);
     return kExitOk;
   }
+  // Whole days, bounded so that the cut-off cannot overflow (60,000 days wrapped to "all").
+  constexpr long kMaxDays = 36500;
   long days = -1;
   if (args && args->get("keep-days")) {
-    try {
-      std::size_t used = 0;
-      days = std::stol(*args->get("keep-days"), &used);
-      if (used != args->get("keep-days")->size()) days = -1;
-    } catch (const std::exception&) {
-      days = -1;
-    }
+    std::string text = *args->get("keep-days");
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), days);
+    if (ec != std::errc() || end != text.data() + text.size() || days > kMaxDays) days = -1;
   }
-  if (args && days < 0) error = "--keep-days takes a whole number of days ≥ 0";
+  if (args && days < 0) error = "--keep-days takes a whole number of days from 0 to " + std::to_string(kMaxDays);
   if (!args || !error.empty()) {
     fmt::print(stderr, "compactor archive gc: {}\n{}", error, kArchiveHelp);
     return kExitBadInput;
@@ -88,21 +111,41 @@ int archive_command(int argc, char** argv) {
   namespace fs = std::filesystem;
   fs::path dir = args->get("archive").value_or(kDefaultArchive);
   std::error_code ec;
+  if (fs::is_symlink(dir, ec)) {
+    fmt::print(stderr, "compactor archive gc: {}: is a symbolic link; give the archive folder itself\n", dir.string());
+    return kExitBadInput;
+  }
   if (!fs::is_directory(dir, ec)) {
     fmt::print(stderr, "compactor archive gc: {}: no such archive folder\n", dir.string());
     return kExitBadInput;
   }
   auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(24 * days);
-  std::size_t removed = 0, kept = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
-    if (e.last_write_time() < cutoff) {
-      if (fs::remove(e.path(), ec)) ++removed;
-    } else {
-      ++kept;
+  std::size_t removed = 0, kept = 0, dead = 0;
+  // Only what the archive writes is touched: <dir>/<2 hex>/<64 hex> blobs and their temporaries
+  // <64 hex>.tmp.<pid>.<n>; symbolic links are never followed, other files never removed.
+  for (const auto& fan : fs::directory_iterator(dir, ec)) {
+    std::string prefix = fan.path().filename().string();
+    if (fan.is_symlink() || !fan.is_directory() || prefix.size() != 2 || !all_hex(prefix)) continue;
+    std::error_code inner;
+    for (const auto& e : fs::directory_iterator(fan.path(), inner)) {
+      std::string name = e.path().filename().string();
+      if (e.is_symlink() || !e.is_regular_file() || name.size() < 64 || !all_hex(name.substr(0, 64)) ||
+          name.compare(0, 2, prefix) != 0)
+        continue;
+      bool blob = name.size() == 64;
+      std::optional<pid_t> owner = blob ? std::nullopt : temp_owner(name.substr(64));
+      if (!blob && !owner) continue;
+      // A temporary whose process is gone is never renamed into place: removed whatever its age.
+      bool orphan = owner && ::kill(*owner, 0) != 0 && errno == ESRCH;
+      if (orphan || e.last_write_time() < cutoff) {
+        if (fs::remove(e.path(), ec)) ++removed, dead += orphan;
+      } else {
+        ++kept;
+      }
     }
   }
-  fmt::print("archive gc {}: removed {} file(s) older than {} day(s), kept {}\n", dir.string(), removed, days, kept);
+  fmt::print("archive gc {}: removed {} file(s) older than {} day(s){}, kept {}\n", dir.string(), removed, days,
+             dead ? fmt::format(" or left by a process that is gone ({})", dead) : "", kept);
   return kExitOk;
 }
 

@@ -340,6 +340,13 @@ int calibrate_command(int argc, char** argv) {
   std::string error;
   auto corpus = required_option(*args, "corpus", error);
   if (!corpus) return command.usage_error(error);
+  std::vector<NamedPath> outputs;
+  if (auto out = args->get("out")) outputs.push_back({"--out", *out});
+  if (auto report = args->get("report")) outputs.push_back({"--report", *report});
+  if (auto conflict = overwrite_conflict({}, outputs)) {
+    fmt::print(stderr, "compactor calibrate: {}\n", *conflict);
+    return kExitBadInput;
+  }
   std::error_code ec;
   if (!fs::is_directory(*corpus, ec)) {
     fmt::print(stderr, "compactor calibrate: {}: not a folder\n", *corpus);

@@ -5,6 +5,10 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace compactor::cli {
 
 Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format) {
@@ -20,6 +24,45 @@ Expected<Conversation> read_input(const std::string& path, const std::optional<s
   if (r.format != ImportFormat::anthropic)
     fmt::print(stderr, "imported {} ({}): {}\n", r.source, to_string(r.format), r.summary_line());
   return std::move(*imported->conversation);
+}
+
+namespace {
+
+struct FileId {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const FileId&) const = default;
+};
+
+std::optional<FileId> file_id(const std::string& path, bool stdin_for_dash) {
+  struct stat st {};
+  if (path == "-") {
+    if (!stdin_for_dash || ::fstat(STDIN_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  } else if (::stat(path.c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  return FileId{st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
+std::optional<std::string> overwrite_conflict(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = outputs[i];
+    if (out.path == "-") continue;
+    std::optional<FileId> id = file_id(out.path, false);
+    for (const NamedPath& in : inputs)
+      if (id && id == file_id(in.path, true)) return out.path + ": refusing to overwrite " + in.role;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (outputs[j].path == "-") continue;
+      std::error_code a, b;
+      bool same = id ? id == file_id(outputs[j].path, false)
+                     : std::filesystem::weakly_canonical(std::filesystem::absolute(out.path), a) ==
+                           std::filesystem::weakly_canonical(std::filesystem::absolute(outputs[j].path), b);
+      if (same) return out.path + ": " + outputs[j].role + " and " + out.role + " name the same file";
+    }
+  }
+  return std::nullopt;
 }
 
 int Command::usage_error(const std::string& what) const {

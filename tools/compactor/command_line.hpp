@@ -32,6 +32,17 @@ struct ParsedArgs {
 // OpenAI histories are imported (a line on stderr says what the import did). Errors name the file.
 Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format);
 
+// A file a command reads or writes, with how its error line names it ("the input", "--report").
+struct NamedPath {
+  std::string role;
+  std::string path;
+};
+
+// The one-line reason an output may not be written, if any: it is one of the inputs (same device
+// and inode, so links and other spellings count; "-" as an input is the file stdin was redirected
+// from), or two outputs are the same file.
+std::optional<std::string> overwrite_conflict(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
+
 // Parses argv[first..]; on error returns a one-line message in `error`.
 std::optional<ParsedArgs> parse_args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
                                      std::string& error);

@@ -136,27 +136,38 @@ int import_command(int argc, char** argv) {
     return failed ? kExitBadInput : kExitOk;
   }
 
+  std::vector<NamedPath> outputs;
+  if (auto path = args->get("output")) outputs.push_back({"--output", *path});
+  if (auto path = args->get("report")) outputs.push_back({"--report", *path});
+  if (auto conflict = overwrite_conflict({{"the input", *args->get("input")}}, outputs)) {
+    fmt::print(stderr, "compactor import: {}\n", *conflict);
+    return kExitBadInput;
+  }
   Checked c = import_and_check(*args->get("input"), format, false);
   bool stdout_taken = args->get("output") == std::optional<std::string>("-") || args->get("report") == std::optional<std::string>("-");
   fmt::print(stdout_taken ? stderr : stdout, "{}\n", c.line);
+  // The report is written whenever there is one; the conversation only when it passed. Both are
+  // written before either replaces its target.
+  std::string report_bytes, conversation_bytes;
+  std::vector<FileWrite> files;
   if (c.result) {
     if (auto path = args->get("report")) {
-      auto w = write_file_atomically(*path, c.result->report.to_json() + "\n");
-      if (!w) {
-        fmt::print(stderr, "compactor import: {}\n", w.error().message);
-        return kExitPluginError;
-      }
+      report_bytes = c.result->report.to_json() + "\n";
+      files.push_back({*path, report_bytes});
     }
+  }
+  if (c.ok) {
+    if (auto path = args->get("output")) {
+      const Conversation& conversation = *c.result->conversation;
+      conversation_bytes = output_format == "openai" ? export_openai(conversation) : conversation.serialize();
+      files.insert(files.begin(), FileWrite{*path, conversation_bytes});
+    }
+  }
+  if (auto w = write_files_atomically(files); !w) {
+    fmt::print(stderr, "compactor import: {}\n", w.error().message);
+    return kExitPluginError;
   }
   if (!c.ok) return kExitBadInput;
-  if (auto path = args->get("output")) {
-    const Conversation& conversation = *c.result->conversation;
-    auto w = write_file_atomically(*path, output_format == "openai" ? export_openai(conversation) : conversation.serialize());
-    if (!w) {
-      fmt::print(stderr, "compactor import: {}\n", w.error().message);
-      return kExitPluginError;
-    }
-  }
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 
 #include "compactor/build_fingerprint.hpp"
 #include "compactor/exit_code.hpp"
+#include "compactor/stderr_logger.hpp"
 
 #include <fmt/core.h>
 
@@ -68,6 +69,10 @@ int main(int argc, char** argv) {
     if (command == "--version") {
       fmt::print("compactor {}\nplugin API {}\nfingerprint {}\n", COMPACTOR_VERSION, kApiVersion, kBuildFingerprint);
       return kExitOk;
+    }
+    if (auto level = log_level_from_environment(); !level) {
+      fmt::print(stderr, "compactor: {}\n", level.error().message);
+      return kExitBadInput;
     }
     if (command == "check") return cli::check_command(argc, argv);
     if (command == "run") return cli::run_command(argc, argv);

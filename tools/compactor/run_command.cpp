@@ -45,11 +45,6 @@ int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArg
                   const std::optional<std::string>& output, const std::optional<std::string>& report_path,
                   ChildProgress& progress);
 
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return a != "-" && b != "-" && std::filesystem::exists(b, ec) && std::filesystem::equivalent(a, b, ec);
-}
-
 }  // namespace
 
 int run_command(int argc, char** argv) {
@@ -67,11 +62,13 @@ int run_command(int argc, char** argv) {
   if (!error.empty()) return command.usage_error(error);
   std::string input_path = *args->get("input");
   std::optional<std::string> output = args->get("output"), report_path = args->get("report");
-  for (const auto& out : {output, report_path})
-    if (out && same_file(input_path, *out)) {
-      fmt::print(stderr, "compactor run: {}: refusing to overwrite the input\n", *out);
-      return kExitBadInput;
-    }
+  std::vector<NamedPath> outputs;
+  if (output) outputs.push_back({"--output", *output});
+  if (report_path) outputs.push_back({"--report", *report_path});
+  if (auto conflict = overwrite_conflict({{"the input", input_path}, {"the config", *args->get("config")}}, outputs)) {
+    fmt::print(stderr, "compactor run: {}\n", *conflict);
+    return kExitBadInput;
+  }
 
   auto config = load_config_or_print_errors(*args->get("config"), exit_code);
   if (!config) return exit_code;
@@ -122,19 +119,18 @@ int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArg
     return kExitBadInput;
   }
   if (report.exit_code == kExitPluginError) fmt::print(stderr, "{}\n", report.error);
+  // Both files are written before either replaces its target: a report that cannot be written
+  // leaves the old output in place, as exit 3 promises.
+  std::string conversation_bytes, report_bytes = report.to_json();
+  std::vector<FileWrite> files;
   if (output && report.output && (report.exit_code == kExitOk || report.exit_code == kExitNotDone)) {
-    auto written = write_file_atomically(*output, report.output->serialize());
-    if (!written) {
-      fmt::print(stderr, "compactor run: {}\n", written.error().message);
-      return kExitPluginError;
-    }
+    conversation_bytes = report.output->serialize();
+    files.push_back({*output, conversation_bytes});
   }
-  if (report_path) {
-    auto written = write_file_atomically(*report_path, report.to_json());
-    if (!written) {
-      fmt::print(stderr, "compactor run: {}\n", written.error().message);
-      return kExitPluginError;
-    }
+  if (report_path) files.push_back({*report_path, report_bytes});
+  if (auto written = write_files_atomically(files); !written) {
+    fmt::print(stderr, "compactor run: {}\n", written.error().message);
+    return kExitPluginError;
   }
   bool stdout_taken = output == std::optional<std::string>("-") || report_path == std::optional<std::string>("-");
   fmt::print(stdout_taken ? stderr : stdout, "{}", report.summary());

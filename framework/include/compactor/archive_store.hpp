@@ -65,12 +65,14 @@ class ArchiveStore {
     std::string final;
   };
   Expected<bool> ensure_folder(const std::string& path);
+  Expected<bool> check_folder_owner();
 
   std::string dir_;
   FileSystem& fs_;
   std::map<std::string, std::string, std::less<>> manifest_;  // receipt → bytes
   std::vector<std::string> added_;                             // receipts in the order they came
   std::vector<Pending> pending_;
+  bool folder_checked_ = false;
 };
 
 // Reads a blob back, verifying its hash: the original bytes, or an error saying what is wrong

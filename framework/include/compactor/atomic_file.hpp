@@ -1,16 +1,26 @@
-// Writes a whole file or nothing: the bytes go to a temporary file in the same folder, are
-// flushed to disk, and the temporary is renamed over the target. On any failure the temporary
-// is removed and the target is as it was. "-" writes to standard output.
+// Writes whole files or nothing: the bytes go to a temporary file in the same folder, are flushed
+// to disk, and the temporary is renamed over the target. On any failure the temporaries are
+// removed and the targets are as they were. "-" writes to standard output. A target that exists
+// keeps its permission bits (a 0600 output stays 0600); a new one is 0644.
 #pragma once
 
 #include "compactor/error.hpp"
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace compactor {
 
-// Ok is an empty Error-free result; the error names the path and the errno text.
+struct FileWrite {
+  std::string path;
+  std::string_view bytes;
+};
+
+// Every temporary is written and flushed before any is renamed, so an unwritable second path
+// (a report beside an output) is found before the first target is replaced. Standard output is
+// written last. The error names the path and the errno text.
+Expected<bool> write_files_atomically(const std::vector<FileWrite>& files);
 Expected<bool> write_file_atomically(const std::string& path, std::string_view bytes);
 
 }  // namespace compactor

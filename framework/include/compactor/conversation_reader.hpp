@@ -7,6 +7,7 @@
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -20,7 +21,14 @@ struct ReadOptions {
 
 Expected<Conversation> read_conversation(std::string bytes, const ReadOptions& options = {});
 
-// The bytes of a file, or of standard input for "-"; the error names the path and the errno.
+// Every input is a regular file or standard input, and at most this many bytes: the default,
+// or the environment variable's value (a bad value is an error naming the variable).
+inline constexpr std::uint64_t kDefaultInputLimit = std::uint64_t{2} << 30;  // 2 GiB
+inline constexpr const char* kInputLimitVariable = "COMPACTOR_MAX_INPUT_BYTES";
+Expected<std::uint64_t> input_size_limit();
+
+// The bytes of a file, or of standard input for "-"; the error names the path and the errno, or
+// says why the input is refused (not a regular file, over the size limit).
 Expected<std::string> read_input_bytes(const std::string& path);
 
 // Reads a file ("-" is standard input) and parses it; the source name defaults to the path.

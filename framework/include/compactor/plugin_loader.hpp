@@ -24,7 +24,13 @@ struct PluginProbe {
   std::string refusal;      // one line, when not loadable
   int api_version = 0;      // from the entry symbol, when there is one
   std::string fingerprint;  // from the entry symbol, when there is one
+  std::string name;         // from the plugin's info bytes, when it has them (loadable only)
+  std::string version;
 };
+// Refused before anything else: a file that it or its folder lets every user write, or that
+// belongs to another user who is not root (it may have been planted); the environment variable
+// set to 1 loads such files anyway.
+inline constexpr const char* kTrustPluginsVariable = "COMPACTOR_TRUST_PLUGINS";
 PluginProbe probe_plugin(const std::string& file);
 
 struct LoadedPlugin {

@@ -19,7 +19,8 @@ namespace compactor {
 struct SummaryState {
   int count = 0;                 // summaries so far (0: the history has none)
   bool reactive = false;         // the newest was a reactive compaction
-  std::uint64_t base_chars = 0;  // the history's size right after it
+  std::uint64_t base = 0;        // the history's size right after it, in `base_unit`
+  std::string base_unit;         // "chars", "bytes" or "tokens"; empty when not recorded
   std::string request;           // the request it quoted
 };
 

@@ -3,9 +3,10 @@
 #include <openssl/evp.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace compactor {
@@ -17,6 +18,42 @@ bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
 Error errno_error(const std::string& what, const std::string& path, int err) {
   return Error{"archive: cannot " + what + " " + path + ": " + std::strerror(err)};
+}
+
+std::string fmt_mode(const std::string& before, mode_t mode) {
+  char octal[8];
+  std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode & 07777));
+  return before + octal;
+}
+
+// The bytes of the regular file at `path`, at most `max` of them. A symlink is not followed
+// (O_NOFOLLOW) and a FIFO is not waited on (O_NONBLOCK): neither is a blob, whatever its name.
+Expected<std::string> read_regular_file(const std::string& path, std::uint64_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ELOOP) return Error{path + ": is a symbolic link, not a blob (the archive was tampered with)"};
+    return Error{path + ": no such blob (" + std::string(std::strerror(err)) + ")"};
+  }
+  struct stat st {};
+  std::string out;
+  auto give_up = [&](const std::string& why) {
+    ::close(fd);
+    return Error{path + ": " + why};
+  };
+  if (::fstat(fd, &st) != 0) return give_up(std::string("cannot read: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return give_up("is not a regular file, not a blob (the archive was tampered with)");
+  if (static_cast<std::uint64_t>(st.st_size) > max) return give_up("is larger than the blob it should be");
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return give_up(n < 0 ? std::string("cannot read: ") + std::strerror(errno) : "shrank while being read");
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace
@@ -65,17 +102,40 @@ Expected<bool> ArchiveStore::ensure_folder(const std::string& path) {
   return true;
 }
 
+Expected<bool> ArchiveStore::check_folder_owner() {
+  // Another user who can write the folder can plant, replace or remove blobs: refused, once.
+  if (folder_checked_) return true;
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0) return errno_error("inspect", dir_, errno);
+  if (st.st_mode & S_IWOTH)
+    return Error{fmt_mode("archive: " + dir_ + " is writable by every user (mode ", st.st_mode) +
+                 "), who could plant or remove blobs; run chmod o-w on it or use a folder of your own"};
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return Error{"archive: " + dir_ + " belongs to another user (uid " + std::to_string(st.st_uid) + "; this is uid " +
+                 std::to_string(::geteuid()) + "), who could plant or remove blobs; use a folder of your own"};
+  folder_checked_ = true;
+  return true;
+}
+
 Expected<std::string> ArchiveStore::put(std::string_view bytes) {
   std::string receipt = receipt_of(bytes);
   if (manifest_.count(receipt)) return receipt;
   std::string final_path = path_of(receipt);
-  if (!fs_.exists(final_path)) {
+  // A file already at the blob's name is the blob only if it holds these very bytes; a corrupted
+  // or planted one (a symlink to /dev/null) is replaced.
+  bool intact = false;
+  if (fs_.exists(final_path)) {
+    auto existing = read_regular_file(final_path, bytes.size());
+    intact = existing && *existing == bytes;
+  }
+  if (!intact) {
     // Parent folders, then the blob under a temporary name nobody else can be using.
     std::string parent = final_path.substr(0, final_path.rfind('/'));
     // The archive folder and each folder above it that is missing, then the fan-out folder.
     for (std::size_t slash = dir_.find('/', 1); slash != std::string::npos; slash = dir_.find('/', slash + 1))
       if (auto r = ensure_folder(dir_.substr(0, slash)); !r) return r.error();
     if (auto r = ensure_folder(dir_); !r) return r.error();
+    if (auto r = check_folder_owner(); !r) return r.error();
     if (auto r = ensure_folder(parent); !r) return r.error();
     std::string temp = final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(pending_.size());
     int fd = fs_.open_exclusive(temp, 0600);
@@ -149,11 +209,12 @@ Expected<std::string> restore_blob(const std::string& dir, std::string_view rece
     return Error{"\"" + std::string(receipt) + "\" is not a receipt (expected sha256: and 64 lowercase hex digits)"};
   std::string hex(receipt.substr(kPrefix.size()));
   std::string path = dir + "/" + hex.substr(0, 2) + "/" + hex;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(errno) + ")"};
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  std::string out = std::move(bytes).str();
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0)
+    return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(errno) + ")"};
+  auto read = read_regular_file(path, UINT64_MAX);
+  if (!read) return read.error();
+  std::string out = std::move(read).value();
   if (receipt_of(out) != receipt) return Error{path + ": the blob does not match its hash (the archive is corrupted)"};
   return out;
 }

@@ -28,39 +28,72 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-}  // namespace
-
-Expected<bool> write_file_atomically(const std::string& path, std::string_view bytes) {
-  if (path == "-") {
-    if (!write_all(STDOUT_FILENO, bytes)) return errno_error("cannot write", "<stdout>", errno);
-    return true;
-  }
+// A flushed, closed temporary beside `path`, named in `temp`; nothing left behind on failure.
+Expected<bool> write_temporary(const std::string& path, std::string_view bytes, std::string& temp) {
   std::filesystem::path target(path);
   std::filesystem::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
-  std::string temp = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  temp = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   int fd = ::mkstemp(temp.data());
-  if (fd < 0) return errno_error("cannot create a temporary file beside it", path, errno);
+  if (fd < 0) {
+    int err = errno;
+    temp.clear();
+    return errno_error("cannot create a temporary file beside it", path, err);
+  }
   auto give_up = [&](const char* what) {
     int err = errno;
     ::close(fd);
     ::unlink(temp.c_str());
+    temp.clear();
     return errno_error(what, path, err);
   };
-  if (::fchmod(fd, 0644) != 0) return give_up("cannot set permissions");
+  // Replacing a file keeps its permission bits: a private output stays private.
+  struct stat existing {};
+  mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
+  if (::fchmod(fd, mode) != 0) return give_up("cannot set permissions");
   if (!write_all(fd, bytes)) return give_up("cannot write");
   if (::fsync(fd) != 0) return give_up("cannot flush to disk");
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(temp.c_str());
+    temp.clear();
     return errno_error("cannot close", path, err);
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(temp.c_str());
-    return errno_error("cannot rename the temporary file into place", path, err);
-  }
   return true;
+}
+
+}  // namespace
+
+Expected<bool> write_files_atomically(const std::vector<FileWrite>& files) {
+  std::vector<std::string> temps(files.size());
+  auto remove_temps = [&] {
+    for (const auto& t : temps)
+      if (!t.empty()) ::unlink(t.c_str());
+  };
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (files[i].path == "-") continue;
+    auto written = write_temporary(files[i].path, files[i].bytes, temps[i]);
+    if (!written) {
+      remove_temps();
+      return written.error();
+    }
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (files[i].path == "-") continue;
+    if (::rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
+      int err = errno;
+      remove_temps();
+      return errno_error("cannot rename the temporary file into place", files[i].path, err);
+    }
+    temps[i].clear();
+  }
+  for (const auto& f : files)
+    if (f.path == "-" && !write_all(STDOUT_FILENO, f.bytes)) return errno_error("cannot write", "<stdout>", errno);
+  return true;
+}
+
+Expected<bool> write_file_atomically(const std::string& path, std::string_view bytes) {
+  return write_files_atomically({FileWrite{path, bytes}});
 }
 
 }  // namespace compactor

@@ -148,7 +148,8 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     PrefixedLogger stage_log(log, entry.stage + ": ");
     context.log = &stage_log;
 
-    // What the stage archives stays only if its candidate is committed.
+    // What the stage archives stays only if its candidate is committed (not declined, rejected
+    // or unchanged).
     const ArchiveStore::Mark archive_mark = archive.mark();
     auto started = std::chrono::steady_clock::now();
     if (options.on_stage_start) options.on_stage_start(entry.stage, sr.plugin_file);
@@ -183,6 +184,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     Conversation candidate = result->conversation();  // copies message pointers only
     if (metered && candidate.frame().meter != config_->meter) candidate = candidate.with_meter(config_->meter);
     if (same_messages(candidate, committed)) {
+      archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
       sr.status = StageStatus::unchanged;
       report.stages.push_back(std::move(sr));
       continue;

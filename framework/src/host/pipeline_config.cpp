@@ -1,5 +1,7 @@
 #include "compactor/pipeline_config.hpp"
 
+#include "compactor/conversation_reader.hpp"
+
 #include "compactor/builtin_checkers.hpp"
 #include "compactor/plugin_discovery.hpp"
 #include "yaml_reader.hpp"
@@ -89,16 +91,15 @@ class ConfigLoader {
 
 ConfigLoadResult ConfigLoader::load() {
   ConfigLoadResult result;
-  std::ifstream in(config_.file, std::ios::binary);
-  if (!in) {
-    result.errors.push_back(config_.file + ": cannot read: " + std::strerror(errno));
+  // Read like every input: a regular file (or stdin), within the input size limit.
+  auto text = read_input_bytes(config_.file);
+  if (!text) {
+    result.errors.push_back(text.error().message);
     return result;
   }
-  std::stringstream text;
-  text << in.rdbuf();
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     result.errors.push_back(config_.file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                             ": YAML syntax error: " + e.msg);
@@ -571,13 +572,13 @@ void print_entries(std::string& out, const std::string& key, const std::vector<P
 ConfigLoadResult load_pipeline_config(const std::string& file) { return ConfigLoader(file).load(); }
 
 Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Error{file + ": cannot read: " + std::strerror(errno)};
+  auto text = read_input_bytes(file);
+  if (!text) return text.error();
   fs::path base = fs::path(file).parent_path();
   if (base.empty()) base = ".";
   std::vector<std::string> dirs;
   try {
-    YAML::Node root = YAML::LoadFile(file);
+    YAML::Node root = YAML::Load(*text);
     if (root.IsMap() && root["plugin_dirs"] && root["plugin_dirs"].IsSequence())
       for (const auto& d : root["plugin_dirs"])
         if (d.IsScalar()) dirs.push_back(resolve(base, d.Scalar()));

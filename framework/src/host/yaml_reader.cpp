@@ -2,7 +2,7 @@
 
 #include <charconv>
 #include <map>
-#include <regex>
+#include <string_view>
 
 namespace compactor::detail {
 namespace {
@@ -17,13 +17,62 @@ bool yaml11_boolean(const std::string& s) {
   return false;
 }
 bool yaml_null(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
-bool decimal_integer(const std::string& s) {
-  static const std::regex re("[-+]?[0-9]+");
-  return std::regex_match(s, re);
+// Scalars are classified by hand, in one pass: std::regex recurses per character and a number of
+// ~30,000 digits overflowed the stack (issue 12, defect 2).
+bool all_of(std::string_view s, bool (*pred)(char)) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!pred(c)) return false;
+  return true;
 }
-bool yaml_number(const std::string& s) {
-  static const std::regex re("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
-  return std::regex_match(s, re);
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_octal(char c) { return c >= '0' && c <= '7'; }
+std::string_view without_sign(std::string_view s) {
+  return !s.empty() && (s[0] == '-' || s[0] == '+') ? s.substr(1) : s;
+}
+// [-+]?[0-9]+
+bool decimal_integer(std::string_view s) { return all_of(without_sign(s), is_digit); }
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool decimal_number(std::string_view s) {
+  s = without_sign(s);
+  std::size_t i = 0;
+  auto digits = [&] {
+    std::size_t from = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    return i - from;
+  };
+  std::size_t whole = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (digits() == 0 && whole == 0) return false;
+  } else if (whole == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+bool special_float(std::string_view s) {
+  std::string_view v = without_sign(s);
+  if (v == ".inf" || v == ".Inf" || v == ".INF") return true;
+  return s == ".nan" || s == ".NaN" || s == ".NAN";
+}
+bool based_integer(std::string_view s) {
+  if (s.size() > 2 && s.substr(0, 2) == "0x") return all_of(s.substr(2), is_hex);
+  if (s.size() > 2 && s.substr(0, 2) == "0o") return all_of(s.substr(2), is_octal);
+  return false;
+}
+// What a YAML 1.2 core schema reads as a number.
+bool yaml_number(std::string_view s) { return decimal_number(s) || special_float(s) || based_integer(s); }
+
+// A scalar of thousands of characters is named by its start and length: one line stays short.
+std::string shown(const std::string& s) {
+  if (s.size() <= 64) return s;
+  return s.substr(0, 32) + "… (" + std::to_string(s.size()) + " characters)";
 }
 
 }  // namespace
@@ -53,8 +102,9 @@ std::string YamlReader::describe(const YAML::Node& node) {
     case YAML::NodeType::Sequence: return "a sequence";
     case YAML::NodeType::Scalar: break;
   }
-  if (is_quoted(node)) return "the quoted string \"" + node.Scalar() + "\"";
-  return "\"" + node.Scalar() + "\"";
+  std::string text = shown(node.Scalar());
+  if (is_quoted(node)) return "the quoted string \"" + text + "\"";
+  return "\"" + text + "\"";
 }
 
 bool YamlReader::check_mapping(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
@@ -140,14 +190,17 @@ std::optional<ParamValue> YamlReader::param(const YAML::Node& node, const std::s
       break;
     }
     case ParamType::number: {
-      if (quoted || !yaml_number(s) || s.find("inf") != std::string::npos || s.find("nan") != std::string::npos ||
-          s.find("Inf") != std::string::npos || s.find("NaN") != std::string::npos || s.find("INF") != std::string::npos ||
-          s.find("NAN") != std::string::npos || s.rfind("0x", 0) == 0 || s.rfind("0o", 0) == 0)
-        return fail(describe(node));
-      if (decimal_integer(s)) {
-        value = static_cast<std::int64_t>(std::stoll(s));
+      if (quoted || !decimal_number(s)) return fail(describe(node));
+      const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+      const char* end = s.data() + s.size();
+      std::int64_t i = 0;
+      double d = 0;
+      if (auto r = std::from_chars(begin, end, i); decimal_integer(s) && r.ec == std::errc() && r.ptr == end) {
+        value = i;
+      } else if (auto f = std::from_chars(begin, end, d); f.ec == std::errc() && f.ptr == end) {
+        value = d;  // also an integer beyond 64 bits
       } else {
-        value = std::stod(s);
+        return fail(describe(node) + " (out of range)");
       }
       break;
     }
@@ -168,7 +221,7 @@ std::optional<ParamValue> YamlReader::param(const YAML::Node& node, const std::s
       if (!quoted) {
         if (yaml11_boolean(s)) return fail(s + ", which YAML 1.1 reads as a boolean; quote it: \"" + s + "\"");
         if (yaml_null(s)) return fail("nothing");
-        if (yaml_number(s)) return fail("the number " + s + "; quote it if you mean the string");
+        if (yaml_number(s)) return fail("the number " + shown(s) + "; quote it if you mean the string");
       }
       value = s;
       break;

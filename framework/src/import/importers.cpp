@@ -1,6 +1,7 @@
 #include "compactor/importers.hpp"
 
 #include "compactor/conversation_reader.hpp"
+#include "field_types.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -57,7 +58,8 @@ std::string string_field(const json::value& v, std::string_view key) {
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-// Consecutive messages of one role become one (the API joins them anyway), results first.
+// Consecutive messages of one role become one, results first: logs split parallel calls and
+// their results over several lines, and the API reads pairing per message.
 std::vector<Draft> merge_turns(std::vector<Draft> in) {
   std::vector<Draft> out;
   for (Draft& d : in) {
@@ -72,6 +74,97 @@ std::vector<Draft> merge_turns(std::vector<Draft> in) {
     std::stable_partition(d.content.begin(), d.content.end(), [](const json::value& b) { return is_type(b, "tool_result"); });
   }
   return out;
+}
+
+// A tool_use the API would refuse is made well-formed, each change counted: a missing or
+// non-string name becomes "unknown_tool"; a missing input becomes {} and a non-object one is kept
+// as {"value": …}; an id the API refuses (^[a-zA-Z0-9_-]+$) has its other characters replaced
+// by '_' (an empty one becomes "toolu_import_<line>"), and the next message's results follow it.
+bool repair_tool_uses(std::vector<Draft>& messages, ImportReport& report) {
+  bool changed = false;
+  // A call in a user message or a result in an assistant one is kept as text, not as a block the
+  // API refuses there.
+  for (Draft& d : messages)
+    for (auto& b : d.content) {
+      bool misplaced = d.role == Role::user ? is_type(b, "tool_use") || is_type(b, "server_tool_use") || is_type(b, "mcp_tool_use")
+                                            : is_type(b, "tool_result");
+      if (!misplaced) continue;
+      std::string type = string_field(b, "type");
+      b = json::object{{"type", "text"},
+                       {"text", "[compactor import: a " + type + " block in a " + std::string(to_string(d.role)) +
+                                    " message, kept as text] " + json::serialize(b)}};
+      report.repairs.push_back({"misplaced_block_as_text", d.line, "a " + type + " block in a " + std::string(to_string(d.role)) + " message"});
+      changed = true;
+    }
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].role != Role::assistant) continue;
+    for (auto& b : messages[i].content) {
+      if (!is_type(b, "tool_use")) continue;
+      json::object& o = b.as_object();
+      const json::value* name = o.if_contains("name");
+      if (name == nullptr || !name->is_string() || name->get_string().empty()) {
+        o["name"] = "unknown_tool";
+        report.repairs.push_back({"tool_use_name_missing", messages[i].line, "a tool_use without a name is now unknown_tool"});
+        changed = true;
+      }
+      const json::value* input = o.if_contains("input");
+      if (input == nullptr || !input->is_object()) {
+        json::value kept = input == nullptr ? json::value(json::object{}) : json::value(json::object{{"value", *input}});
+        report.repairs.push_back({"tool_use_input_repaired", messages[i].line,
+                                  input == nullptr ? "a tool_use without an input now has {}"
+                                                   : "a tool_use input that is not an object is kept as {\"value\": …}"});
+        o["input"] = std::move(kept);
+        changed = true;
+      }
+      const json::value* idv = o.if_contains("id");
+      std::string id = idv != nullptr && idv->is_string() ? std::string(idv->get_string()) : "";
+      std::string clean = id;
+      for (char& c : clean)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) c = '_';
+      if (clean.empty()) clean = "toolu_import_" + std::to_string(messages[i].line);
+      if (clean == id && idv != nullptr && idv->is_string()) continue;
+      o["id"] = clean;
+      report.repairs.push_back({"id_rewritten", messages[i].line, "\"" + id + "\" → \"" + clean + "\""});
+      changed = true;
+      if (i + 1 < messages.size() && messages[i + 1].role == Role::user && !id.empty())
+        for (auto& r : messages[i + 1].content)
+          if (is_type(r, "tool_result") && string_field(r, "tool_use_id") == id) {
+            r.as_object()["tool_use_id"] = clean;
+            break;
+          }
+    }
+  }
+  return changed;
+}
+
+// A tool_use id used again (a repeated log line, a replayed trajectory) gets a fresh id, and so
+// does its result: the k-th result naming the id in the next message, for the k-th call with it.
+bool rename_reused_ids(std::vector<Draft>& messages, ImportReport& report) {
+  std::set<std::string> used;
+  bool changed = false;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].role != Role::assistant) continue;
+    std::map<std::string, int> seen_here;
+    for (auto& b : messages[i].content) {
+      if (!is_type(b, "tool_use")) continue;
+      std::string id = string_field(b, "id");
+      int occurrence = ++seen_here[id];
+      if (used.insert(id).second && occurrence == 1) continue;
+      std::string fresh;
+      for (int n = 2; !used.insert(fresh = id + "_" + std::to_string(n)).second; ++n) {}
+      b.as_object()["id"] = fresh;
+      report.repairs.push_back({"duplicate_id_rewritten", messages[i].line, "tool_use id " + id + " used again; now " + fresh});
+      changed = true;
+      if (i + 1 >= messages.size() || messages[i + 1].role != Role::user) continue;
+      int k = 0;
+      for (auto& r : messages[i + 1].content)
+        if (is_type(r, "tool_result") && string_field(r, "tool_use_id") == id && ++k == occurrence) {
+          r.as_object()["tool_use_id"] = fresh;
+          break;
+        }
+    }
+  }
+  return changed;
 }
 
 // The repairs every importer needs so that the API accepts what it produced: blank text blocks
@@ -89,7 +182,10 @@ void repair(std::vector<Draft>& messages, ImportReport& report, std::string_view
     }
     d.content = std::move(kept);
   }
-  for (int pass = 0; pass < 4; ++pass) {
+  // Until nothing changes: dropping a leading assistant can orphan results, whose message can
+  // then empty. Every pass but the last removes a message or a block, or answers a call once.
+  const std::size_t max_passes = 2 * messages.size() + 8;
+  for (std::size_t pass = 0; pass < max_passes; ++pass) {
     std::vector<Draft> nonempty;
     for (Draft& d : messages) {
       if (d.content.empty()) {
@@ -103,7 +199,8 @@ void repair(std::vector<Draft>& messages, ImportReport& report, std::string_view
       report.repairs.push_back({"leading_assistant_dropped", messages.front().line, "the conversation must start with the user"});
       messages.erase(messages.begin());
     }
-    bool changed = false;
+    bool changed = repair_tool_uses(messages, report);
+    changed = rename_reused_ids(messages, report) || changed;
     for (std::size_t i = 0; i < messages.size(); ++i) {
       if (messages[i].role != Role::user) continue;
       std::vector<std::string> calls;
@@ -386,10 +483,28 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           std::string at = where + ".tool_calls." + std::to_string(k);
           const json::value* function = call.is_object() && call.get_object().contains("function") ? &call.at("function") : nullptr;
           if (function == nullptr || !function->is_object()) return Error{at + ": has no function"};
-          std::string arguments = string_field(*function, "arguments");
-          boost::system::error_code aec;
-          json::value input = arguments.empty() ? json::value(json::object{}) : json::parse(arguments, aec);
-          if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+          // arguments is a JSON string by the spec; some histories hold the object itself (kept as
+          // is) or null / nothing (an empty input, counted as a repair); anything else is refused,
+          // never silently emptied.
+          const json::value* given = function->get_object().if_contains("arguments");
+          json::value input;
+          if (given != nullptr && given->is_object()) {
+            input = *given;
+          } else if (given == nullptr || given->is_null()) {
+            input = json::object{};
+            report.repairs.push_back({"missing_arguments_emptied", i,
+                                      "tool call " + string_field(call, "id") + " has " + (given ? "null" : "no") +
+                                          " function.arguments; its input is {}"});
+          } else if (!given->is_string()) {
+            return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
+          } else if (given->get_string().empty()) {
+            input = json::object{};
+          } else {
+            std::string arguments(given->get_string());
+            boost::system::error_code aec;
+            input = json::parse(arguments, aec);
+            if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+          }
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
           std::string original = string_field(call, "id");
           std::string id = api_id(original, i);

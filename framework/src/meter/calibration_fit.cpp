@@ -1,5 +1,7 @@
 #include "compactor/calibration_fit.hpp"
 
+#include "compactor/conversation_reader.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -25,11 +27,12 @@ std::string CalibrationFit::to_yaml(const std::string& provenance) const {
 }
 
 Expected<CalibrationFit> read_calibration_fit(const std::string& path) {
+  // Read like every input: a regular file within the size limit (a FIFO or /dev/zero is refused).
+  auto text = read_input_bytes(path);
+  if (!text) return text.error();
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return Error{path + ": cannot read the calibration fit"};
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     return Error{path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
   }

@@ -1,0 +1,28 @@
+// archive_unchanged: a test-only stage that archives a piece of the conversation and then returns
+// it unchanged, so tests can show that an unchanged stage's blobs are dropped like a decline's.
+#include "compactor/archive_store.hpp"
+#include "compactor/plugin.hpp"
+
+namespace {
+
+using namespace compactor;
+
+class ArchiveUnchangedStage final : public Stage {
+ public:
+  StageResult run(const Conversation& committed, const StageContext& context) override {
+    if (context.archive != nullptr) (void)context.archive->put(std::string(committed[0].raw()));
+    return StageResult::candidate(committed);
+  }
+};
+
+void register_stages(PluginRegistrar& registrar) {
+  StageInfo info;
+  info.name = "archive_unchanged";
+  info.description = "TEST ONLY: archives the first message, then changes nothing";
+  info.create = factory_of<ArchiveUnchangedStage>();
+  registrar.add_stage(std::move(info));
+}
+
+}  // namespace
+
+COMPACTOR_PLUGIN("archive_unchanged", "0.1.0", register_stages)
