@@ -24,8 +24,17 @@ const std::string kBench = COMPACTOR_BENCH_DIR;  // tests/bench
 const std::string kFixture = kBench + "/fixture";
 const std::string kPrices = kBench + "/prices.yaml";
 
+fs::path scratch_root() { return fs::temp_directory_path() / ("compactor-bench-test-" + std::to_string(::getpid())); }
+
+// Removes this process's scratch folders when the tests are done.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(scratch_root()); }
+};
+[[maybe_unused]] auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
 std::string scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("compactor-bench-test-" + std::to_string(::getpid())) / name;
+  fs::path p = scratch_root() / name;
   fs::remove_all(p);
   fs::create_directories(p.parent_path());
   return p.string();
