@@ -456,9 +456,9 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
 namespace compactor {
 namespace {
 
-// The ready configs with a model summarizer validate and round-trip; they are never run here (a
-// run would need a key and the network).
-TEST(ModelSummarizerConfig, TheReadyModelConfigsValidateAndRoundTrip) {
+// The ready configs with a model summarizer use a model backend and price its calls; they are
+// never run here (a run would need a key and the network).
+TEST(ModelSummarizerConfig, TheReadyModelConfigsUseAModelAndPriceIt) {
   int count = 0;
   for (const auto& e : fs::directory_iterator(fs::path(COMPACTOR_CONFIGS_DIR) / "models")) {
     ++count;
@@ -470,15 +470,8 @@ TEST(ModelSummarizerConfig, TheReadyModelConfigsValidateAndRoundTrip) {
       EXPECT_NE(r.config->prices->find(r.config->summarizer_params.string("model")), nullptr)
           << e.path() << ": the table prices " << r.config->summarizer_params.string("model");
     }
-    std::string printed = print_pipeline(*r.config);
-    fs::path tmp = fs::temp_directory_path() / ("compactor-model-printed-" + std::to_string(::getpid()) + ".yaml");
-    std::ofstream(tmp) << printed;
-    auto again = load_pipeline_config(tmp.string());
-    fs::remove(tmp);
-    ASSERT_TRUE(again.config) << again.errors.front();
-    EXPECT_EQ(print_pipeline(*again.config), printed);
   }
-  EXPECT_EQ(count, 2);
+  EXPECT_EQ(count, 2);  // validated and round-tripped with the others: ShippedConfigs.EveryConfigValidatesAndRoundTrips
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -119,18 +120,26 @@ std::string synthetic_log(const std::string& session, const Tokenizer& claude, i
   return out;
 }
 
-TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
-  auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
-  ASSERT_TRUE(claude) << claude.error().message;
-  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-" + std::to_string(::getpid()));
+// `compactor calibrate` over 8 synthetic sessions ("session-0" … "session-7", each log written
+// by `log_of`), in a scratch folder `dir` that the caller removes.
+test::CommandResult calibrate_sessions(const fs::path& dir, const std::function<std::string(int, const std::string&)>& log_of) {
   fs::remove_all(dir);
   fs::create_directories(dir / "corpus");
   for (int s = 0; s < 8; ++s) {
     std::string id = "session-" + std::to_string(s);
-    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 15000 + 1000 * s, s == 0 ? 6 : 0);
+    std::ofstream(dir / "corpus" / (id + ".jsonl")) << log_of(s, id);
   }
-  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
-                          (dir / "report.json").string()});
+  return test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
+                        (dir / "report.json").string()});
+}
+
+TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
+  auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
+  ASSERT_TRUE(claude) << claude.error().message;
+  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-" + std::to_string(::getpid()));
+  auto r = calibrate_sessions(dir, [&](int s, const std::string& id) {
+    return synthetic_log(id, **claude, 10, 15000 + 1000 * s, s == 0 ? 6 : 0);
+  });
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   auto fit = read_calibration_fit((dir / "fit.yaml").string());
@@ -158,19 +167,14 @@ TEST(Calibrate, ARobustFitLeavesOutCallsAfterContextTheLogDoesNotShow) {
   auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
   ASSERT_TRUE(claude) << claude.error().message;
   fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-hidden-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "corpus");
   std::set<std::string> hidden;
-  for (int s = 0; s < 8; ++s) {
-    std::string id = "session-" + std::to_string(s);
+  auto r = calibrate_sessions(dir, [&](int s, const std::string& id) {
     // Sessions are split by the parity of their id's hash: here the odd ones are held out, so
     // contaminate two of each half.
     const bool contaminated = s % 4 == 1 || s % 4 == 2;
     if (contaminated) hidden.insert(id);
-    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 15000 + 1000 * s, 0, contaminated ? 5 : -1);
-  }
-  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
-                          (dir / "report.json").string()});
+    return synthetic_log(id, **claude, 10, 15000 + 1000 * s, 0, contaminated ? 5 : -1);
+  });
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto fit = read_calibration_fit((dir / "fit.yaml").string());
   ASSERT_TRUE(fit) << fit.error().message;
@@ -193,14 +197,7 @@ TEST(Calibrate, RefusesAFitThatPredictsWorseThanCharsOverFour) {
   auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
   ASSERT_TRUE(claude) << claude.error().message;
   fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-refuse-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "corpus");
-  for (int s = 0; s < 8; ++s) {
-    std::string id = "session-" + std::to_string(s);
-    std::ofstream(dir / "corpus" / (id + ".jsonl")) << synthetic_log(id, **claude, 10, 2000, 0, -1, true);
-  }
-  auto r = test::run_cli({"calibrate", "--corpus", (dir / "corpus").string(), "--out", (dir / "fit.yaml").string(), "--report",
-                          (dir / "report.json").string()});
+  auto r = calibrate_sessions(dir, [&](int, const std::string& id) { return synthetic_log(id, **claude, 10, 2000, 0, -1, true); });
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("compactor calibrate: refused: the calibrated fit's held-out median error ("), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("is worse than the chars/4 fit's ("), std::string::npos) << r.err;
