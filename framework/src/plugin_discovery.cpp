@@ -53,6 +53,10 @@ std::optional<std::string> find_stage_file(const std::string& stage, const std::
 }
 
 std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs) {
+  return list_plugin_files(dirs, "compactor_stage_");
+}
+
+std::vector<std::string> list_plugin_files(const std::vector<std::string>& dirs, const std::string& prefix) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   std::error_code ec;
@@ -60,7 +64,7 @@ std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs) 
     std::vector<std::string> here;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       std::string name = e.path().filename().string();
-      if (name.rfind("compactor_stage_", 0) == 0 && e.path().extension() == ".so" && seen.insert(name).second)
+      if (name.rfind(prefix, 0) == 0 && e.path().extension() == ".so" && seen.insert(name).second)
         here.push_back(e.path().string());
     }
     std::sort(here.begin(), here.end());

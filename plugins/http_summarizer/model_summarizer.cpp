@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -250,7 +251,7 @@ class ModelSummarizer final : public Summarizer {
         }
       }
       if (!retryable || attempt >= s_.retries) {
-        if (retryable && attempt > 0) failure += fmt::format(" (after {} retries)", attempt);
+        if (retryable && attempt > 0) failure += fmt::format(" (after {} retr{})", attempt, attempt == 1 ? "y" : "ies");
         break;
       }
       // Exponential backoff with jitter (half to all of base × 2^attempt), or the server's
@@ -259,12 +260,16 @@ class ModelSummarizer final : public Summarizer {
       auto wait = milliseconds(static_cast<long long>(static_cast<double>(s_.retry_base_ms) * std::pow(2.0, attempt) * jitter));
       if (response.retry_after && *response.retry_after > wait) wait = *response.retry_after;
       if (Clock::now() + wait >= deadline) {
-        failure += fmt::format(" (gave up after {} retries: the next wait of {} ms would pass max_total_s {})", attempt,
-                               wait.count(), s_.max_total_s);
+        failure += fmt::format(" (gave up after {} retr{}: the next wait of {} ms would pass max_total_s {})", attempt,
+                               attempt == 1 ? "y" : "ies", wait.count(), s_.max_total_s);
         break;
       }
       std::this_thread::sleep_for(wait);
     }
+    // A server may echo the key in its error text ("invalid x-api-key sk-…"): never pass it on.
+    if (key != nullptr && std::strlen(key) >= 4)
+      for (std::size_t at = failure.find(key); at != std::string::npos; at = failure.find(key, at))
+        failure.replace(at, std::strlen(key), "[the key in " + s_.api_key_env + "]");
     finish(record, started, attempt, failure);
     return Error{where + ": " + failure};
   }

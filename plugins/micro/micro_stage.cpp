@@ -83,16 +83,20 @@ class MicroStage final : public Stage {
     for (auto& [index, replacements] : edits) {
       if (until_target_ && size <= context.budget.target) break;
       std::vector<std::pair<std::size_t, boost::json::value>> contents;
-      for (Edit& e : replacements) {
-        // Archive first: the marker may only exist once its receipt holds the original.
-        auto receipt = context.archive->put(e.original);
-        if (!receipt) return StageResult::decline(receipt.error().message);
-        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, *receipt, e.tool_use_id)));
-      }
+      for (Edit& e : replacements)
+        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, receipt_of(e.original), e.tool_use_id)));
       std::size_t count = contents.size();
       auto edited = with_result_contents(*messages[index], std::move(contents));
       if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
-      size = size - committed.size_of(*messages[index], context.budget.unit) + committed.size_of(**edited, context.budget.unit);
+      // The saving counts in the budget's unit: in tokens, a marker's hex receipt can cost more
+      // than a short result (a candidate that grew would be rejected). Such a message stays.
+      const std::uint64_t before = committed.size_of(*messages[index], context.budget.unit);
+      const std::uint64_t after = committed.size_of(**edited, context.budget.unit);
+      if (after >= before) continue;
+      // Archive before the marker can be committed: its receipt must hold the original.
+      for (Edit& e : replacements)
+        if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
+      size = size - before + after;
       messages[index] = std::move(edited).value();
       replaced += count;
     }

@@ -66,17 +66,27 @@ class SnipStage final : public Stage {
       jsonl += '\n';
     }
     if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
-    auto receipt = context.archive->put(std::move(jsonl));
-    if (!receipt) return StageResult::decline(receipt.error().message);
+    const std::string receipt = receipt_of(jsonl);
 
     std::size_t count = tail_start - head_end;
     std::string text = fmt::format(
         "{} {} earlier messages were archived as {}; restore them with `compactor restore {}` (JSONL, one message a "
         "line). They are not shown here.]",
-        kMarkerPrefix, count, *receipt, *receipt);
+        kMarkerPrefix, count, receipt, receipt);
     auto marker = Message::from_json(boost::json::object{
         {"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text}}}}});
     if (!marker) return StageResult::decline("cannot build the marker: " + marker.error().message);
+    // A middle no larger than the marker (in the budget's unit) is left as it is: cutting it
+    // would grow the history, and the next stages may still help.
+    std::uint64_t middle = 0;
+    for (std::size_t i = head_end; i < tail_start; ++i) middle += committed.size_of(committed[i], context.budget.unit);
+    if (committed.size_of(**marker, context.budget.unit) >= middle) {
+      context.log->info(fmt::format("the middle (messages.{} to messages.{}, {} {}) is no larger than its marker; not snipped",
+                                    head_end, tail_start - 1, middle, to_string(context.budget.unit)));
+      return StageResult::candidate(committed);
+    }
+    // Archive before the marker can be committed: its receipt must hold the middle.
+    if (auto archived = context.archive->put(std::move(jsonl)); !archived) return StageResult::decline(archived.error().message);
 
     std::vector<MessagePtr> messages;
     messages.reserve(head_end + 1 + (n - tail_start));

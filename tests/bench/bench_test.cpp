@@ -193,7 +193,25 @@ TEST(BenchFixture, MisuseIsABadInputExitWithTheReason) {
   EXPECT_NE(r.err.find("compactor bench: --merge needs --out"), std::string::npos) << r.err;
   auto p = run_cli({"bench", "--corpus", kFixture, "--config", plain, "--prices", kBench + "/nowhere.yaml"});
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("nowhere.yaml"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("compactor bench: " + kBench + "/nowhere.yaml"), std::string::npos) << p.err;
+  // An --out that cannot be a folder is found before anything is replayed.
+  auto o = run_cli({"bench", "--corpus", kFixture, "--config", plain, "--prices", kPrices, "--out", plain});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("compactor bench: " + plain + ": --out: cannot create the folder"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "") << "nothing was replayed";
+}
+
+// The same shard given twice to --merge would count its sessions twice: refused.
+TEST(BenchScale, MergingAFolderTwiceIsRefused) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-bench-merge-twice-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto whole = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices, "--meter", "chars4", "--out",
+                        (dir / "whole").string()});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  auto r = run_cli({"bench", "--merge", (dir / "whole").string(), "--merge", (dir / "whole").string(), "--out", (dir / "m").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is already in an earlier --merge folder; each session once"), std::string::npos) << r.err;
+  fs::remove_all(dir);
 }
 
 // The prompt cache compares whole messages as serialized; a moved cache_control marker is not a

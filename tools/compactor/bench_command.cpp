@@ -24,6 +24,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -140,6 +141,7 @@ int finish(BenchResults& results, const std::optional<std::string>& out) {
 
 int merge(const ParsedArgs& args) {
   BenchResults results;
+  std::set<std::pair<std::string, std::string>> seen;  // session, config
   for (const auto& dir : args.options.at("merge")) {
     auto part = read_outputs(dir);
     if (!part) {
@@ -153,7 +155,15 @@ int merge(const ParsedArgs& args) {
       fmt::print(stderr, "compactor bench: {}: ran other configs than {}\n", dir, args.options.at("merge").front());
       return kExitBadInput;
     }
-    for (auto& r : part->replays) results.replays.push_back(std::move(r));
+    for (auto& r : part->replays) {
+      // A shard given twice (or two overlapping shards) would count its sessions twice.
+      if (!seen.insert({r.session, r.config}).second) {
+        fmt::print(stderr, "compactor bench: {}: {} ({}) is already in an earlier --merge folder; each session once\n", dir,
+                   r.session, r.config);
+        return kExitBadInput;
+      }
+      results.replays.push_back(std::move(r));
+    }
     for (auto& s : part->skipped) results.skipped.push_back(std::move(s));
   }
   results.chart_session = args.get("chart-session").value_or("");
@@ -211,7 +221,7 @@ int bench_command(int argc, char** argv) {
   if (auto j = args->get("jobs")) jobs = *parse_count(*j);
   if (auto w = args->get("window")) window = *parse_count(*w);
 
-  // Everything that can be wrong with the configs, prices and meters stops the bench here.
+  // Everything that can be wrong with the configs, prices, meters and --out stops the bench here.
   const auto& config_paths = args->options.at("config");
   std::vector<PipelineConfig> configs;
   for (const auto& path : config_paths) {
@@ -219,13 +229,15 @@ int bench_command(int argc, char** argv) {
     if (!config) return exit_code;
     configs.push_back(std::move(*config));
   }
+  if (auto out = args->get("out")) {
+    std::error_code ec;
+    fs::create_directories(*out, ec);
+    if (ec || !fs::is_directory(*out, ec)) return print_error(*out + ": --out: cannot create the folder" + (ec ? ": " + ec.message() : ""));
+  }
   const fs::path beside = fs::path(config_paths.front()).parent_path();
   std::string prices_path = args->get("prices").value_or((beside / "prices.yaml").string());
   auto prices = read_price_table(prices_path);
-  if (!prices) {
-    fmt::print(stderr, "{}\n", prices.error().message);
-    return kExitBadInput;
-  }
+  if (!prices) return print_error(prices.error().message + (args->get("prices") ? "" : " (the default beside the first config: give --prices FILE)"));
   std::string fit_path = args->get("fit").value_or((beside / "fits" / "claude-code.yaml").string());
   std::optional<std::string> meter_kind = args->get("meter");
   bool need_default_meters = meter_kind.has_value();

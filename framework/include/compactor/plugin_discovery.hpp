@@ -27,5 +27,7 @@ std::optional<std::string> find_stage_file(const std::string& stage, const std::
 
 // Every compactor_stage_*.so in `dirs`, first occurrence of each file name, in search order.
 std::vector<std::string> list_stage_files(const std::vector<std::string>& dirs);
+// The same for any file name prefix ("compactor_summarizer_").
+std::vector<std::string> list_plugin_files(const std::vector<std::string>& dirs, const std::string& prefix);
 
 }  // namespace compactor

@@ -314,8 +314,16 @@ void ConfigLoader::read_summarizer(const YAML::Node& root) {
   config_.summarizer = registry.find_summarizer(config_.summarizer_kind);
   if (config_.summarizer == nullptr) {
     SourceLocation at = kind_node ? r_.location(*kind_node) : SourceLocation{config_.file, 1, 1};
+    // Loaded kinds and the ones a plugin file on the search path is named for.
+    std::set<std::string> known;
+    for (const auto& n : registry.summarizer_names()) known.insert(n);
+    const std::string prefix = "compactor_summarizer_";
+    for (const auto& f : list_plugin_files(search_dirs(), prefix)) {
+      std::string name = fs::path(f).filename().string();
+      known.insert(name.substr(prefix.size(), name.size() - prefix.size() - 3));
+    }
     r_.error(at, "summarizer.kind", "unknown summarizer \"" + config_.summarizer_kind + "\"; known summarizers: " +
-                                        list(registry.summarizer_names()));
+                                        list(std::vector<std::string>(known.begin(), known.end())));
     return;
   }
   // The backend's params sit flat beside `kind` and `plugin`, validated against its schema.

@@ -169,9 +169,9 @@ std::string RunReport::summary() const {
       priced = priced && c.cost_usd.has_value();
       cost += c.cost_usd.value_or(0);
     }
-    out += fmt::format("summarizer: {} call{} to {} ({} failed, {} retries), {} input + {} output tokens, {}, {:.2f} s\n",
+    out += fmt::format("summarizer: {} call{} to {} ({} failed, {} retr{}), {} input + {} output tokens, {}, {:.2f} s\n",
                        summarizer_calls.size(), summarizer_calls.size() == 1 ? "" : "s", summarizer_calls.front().call.model,
-                       failed, retries, in, out_tokens,
+                       failed, retries, retries == 1 ? "y" : "ies", in, out_tokens,
                        priced ? fmt::format("${:.4f}", cost) : std::string("cost unknown (no price for the model)"),
                        static_cast<double>(ms) / 1000.0);
   }

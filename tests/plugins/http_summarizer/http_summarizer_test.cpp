@@ -144,6 +144,8 @@ TEST(AnthropicSummarizer, EveryIncompleteResponseIsAnErrorNeverASummary) {
       {"refusal", {200, {}, test::anthropic_reply("I can't", "refusal"), {}}, "stop_reason \"refusal\", not end_turn"},
       {"bad request", {400, {}, R"({"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}})", {}},
        "HTTP 400 invalid_request_error: max_tokens: too large"},
+      {"key echoed", {401, {}, std::string(R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key )") + kKey + "\"}}", {}},
+       "HTTP 401 authentication_error: invalid x-api-key [the key in COMPACTOR_TEST_KEY]"},
       {"too long", {400, {}, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})", {}},
        "context overflow: the summary request is too long for claude-sonnet-4-5 (invalid_request_error: prompt is too long: "
        "210000 tokens > 200000 maximum); lower summarizer.max_input_tokens"},
@@ -238,7 +240,7 @@ TEST(AnthropicSummarizer, ARefusedConnectionIsRetriedThenReported) {
   auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
   ASSERT_FALSE(summary);
   EXPECT_NE(summary.error().message.find("connection failed: "), std::string::npos) << summary.error().message;
-  EXPECT_NE(summary.error().message.find("(after 1 retries)"), std::string::npos) << summary.error().message;
+  EXPECT_NE(summary.error().message.find("(after 1 retry)"), std::string::npos) << summary.error().message;
   auto calls = s->take_calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].retries, 1);
@@ -398,6 +400,10 @@ TEST(ModelSummarizerConfig, ParamsAreValidatedWithLocations) {
             std::vector<std::string>{"8:5: pipeline[0].params.max_chars: 3000 chars cannot be written in "
                                      "summarizer.max_output_tokens 100 (at least one token per 4 chars: raise "
                                      "max_output_tokens to 750 or leave it out)"});
+  // A misspelt kind names every kind there is, the plugin files on the search path included.
+  EXPECT_EQ(config_errors("  kind: anthropc\n"),
+            std::vector<std::string>{"4:9: summarizer.kind: unknown summarizer \"anthropc\"; known summarizers: anthropic, "
+                                     "extractive, openai"});
   EXPECT_EQ(config_errors("  kind: extractive\n  model: m\n"),
             std::vector<std::string>{"5:3: summarizer.model: unknown key; expected one of: kind, plugin"});
 }
