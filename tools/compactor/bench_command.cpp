@@ -346,6 +346,7 @@ int bench_command(int argc, char** argv) {
         ReplaySetup setup;
         setup.session = name;
         setup.price = price;
+        setup.prices = &*prices;
         setup.model = model;
         setup.window = window;
         setup.archive_dir = archive_dir;

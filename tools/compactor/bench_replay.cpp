@@ -244,7 +244,10 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
         ++out.summarizer_calls;
         out.summarizer_input += sc.call.input_tokens;
         out.summarizer_output += sc.call.output_tokens;
-        out.summarizer_cost_nusd += to_nusd(sc.cost_usd.value_or(0.0));
+        std::optional<double> cost = sc.cost_usd;
+        if (const ModelPrice* p = !cost && setup.prices != nullptr ? setup.prices->find(sc.call.model) : nullptr)
+          cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
+        out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
       }
       if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
         ++out.failures;

@@ -59,7 +59,8 @@ struct SessionReplay {
   // Costs in nano-USD, integers: they add up and survive the JSON round trip of --merge exactly
   // (Boost.JSON 1.81 does not parse every double back to the same bits).
   std::uint64_t cost_nusd = 0;
-  // A summarizer that is a model: its own calls, tokens and cost (priced by the config's table).
+  // A summarizer that is a model: its own calls, tokens and cost (priced by the config's `prices:`,
+  // else by the bench's table).
   std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;
   std::uint64_t summarizer_cost_nusd = 0;
   Retention last, median;
@@ -76,6 +77,7 @@ struct ReplaySetup {
   std::shared_ptr<const Meter> meter;  // counts every token the replay reports
   std::string meter_name;
   const ModelPrice* price = nullptr;
+  const PriceTable* prices = nullptr;  // prices a model summarizer's calls the config did not price
   std::string model;
   std::uint64_t window = 200000;  // the model's hard limit, in the meter's tokens
   std::string archive_dir;

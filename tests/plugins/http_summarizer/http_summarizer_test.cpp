@@ -482,3 +482,47 @@ TEST(ModelSummarizerConfig, TheReadyModelConfigsUseAModelAndPriceIt) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// `compactor bench` with a model summarizer reports that summarizer's calls, tokens and cost:
+// every request the loopback server received is one call, priced from the bench's table
+// (1,200 × $3 + 300 × $15 per million = $0.0081 = 8,100,000 nano-USD each).
+TEST(ModelSummarizerBench, TheBenchCountsAndPricesTheSummarizersCalls) {
+  KeyEnv key;
+  std::vector<ScriptedResponse> script(20, ScriptedResponse{200, {}, test::anthropic_reply("Goal: fix the parser.", "end_turn", 1200, 300), {}});
+  LoopbackHttpServer server(script);
+  fs::path dir = fs::temp_directory_path() / ("compactor-http-bench-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "corpus");
+  {
+    std::string messages = "[";
+    Conversation c = session();
+    for (std::size_t i = 0; i < c.size(); ++i) messages += (i ? "," : "") + std::string(c[i].raw());
+    messages += "]";
+    const std::string result = "int parse() { return 1; }";
+    messages.replace(messages.find(result), result.size(), result + std::string(3000, '.'));
+    std::ofstream(dir / "corpus" / "session.json") << messages;
+  }
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 2000}\nrecent: {exchanges: 1}\n"
+                                << "summarizer:\n  kind: anthropic\n  model: claude-sonnet-4-5-20250929\n  base_url: "
+                                << server.base_url() << "\n  api_key_env: COMPACTOR_TEST_KEY\n"
+                                << "pipeline:\n  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000}\n";
+  auto r = test::run_cli({"bench", "--corpus", (dir / "corpus").string(), "--config", (dir / "c.yaml").string(), "--prices",
+                          std::string(COMPACTOR_CONFIGS_DIR) + "/prices.yaml", "--meter", "chars4", "--out", (dir / "out").string()},
+                         "", dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::size_t requests = server.requests().size();
+  ASSERT_GT(requests, 0u) << r.out << r.err;
+  json::object line = json::parse(test::read_file((dir / "out" / "sessions.jsonl").string())).as_object();
+  const auto& s = line.at("summarizer").as_object();
+  EXPECT_EQ(s.at("calls").as_int64(), static_cast<std::int64_t>(requests));
+  EXPECT_EQ(s.at("input").as_int64(), static_cast<std::int64_t>(1200 * requests));
+  EXPECT_EQ(s.at("output").as_int64(), static_cast<std::int64_t>(300 * requests));
+  EXPECT_EQ(s.at("cost_nusd").as_int64(), static_cast<std::int64_t>(8100000 * requests));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor
