@@ -83,7 +83,9 @@ void expect_documented_anthropic_request(const test::RecordedRequest& r) {
   EXPECT_EQ(r.headers.count("content-type") ? r.headers.at("content-type") : "", "application/json");
   EXPECT_EQ(r.headers.count("authorization"), 0u);
   for (const auto& [name, value] : r.headers) {
-    if (name != "x-api-key") EXPECT_EQ(value.find(kKey), std::string::npos) << name;
+    if (name != "x-api-key") {
+      EXPECT_EQ(value.find(kKey), std::string::npos) << name;
+    }
   }
   EXPECT_EQ(r.body.find(kKey), std::string::npos);
   json::object body = body_of(r);
