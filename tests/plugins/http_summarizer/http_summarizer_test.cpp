@@ -66,6 +66,18 @@ Conversation session() {
   ])");
 }
 
+// The session as a messages array, with a long test log in its first result so that it is over a
+// 2,000-char limit.
+std::string long_session_json() {
+  std::string messages = "[";
+  Conversation c = session();
+  for (std::size_t i = 0; i < c.size(); ++i) messages += (i ? "," : "") + std::string(c[i].raw());
+  messages += "]";
+  const std::string result = "int parse() { return 1; }";
+  messages.replace(messages.find(result), result.size(), result + std::string(3000, '.'));
+  return messages;
+}
+
 struct KeyEnv {
   KeyEnv() { ::setenv("COMPACTOR_TEST_KEY", kKey, 1); }
   ~KeyEnv() { ::unsetenv("COMPACTOR_TEST_KEY"); }
@@ -457,16 +469,7 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
                                 << "summarizer:\n  kind: anthropic\n  model: claude-sonnet-4-5-20250929\n  base_url: "
                                 << server.base_url() << "\n  api_key_env: COMPACTOR_TEST_KEY\n"
                                 << "pipeline:\n  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000}\n";
-  {
-    // The session, with a long test log in its first result so that it is over the limit.
-    std::string messages = "[";
-    Conversation c = session();
-    for (std::size_t i = 0; i < c.size(); ++i) messages += (i ? "," : "") + std::string(c[i].raw());
-    messages += "]";
-    const std::string result = "int parse() { return 1; }";
-    messages.replace(messages.find(result), result.size(), result + std::string(3000, '.'));
-    std::ofstream(dir / "in.json") << messages;
-  }
+  std::ofstream(dir / "in.json") << long_session_json();
   // From the scratch folder, where the config's relative archive folder lands.
   auto r = test::run_cli({"run", "--config", (dir / "c.yaml").string(), "--input", (dir / "in.json").string(), "--output",
                           (dir / "out.json").string(), "--report", (dir / "report.json").string()},
@@ -533,15 +536,7 @@ TEST(ModelSummarizerBench, TheBenchCountsAndPricesTheSummarizersCalls) {
   fs::path dir = fs::temp_directory_path() / ("compactor-http-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "corpus");
-  {
-    std::string messages = "[";
-    Conversation c = session();
-    for (std::size_t i = 0; i < c.size(); ++i) messages += (i ? "," : "") + std::string(c[i].raw());
-    messages += "]";
-    const std::string result = "int parse() { return 1; }";
-    messages.replace(messages.find(result), result.size(), result + std::string(3000, '.'));
-    std::ofstream(dir / "corpus" / "session.json") << messages;
-  }
+  std::ofstream(dir / "corpus" / "session.json") << long_session_json();
   std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 2000}\nrecent: {exchanges: 1}\n"
                                 << "summarizer:\n  kind: anthropic\n  model: claude-sonnet-4-5-20250929\n  base_url: "
                                 << server.base_url() << "\n  api_key_env: COMPACTOR_TEST_KEY\n"
