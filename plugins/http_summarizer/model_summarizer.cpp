@@ -153,7 +153,7 @@ class ModelSummarizer final : public Summarizer {
                                s_.max_input_tokens)};
     std::vector<std::string> parts = split_into_parts(transcript.entries, static_cast<std::size_t>(room));
     for (std::size_t k = 0; k < parts.size(); ++k) {
-      auto text = call(system, user_prompt(r.active_request, so_far, parts[k], k + 1, parts.size()), max_output);
+      auto text = call(system, user_prompt(r.active_request, so_far, parts[k], k + 1, parts.size()), max_output, key);
       if (!text) {
         if (parts.size() == 1) return text.error();
         return Error{fmt::format("part {} of {}: {}", k + 1, parts.size(), text.error().message)};
@@ -191,14 +191,13 @@ class ModelSummarizer final : public Summarizer {
   }
 
   // One summary request, retried within the limits; recorded for the report whatever happens.
-  Expected<std::string> call(const std::string& system, const std::string& user, std::int64_t max_output) {
+  Expected<std::string> call(const std::string& system, const std::string& user, std::int64_t max_output, const char* key) {
     const auto started = Clock::now();
     const auto deadline = started + milliseconds(static_cast<long long>(s_.max_total_s * 1000));
     http::Request request;
     request.url = s_.url();
     request.body = body(system, user, max_output);
     request.headers = {"Content-Type: application/json", "Accept: application/json", "User-Agent: compactor"};
-    const char* key = s_.api_key_env.empty() ? nullptr : std::getenv(s_.api_key_env.c_str());
     if (s_.provider == Provider::anthropic) {
       request.headers.push_back(std::string("x-api-key: ") + key);
       request.headers.push_back("anthropic-version: 2023-06-01");

@@ -11,6 +11,8 @@
 // this run (receipt → bytes) lets the `archived` checker verify a candidate without reading disk.
 #pragma once
 
+#include <sys/types.h>
+
 #include "compactor/error.hpp"
 #include "compactor/file_system.hpp"
 
@@ -83,5 +85,9 @@ class ArchiveStore {
 // Reads a blob back, verifying its hash: the original bytes, or an error saying what is wrong
 // (malformed receipt, no such blob, hash mismatch) and where.
 Expected<std::string> restore_blob(const std::string& dir, std::string_view receipt);
+
+// Removes the temporary blobs (<dir>/<xx>/<hex>.tmp.<pid>.<n>) a process that is gone left behind,
+// and nothing else; `compactor run` calls it when its pipeline child died.
+void remove_temp_blobs_of(const std::string& dir, pid_t pid);
 
 }  // namespace compactor

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -142,14 +143,7 @@ Expected<bool> ArchiveStore::check_folder_owner() {
   return true;
 }
 
-Expected<std::string> ArchiveStore::put(std::string_view bytes) {
-  std::string receipt = receipt_of(bytes);
-  if (manifest_.count(receipt)) return receipt;
-  if (auto written = write_blob(receipt, bytes); !written) return written.error();
-  manifest_.emplace(receipt, std::string(bytes));
-  added_.push_back(receipt);
-  return receipt;
-}
+Expected<std::string> ArchiveStore::put(std::string_view bytes) { return put(std::string(bytes)); }
 
 Expected<std::string> ArchiveStore::put(std::string&& bytes) {
   std::string receipt = receipt_of(bytes);
@@ -158,6 +152,20 @@ Expected<std::string> ArchiveStore::put(std::string&& bytes) {
   manifest_.emplace(receipt, std::move(bytes));  // the run's only copy of a large snapshot
   added_.push_back(receipt);
   return receipt;
+}
+
+void remove_temp_blobs_of(const std::string& dir, pid_t pid) {
+  namespace fs = std::filesystem;
+  const std::string marker = ".tmp." + std::to_string(pid) + ".";
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec) || fs::is_symlink(dir, ec)) return;
+  for (const auto& fan : fs::directory_iterator(dir, ec)) {
+    if (!fan.is_directory(ec) || fan.is_symlink(ec)) continue;
+    for (const auto& f : fs::directory_iterator(fan.path(), ec)) {
+      std::string name = f.path().filename().string();
+      if (name.find(marker) != std::string::npos && f.is_regular_file(ec) && !f.is_symlink(ec)) fs::remove(f.path(), ec);
+    }
+  }
 }
 
 Expected<bool> ArchiveStore::write_blob(const std::string& receipt, std::string_view bytes) {

@@ -1,5 +1,7 @@
 #include "compactor/child_run.hpp"
 
+#include "compactor/archive_store.hpp"
+
 #include <fmt/core.h>
 
 #include <poll.h>
@@ -10,12 +12,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 namespace compactor {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Lines up to PIPE_BUF are written atomically; names are clipped to stay well under it.
@@ -35,20 +35,6 @@ std::string describe_status(int status) {
   if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
   return "an unknown status";
-}
-
-// The child's temporary blobs: <archive>/<xx>/<hex>.tmp.<pid>.<n>. Only that pid's, only there.
-void remove_temp_files(const std::string& archive_dir, pid_t pid) {
-  const std::string marker = ".tmp." + std::to_string(pid) + ".";
-  std::error_code ec;
-  if (archive_dir.empty() || !fs::is_directory(archive_dir, ec) || fs::is_symlink(archive_dir, ec)) return;
-  for (const auto& fan : fs::directory_iterator(archive_dir, ec)) {
-    if (!fan.is_directory(ec) || fan.is_symlink(ec)) continue;
-    for (const auto& f : fs::directory_iterator(fan.path(), ec)) {
-      std::string name = f.path().filename().string();
-      if (name.find(marker) != std::string::npos && f.is_regular_file(ec) && !f.is_symlink(ec)) fs::remove(f.path(), ec);
-    }
-  }
 }
 
 }  // namespace
@@ -109,7 +95,7 @@ ChildRunOutcome run_in_child(const std::function<int(ChildProgress&)>& work, std
       int status = 0;
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
       ::close(fds[0]);
-      remove_temp_files(archive_dir, pid);
+      remove_temp_blobs_of(archive_dir, pid);
       outcome.failed = true;
       outcome.exit_code = 3;
       outcome.error = fmt::format("{} ran past limits.stage_timeout_ms ({} ms) and was stopped; nothing was written",
@@ -144,7 +130,7 @@ ChildRunOutcome run_in_child(const std::function<int(ChildProgress&)>& work, std
     outcome.exit_code = WEXITSTATUS(status);
     return outcome;
   }
-  remove_temp_files(archive_dir, pid);
+  remove_temp_blobs_of(archive_dir, pid);
   outcome.failed = true;
   outcome.exit_code = 3;
   outcome.error = fmt::format("{} ended the process with {}{}; nothing was written", blame(), describe_status(status),
