@@ -22,21 +22,49 @@ bool is_runtime_text(std::string_view text) {
   return false;
 }
 
-ActiveRequest find_active_request(const Conversation& conversation) {
-  for (std::size_t i = conversation.size(); i > 0; --i) {
+namespace {
+
+// The newest prompt in messages [0, end), or nullopt; `index` is set to its message.
+std::optional<std::string_view> newest_prompt(const Conversation& conversation, std::size_t end, std::size_t& index) {
+  for (std::size_t i = end; i > 0; --i) {
     const Message& m = conversation[i - 1];
     if (m.role() != Role::user) continue;
     const auto& blocks = m.blocks();
     for (std::size_t b = blocks.size(); b > 0; --b) {
       const Block& block = blocks[b - 1];
-      if (block.kind() == BlockKind::text && !is_runtime_text(block.text()))
-        return ActiveRequest{std::string(block.text()), i - 1};
+      if (block.kind() == BlockKind::text && !is_runtime_text(block.text())) {
+        index = i - 1;
+        return block.text();
+      }
     }
   }
-  // No user text since the history was summarized: the summary quotes the request verbatim.
+  return std::nullopt;
+}
+
+}  // namespace
+
+ActiveRequest find_active_request(const Conversation& conversation) {
+  std::size_t index = 0;
+  if (auto newest = newest_prompt(conversation, conversation.size(), index)) {
+    ActiveRequest r{std::string(*newest), index, {}};
+    if (count_code_points(*newest) < kSubstantiveChars) {
+      // Earlier prompts back to the first substantive one; a summary quotes the one it kept.
+      std::size_t at = index;
+      std::optional<std::string_view> earlier;
+      while ((earlier = newest_prompt(conversation, at, at)) && count_code_points(*earlier) < kSubstantiveChars) {}
+      if (earlier) {
+        r.texts.emplace_back(*earlier);
+      } else if (SummaryState state = read_summary_state(conversation); !state.requests.empty()) {
+        if (count_code_points(state.requests.front()) >= kSubstantiveChars) r.texts.push_back(state.requests.front());
+      }
+    }
+    r.texts.push_back(r.text);
+    return r;
+  }
+  // No user text since the history was summarized: the summary quotes the requests verbatim.
   if (!conversation.empty()) {
     SummaryState state = read_summary_state(conversation);
-    if (!state.request.empty()) return ActiveRequest{state.request, 0};
+    if (!state.requests.empty()) return ActiveRequest{state.requests.back(), 0, state.requests};
   }
   return {};
 }

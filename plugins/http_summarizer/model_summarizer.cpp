@@ -146,14 +146,16 @@ class ModelSummarizer final : public Summarizer {
     const std::string system = system_prompt(r.max_chars);
     // Input tokens are estimated at 3 chars each (on the safe side: prose runs near 4, code near
     // 3); what the prompts and the summary so far take is left out of the transcript's share.
-    const std::int64_t fixed = static_cast<std::int64_t>(system.size() + r.active_request.size() + r.max_chars + 1000);
+    std::string request;  // the substantive prompt, then the newest when they differ
+    for (const std::string& text : r.requests) request += (request.empty() ? "" : "\n\n") + text;
+    const std::int64_t fixed = static_cast<std::int64_t>(system.size() + request.size() + r.max_chars + 1000);
     const std::int64_t room = s_.max_input_tokens * 3 - fixed;
     if (room < 4000)
       return Error{fmt::format("summarizer.max_input_tokens {} leaves no room for a transcript beside the prompts; raise it",
                                s_.max_input_tokens)};
     std::vector<std::string> parts = split_into_parts(transcript.entries, static_cast<std::size_t>(room));
     for (std::size_t k = 0; k < parts.size(); ++k) {
-      auto text = call(system, user_prompt(r.active_request, so_far, parts[k], k + 1, parts.size()), max_output, key);
+      auto text = call(system, user_prompt(request, so_far, parts[k], k + 1, parts.size()), max_output, key);
       if (!text) {
         if (parts.size() == 1) return text.error();
         return Error{fmt::format("part {} of {}: {}", k + 1, parts.size(), text.error().message)};

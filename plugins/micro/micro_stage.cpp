@@ -1,13 +1,17 @@
 // micro: older tool results above a size become a short marker (seed 001's micro_compact). The
 // newest `keep_recent` results stay whole, and so do results the model has not seen yet (those
-// of a final user message) and everything in the protected tail. With `until: target` it stops,
-// oldest message first, as soon as the conversation fits the budget's target.
+// of a final user message) and everything in the protected tail. It works newest eligible result
+// first, so the prefix the prompt cache holds changes as late as possible; with `until: target`
+// it stops as soon as the conversation fits the budget's target.
 //
-// Every replaced content is archived first; the marker names the receipt and the tool_use id and
-// says plainly that it is not an execution result.
+// Every replaced content is archived first. The marker is at most 120 chars with its receipt:
+// `[compactor archived result, 5012 chars: sha256:…]`. How to restore is said once: in the
+// summary when the history has one, otherwise in the oldest marker, which also says that a marker
+// is not an execution result.
 #include "compactor/archive_store.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
+#include "compactor/summary_compaction.hpp"  // read_summary_state
 
 #include <fmt/core.h>
 
@@ -17,15 +21,23 @@ namespace {
 
 using namespace compactor;
 
-constexpr std::string_view kMarkerPrefix = "[compactor micro:";
+constexpr std::string_view kMarkerPrefix = "[compactor archived result, ";
+constexpr std::string_view kLegacyMarkerPrefix = "[compactor micro:";  // written before markers were short
 const std::string kPlaceholderReceipt = "sha256:" + std::string(64, '0');
 
-std::string marker_text(std::uint64_t chars, std::string_view receipt, std::string_view tool_use_id) {
-  return fmt::format(
-      "{} an earlier tool result ({} chars) was archived as {}; restore it with `compactor restore {}`. This "
-      "placeholder is not an execution result. tool_use_id: {}]",
-      kMarkerPrefix, chars, receipt, receipt, tool_use_id);
+std::string marker_text(std::uint64_t chars, std::string_view receipt, bool with_instruction) {
+  std::string marker = fmt::format("{}{} chars: {}]", kMarkerPrefix, chars, receipt);
+  if (with_instruction)
+    marker += fmt::format(" An archived result is not an execution result; `compactor restore {}` gives it back, and so "
+                          "for every such marker.",
+                          receipt);
+  return marker;
 }
+
+bool is_marker(std::string_view text) {
+  return text.substr(0, kMarkerPrefix.size()) == kMarkerPrefix || text.substr(0, kLegacyMarkerPrefix.size()) == kLegacyMarkerPrefix;
+}
+
 
 class MicroStage final : public Stage {
  public:
@@ -58,47 +70,59 @@ class MicroStage final : public Stage {
       std::size_t block;
       std::string_view original;  // the exact bytes archived
       std::uint64_t chars;
-      std::string tool_use_id;
     };
-    std::map<std::size_t, std::vector<Edit>> edits;  // by message, oldest first
+    std::map<std::size_t, std::vector<Edit>> edits;  // by message
     for (const Result& r : results) {
       if (r.message >= limit) continue;
       const Block& block = committed[r.message].blocks()[r.block];
       const boost::json::value* content = block.content();
-      if (content != nullptr && content->is_string() &&
-          std::string_view(content->get_string()).substr(0, kMarkerPrefix.size()) == kMarkerPrefix)
-        continue;
+      if (content != nullptr && content->is_string() && is_marker(content->get_string())) continue;
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
       // A marker must save space; every receipt has the same length, so a placeholder one tells.
-      if (count_code_points(marker_text(chars, kPlaceholderReceipt, block.tool_use_id())) >= chars) continue;
-      edits[r.message].push_back({r.block, raw_block_field(committed[r.message], r.block, "content"), chars,
-                                  std::string(block.tool_use_id())});
+      if (count_code_points(marker_text(chars, kPlaceholderReceipt, false)) >= chars) continue;
+      edits[r.message].push_back({r.block, raw_block_field(committed[r.message], r.block, "content"), chars});
     }
     if (edits.empty()) return StageResult::candidate(committed);
 
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
     std::size_t replaced = 0;
-    for (auto& [index, replacements] : edits) {
-      if (until_target_ && size <= context.budget.target) break;
+    // One message's results replaced by markers (the first with the restore instruction), or
+    // nullopt when that would not make the message smaller in the budget's unit: in tokens, a
+    // marker's hex receipt can cost more than a short result.
+    auto edit = [&](std::size_t index, const std::vector<Edit>& replacements, bool instruction) -> Expected<std::optional<MessagePtr>> {
       std::vector<std::pair<std::size_t, boost::json::value>> contents;
-      for (Edit& e : replacements)
-        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, receipt_of(e.original), e.tool_use_id)));
-      std::size_t count = contents.size();
-      auto edited = with_result_contents(*messages[index], std::move(contents));
-      if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
-      // The saving counts in the budget's unit: in tokens, a marker's hex receipt can cost more
-      // than a short result (a candidate that grew would be rejected). Such a message stays.
-      const std::uint64_t before = committed.size_of(*messages[index], context.budget.unit);
-      const std::uint64_t after = committed.size_of(**edited, context.budget.unit);
-      if (after >= before) continue;
+      for (std::size_t k = 0; k < replacements.size(); ++k) {
+        const Edit& e = replacements[k];
+        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, receipt_of(e.original), instruction && k == 0)));
+      }
+      auto edited = with_result_contents(*committed.messages()[index], std::move(contents));
+      if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
+      if (committed.size_of(**edited, context.budget.unit) >= committed.size_of(committed[index], context.budget.unit))
+        return std::optional<MessagePtr>();
+      return std::optional<MessagePtr>(std::move(edited).value());
+    };
+    std::optional<std::size_t> oldest;  // the oldest message edited
+    for (auto it = edits.rbegin(); it != edits.rend(); ++it) {  // newest first
+      const auto& [index, replacements] = *it;
+      if (until_target_ && size <= context.budget.target) break;
+      auto edited = edit(index, replacements, false);
+      if (!edited) return StageResult::decline(edited.error().message);
+      if (!*edited) continue;
       // Archive before the marker can be committed: its receipt must hold the original.
-      for (Edit& e : replacements)
+      for (const Edit& e : replacements)
         if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
-      size = size - before + after;
-      messages[index] = std::move(edited).value();
-      replaced += count;
+      size = size - committed.size_of(committed[index], context.budget.unit) + committed.size_of(***edited, context.budget.unit);
+      messages[index] = std::move(**edited);
+      replaced += replacements.size();
+      oldest = index;
+    }
+    // The oldest marker says how to restore, unless the summary or an older marker already does.
+    if (oldest && !restore_told_before(committed, *oldest)) {
+      auto told = edit(*oldest, edits.at(*oldest), true);
+      if (!told) return StageResult::decline(told.error().message);
+      if (*told) messages[*oldest] = std::move(**told);
     }
     context.log->info(fmt::format("replaced {} tool result(s) with receipt markers", replaced));
     return StageResult::candidate(committed.with_messages(std::move(messages)));
@@ -116,7 +140,7 @@ void register_stages(PluginRegistrar& registrar) {
   info.description = "replaces older tool results above a size with a short marker";
   info.params = {
       {"keep_recent", ParamType::integer, "how many of the newest tool results stay whole", std::int64_t{3}, false, 0, {}, {}},
-      {"min_chars", ParamType::integer, "results of at most this many chars stay whole", std::int64_t{120}, false, 0, {}, {}},
+      {"min_chars", ParamType::integer, "results of at most this many chars stay whole", std::int64_t{110}, false, 0, {}, {}},
       {"until", ParamType::choice, "all: every eligible result; target: stop once the budget target is met",
        std::string("all"), false, {}, {}, {"all", "target"}},
   };

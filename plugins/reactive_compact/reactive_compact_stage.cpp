@@ -22,7 +22,7 @@ class ReactiveCompactStage final : public Stage {
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
     SummaryState state = read_summary_state(committed);
-    if (state.reactive && state.request == context.active_request)
+    if (state.reactive && state.requests == context.requests)
       return StageResult::decline("already compacted reactively for this request in this turn; not compacting again");
     CompactionPlan plan = plan_;
     std::size_t n = committed.size();
@@ -41,7 +41,7 @@ void register_stages(PluginRegistrar& registrar) {
   info.name = "reactive_compact";
   info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
   info.params = {{"keep_messages", ParamType::integer, "newest messages kept verbatim", std::int64_t{5}, false, 1, {}, {}}};
-  for (auto& spec : summary_params(3)) info.params.push_back(std::move(spec));
+  for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<ReactiveCompactStage>();
   registrar.add_stage(std::move(info));
 }

@@ -5,6 +5,11 @@
 // assistant turn whose results it would otherwise begin with. The protected tail and the active
 // request are always kept. A history that was snipped before keeps one marker: the old marker
 // falls inside the new middle and is archived with it.
+//
+// Hysteresis: once over `max_messages` it cuts down to `keep_messages` (head, marker and newest),
+// so the calls that follow only append until the count crosses `max_messages` again; cutting to
+// `max_messages` would re-cut the prefix on every call. A middle too short to be worth a marker
+// is a decline: nothing safe to do here, and the next stages still run.
 #include "compactor/archive_store.hpp"
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"  // align_cut
@@ -27,7 +32,9 @@ class SnipStage final : public Stage {
  public:
   explicit SnipStage(const ParamValues& p)
       : max_messages_(static_cast<std::size_t>(p.integer("max_messages"))),
-        keep_head_(static_cast<std::size_t>(p.integer("keep_head"))) {}
+        keep_head_(static_cast<std::size_t>(p.integer("keep_head"))),
+        keep_messages_(p.integer("keep_messages") > 0 ? std::min(max_messages_, static_cast<std::size_t>(p.integer("keep_messages")))
+                                                      : max_messages_) {}
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
     std::size_t n = committed.size();
@@ -43,19 +50,24 @@ class SnipStage final : public Stage {
         break;
       }
 
-    std::size_t keep_tail = max_messages_ > keep_head_ ? max_messages_ - keep_head_ : 1;
+    std::size_t keep_tail = keep_messages_ > keep_head_ + 1 ? keep_messages_ - keep_head_ - 1 : 1;
+    if (keep_messages_ == max_messages_) keep_tail = max_messages_ > keep_head_ ? max_messages_ - keep_head_ : 1;  // seed 001's rule
     std::size_t tail_start = n > keep_tail ? n - keep_tail : 0;
     tail_start = std::min(tail_start, context.tail.begin);
     // The active request stays as it is.
-    if (!context.active_request.empty())
+    for (const std::string& request : context.requests) {
+      if (request.empty()) continue;
       for (std::size_t i = head_end; i < tail_start; ++i)
         for (const Block& b : committed[i].blocks())
-          if (b.kind() == BlockKind::text && b.text().find(context.active_request) != std::string_view::npos) {
+          if (b.kind() == BlockKind::text && b.text().find(request) != std::string_view::npos) {
             tail_start = std::min(tail_start, i);
             break;
           }
+    }
     tail_start = align_cut(committed, tail_start, head_end);
-    if (head_end >= tail_start || tail_start - head_end < 2) return StageResult::candidate(committed);
+    if (head_end >= tail_start || tail_start - head_end < 2)
+      return StageResult::decline(fmt::format("no middle of two or more messages to cut between the head (messages.0 to "
+                                              "messages.{}) and the kept newest messages", head_end == 0 ? 0 : head_end - 1));
 
     std::string jsonl;
     std::size_t bytes = 0;
@@ -69,10 +81,13 @@ class SnipStage final : public Stage {
     const std::string receipt = receipt_of(jsonl);
 
     std::size_t count = tail_start - head_end;
-    std::string text = fmt::format(
-        "{} {} earlier messages were archived as {}; restore them with `compactor restore {}` (JSONL, one message a "
-        "line). They are not shown here.]",
-        kMarkerPrefix, count, receipt, receipt);
+    // At most 120 chars; how to restore is said here only when neither a summary nor an older
+    // marker says it (snip's marker is near the head: usually the oldest).
+    std::string text = fmt::format("{} {} messages archived as {}]", kMarkerPrefix, count, receipt);
+    if (!restore_told_before(committed, head_end))
+      text += fmt::format(" `compactor restore {}` gives them back (JSONL, one message a line), and so for every receipt "
+                          "in a marker.",
+                          receipt);
     auto marker = Message::from_json(boost::json::object{
         {"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text}}}}});
     if (!marker) return StageResult::decline("cannot build the marker: " + marker.error().message);
@@ -80,11 +95,9 @@ class SnipStage final : public Stage {
     // would grow the history, and the next stages may still help.
     std::uint64_t middle = 0;
     for (std::size_t i = head_end; i < tail_start; ++i) middle += committed.size_of(committed[i], context.budget.unit);
-    if (committed.size_of(**marker, context.budget.unit) >= middle) {
-      context.log->info(fmt::format("the middle (messages.{} to messages.{}, {} {}) is no larger than its marker; not snipped",
-                                    head_end, tail_start - 1, middle, to_string(context.budget.unit)));
-      return StageResult::candidate(committed);
-    }
+    if (committed.size_of(**marker, context.budget.unit) >= middle)
+      return StageResult::decline(fmt::format("the middle (messages.{} to messages.{}, {} {}) is no larger than its marker",
+                                              head_end, tail_start - 1, middle, to_string(context.budget.unit)));
     // Archive before the marker can be committed: its receipt must hold the middle.
     if (auto archived = context.archive->put(std::move(jsonl)); !archived) return StageResult::decline(archived.error().message);
 
@@ -98,7 +111,7 @@ class SnipStage final : public Stage {
   }
 
  private:
-  std::size_t max_messages_, keep_head_;
+  std::size_t max_messages_, keep_head_, keep_messages_;
 };
 
 void register_stages(PluginRegistrar& registrar) {
@@ -108,6 +121,9 @@ void register_stages(PluginRegistrar& registrar) {
   info.params = {
       {"max_messages", ParamType::integer, "a history of more messages is snipped", std::int64_t{50}, false, 2, {}, {}},
       {"keep_head", ParamType::integer, "messages kept at the start", std::int64_t{3}, false, 1, {}, {}},
+      {"keep_messages", ParamType::integer,
+       "messages left after a cut (head, marker, newest); 0: max_messages (seed 001: re-cuts on every call)", std::int64_t{0},
+       false, 0, {}, {}},
   };
   info.create = factory_of<SnipStage>();
   registrar.add_stage(std::move(info));

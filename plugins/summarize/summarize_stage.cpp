@@ -1,11 +1,17 @@
-// summarize: over the budget, the exchanges older than the protected tail are summarized into one
-// first user message (seed 000's prepare_context, seed 001's compact_history); the protected tail
-// follows verbatim. The shared rules are in compactor/summary_compaction.hpp: snapshot archived
-// first, summary validated, request quoted verbatim, summary count read from the history itself
-// (max_summaries holds across runs), the candidate must fit the budget and be smaller, and a loop
-// guard refuses a second summary before the history has grown by `min_growth`.
+// summarize: over the budget, the older exchanges are summarized into one first user message
+// (seed 000's prepare_context, seed 001's compact_history) and the newest ones follow verbatim.
+// It keeps, verbatim, the protected tail and as many of the newest exchanges as fit
+// `keep_fraction` of the budget's target (cut never inside a pair), so the model keeps its
+// working state; what is older is summarized. A history that starts with a summary gets a rolling
+// one: the previous summary is folded into the new one, so a session of any length stays within
+// budget with one summary message. The shared rules are in compactor/summary_compaction.hpp:
+// snapshot archived first, summary validated, request quoted verbatim, the candidate must fit the
+// limit and be smaller, and a loop guard refuses another summary before the history has grown by
+// `min_growth`.
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"
+
+#include <cmath>
 
 namespace {
 
@@ -13,28 +19,47 @@ using namespace compactor;
 
 class SummarizeStage final : public Stage {
  public:
-  explicit SummarizeStage(const ParamValues& p) : plan_(plan_from(p)) {
+  explicit SummarizeStage(const ParamValues& p) : plan_(plan_from(p)), keep_fraction_(p.number("keep_fraction")) {
     plan_.min_growth = static_cast<std::uint64_t>(p.integer("min_growth"));
   }
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (!context.over_limit(committed)) return StageResult::candidate(committed);
+    if (!context.over_target(committed)) return StageResult::candidate(committed);
     CompactionPlan plan = plan_;
-    plan.end = align_cut(committed, std::min(context.tail.begin, committed.size()), 1);
+    const std::size_t n = committed.size();
+    plan.end = align_cut(committed, std::min(context.tail.begin, n), 1);
+    if (keep_fraction_ > 0 && plan.end > 1) {
+      // The oldest message from which the rest fits the share, then the first cut at or after it.
+      const auto share = static_cast<std::uint64_t>(std::floor(keep_fraction_ * static_cast<double>(context.budget.target)));
+      std::uint64_t kept = 0;
+      std::size_t start = n;
+      while (start > 1) {
+        const std::uint64_t size = committed.size_of(committed[start - 1], context.budget.unit);
+        if (kept + size > share) break;
+        kept += size;
+        --start;
+      }
+      while (start < plan.end && align_cut(committed, start, 1) != start) ++start;
+      plan.end = std::min(plan.end, start);
+    }
     return compact_with_summary(committed, context, plan);
   }
 
  private:
   CompactionPlan plan_;
+  double keep_fraction_;
 };
 
 void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "summarize";
-  info.description = "summarizes the exchanges older than the protected tail into one reference message";
-  info.params = summary_params(2);
+  info.description = "summarizes the older exchanges into one reference message, keeping the newest that fit";
+  info.params = summary_params();
   info.params.push_back(
       {"min_growth", ParamType::integer, "loop guard: growth (budget unit) needed before another summary", std::int64_t{1000}, false, 0, {}, {}});
+  info.params.push_back({"keep_fraction", ParamType::number,
+                         "share of the budget's target kept verbatim as the newest exchanges (0: the protected tail only)",
+                         0.0, false, 0.0, 0.9, {}});
   info.create = factory_of<SummarizeStage>();
   registrar.add_stage(std::move(info));
 }

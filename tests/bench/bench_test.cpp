@@ -106,22 +106,23 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
   EXPECT_EQ(u(pr.at("last").as_object(), "visible"), 6u);
   EXPECT_EQ(u(pr.at("last").as_object(), "recoverable"), 6u);
 
-  // micro.yaml: at call 3 (5,503 chars > 2,000) m2's result becomes a 313-char marker
-  // ("[compactor micro: an earlier tool result (5000 chars) was archived as <71>; restore it with
-  // `compactor restore <71>`. This placeholder is not an execution result. tool_use_id: t1]" =
-  // 17+25+4+24+71+37+71+61+2+1); m2' is 94 + 313 + 4 = 411 chars → 103 tokens.
+  // micro.yaml: at call 3 (5,503 chars > 2,000) m2's result becomes a 112-char marker
+  // ("[compactor archived result, 5000 chars: <71>]" = 28+4+8+71+1), the only (so oldest) one,
+  // which also says how to restore (" An archived result is not an execution result; `compactor
+  // restore <71>` gives it back, and so for every such marker." = 67+71+46 = 184); m2' is
+  // 94 + 112 + 184 + 4 = 394 chars → 99 tokens.
   const json::object& micro = lines.at("notes.json|1");
-  EXPECT_EQ(ints(micro, "sent"), (V{12, 1316, 205}));             // 12+29+103+26+35
+  EXPECT_EQ(ints(micro, "sent"), (V{12, 1316, 201}));             // 12+29+99+26+35
   EXPECT_EQ(ints(micro, "cached_messages"), (V{0, 1, 2}));        // m2 changed: the prefix ends at m1
   EXPECT_EQ(ints(micro, "cache_read"), (V{0, 0, 0}));             // 12+29 = 41 < 1024
-  EXPECT_EQ(ints(micro, "cache_write"), (V{0, 1316, 0}));         // 205 < 1024: not cacheable
-  EXPECT_EQ(u(micro, "uncached"), 217u);                          // 12 + 205
+  EXPECT_EQ(ints(micro, "cache_write"), (V{0, 1316, 0}));         // 201 < 1024: not cacheable
+  EXPECT_EQ(u(micro, "uncached"), 213u);                          // 12 + 201
   EXPECT_EQ(u(micro, "compactions"), 1u);
   EXPECT_EQ(u(micro, "over_budget"), 1u);                         // call 2: 5,260 chars > 2,000, micro could not act
   EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(2).as_string(), "micro:committed");
   EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(1).as_string(), "micro:unchanged");  // 1 result ≤ keep_recent
-  // (217×3 + 1316×3.75 + 0 + 75×15) / 1e6 = (651 + 4935 + 1125) / 1e6
-  EXPECT_EQ(u(micro, "cost_nusd"), 6711000u);
+  // (213×3 + 1316×3.75 + 0 + 75×15) / 1e6 = (639 + 4935 + 1125) / 1e6
+  EXPECT_EQ(u(micro, "cost_nusd"), 6699000u);
   const auto& mr = micro.at("retention").as_object().at("last").as_object();
   EXPECT_EQ(u(mr, "probes"), 6u);
   EXPECT_EQ(u(mr, "visible"), 5u);      // "E1 notes locked" is only in the archived result now
@@ -129,7 +130,7 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
 }
 
 // --window 1000: call 2 (1,316) is refused and on_prompt_too_long's micro cannot act (one result,
-// keep_recent 1), so it stays over; call 3 (1,377) is refused and micro makes it 205.
+// keep_recent 1), so it stays over; call 3 (1,377) is refused and micro makes it 201.
 TEST(BenchFixture, ARequestOverTheWindowIsRefusedAndCompactedReactivelyOnce) {
   std::string out = scratch("window");
   auto r = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices,
@@ -139,7 +140,7 @@ TEST(BenchFixture, ARequestOverTheWindowIsRefusedAndCompactedReactivelyOnce) {
   const json::object& line = lines.at("notes.json|0");
   EXPECT_EQ(u(line, "refusals"), 2u);
   EXPECT_EQ(u(line, "over_window"), 1u);
-  EXPECT_EQ(ints(line, "sent"), (V{12, 1316, 205}));
+  EXPECT_EQ(ints(line, "sent"), (V{12, 1316, 201}));
   std::vector<bool> refused;
   for (const auto& v : line.at("per_call").at("refused").as_array()) refused.push_back(v.as_bool());
   EXPECT_EQ(refused, (std::vector<bool>{false, true, true}));

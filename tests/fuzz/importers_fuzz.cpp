@@ -14,7 +14,7 @@ void check_imported(const compactor::ImportResult& r, const char* importer) {
   std::vector<compactor::CheckerPtr> checkers;
   for (const char* name : {"structure", "pairing", "unique_ids"}) checkers.push_back(compactor::make_builtin_checker(name));
   const compactor::Conversation& c = *r.conversation;
-  auto violations = compactor::run_checkers(checkers, compactor::CheckInput{c, c, compactor::compute_protected_tail(c, 0), ""});
+  auto violations = compactor::run_checkers(checkers, compactor::CheckInput{c, c, compactor::compute_protected_tail(c, 0), {}});
   FUZZ_CHECK(violations.empty(), std::string(importer) + " imported a history the API refuses: " + violations.front().to_string());
 }
 

@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(report.exit_code != 3, "the run failed: " + report.error);
       if (!report.output) continue;
       const compactor::Conversation& out = *report.output;
-      auto violations = compactor::run_checkers(checkers, compactor::CheckInput{out, out, compactor::compute_protected_tail(out, 0), ""});
+      auto violations = compactor::run_checkers(checkers, compactor::CheckInput{out, out, compactor::compute_protected_tail(out, 0), {}});
       FUZZ_CHECK(violations.empty(), pipeline->config().file + ": the output breaks a rule: " + violations.front().to_string());
       std::string text = out.serialize();
       for (std::sregex_iterator it(text.begin(), text.end(), receipt_pattern), end; it != end; ++it) {

@@ -92,11 +92,13 @@ TEST_P(GoldenRun, MatchesExpected) {
   EXPECT_EQ(files, std::size_t{fs::exists(dir + "/expected_output.json")} + std::size_t{fs::exists(dir + "/expected_report.json")});
   for (const auto& e : fs::recursive_directory_iterator(out_dir))
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
-  // Every receipt the output names restores, through the CLI, to bytes that were in the input.
+  // Every receipt the run wrote restores, through the CLI, to bytes that were in the input (one
+  // the input already named was archived by an earlier run, in another archive).
   if (fs::exists(results / "out.json")) {
     std::string output = test::read_file((results / "out.json").string());
     for (std::size_t pos = output.find("sha256:"); pos != std::string::npos; pos = output.find("sha256:", pos + 1)) {
       std::string receipt = output.substr(pos, 71);
+      if (input_before.find(receipt) != std::string::npos) continue;
       auto restored = test::run_cli({"restore", receipt}, "", out_dir.string());
       EXPECT_EQ(restored.exit_code, 0) << restored.err;
       EXPECT_NE(input_before.find(restored.out.substr(0, restored.out.find('\n'))), std::string::npos) << receipt;
@@ -177,13 +179,13 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
   std::string dir = COMPACTOR_LOADER_FIXTURE_DIR;
   auto r = test::run_cli({"plugins", "--plugin-dir", dir});
   EXPECT_EQ(r.exit_code, 3);  // some fixtures are refused on purpose
-  EXPECT_NE(r.out.find("fixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 3\tok\n"),
+  EXPECT_NE(r.out.find("fixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 4\tok\n"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\trefused: " + dir +
-                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 3; "
+                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 4; "
                        "rebuild the plugin against this Compactor\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("micro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 3\tok\n"),
+  EXPECT_NE(r.out.find("micro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 4\tok\n"),
             std::string::npos) << r.out;
   auto only_real = test::run_cli({"plugins"});
   EXPECT_EQ(only_real.exit_code, 0) << only_real.out;

@@ -246,7 +246,7 @@ TEST(ArchiveSharing, TwoRunsInParallelOnOneFolderBothSucceed) {
     std::string out = test::read_file((dir / "a.json").string());
     EXPECT_EQ(out, test::read_file((dir / "b.json").string()));
     auto receipts = find_receipts(out);
-    EXPECT_EQ(receipts.size(), 2u * 4u);  // each marker names its receipt twice
+    EXPECT_EQ(receipts.size(), 4u + 1u);  // each marker names its receipt; the oldest, which says how to restore, twice
     for (const auto& r : receipts) EXPECT_TRUE(restore_blob((dir / "shared").string(), r).ok()) << r;
     EXPECT_TRUE(temp_files(dir).empty());
   }
@@ -289,11 +289,13 @@ TEST(ArchiveRoundTrip, EveryReceiptRestoresTheExactInputBytes) {
       ASSERT_TRUE(report.output.has_value()) << name << ": " << report.error;
       ASSERT_NE(report.stages[0].status, StageStatus::rejected) << name << ": " << report.stages[0].violations.front();
       std::string out = report.output->serialize();
-      // One receipt per removal: each marker names its receipt twice (archived as R; restore R).
+      // One receipt per removal: each marker names its receipt, once, or twice when it also says
+      // how to restore (archived as R; restore R).
       std::size_t markers = 0;
       for (std::size_t p = out.find("[compactor "); p != std::string::npos; p = out.find("[compactor ", p + 1)) ++markers;
       auto receipts = find_receipts(out);
-      EXPECT_EQ(receipts.size(), 2 * markers) << name;
+      EXPECT_GE(receipts.size(), markers) << name;
+      EXPECT_LE(receipts.size(), 2 * markers) << name;
       for (const auto& r : receipts) {
         auto restored = restore_blob(archive_dir, r);
         ASSERT_TRUE(restored.ok()) << restored.error().message;

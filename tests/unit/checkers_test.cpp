@@ -22,7 +22,7 @@ std::vector<std::string> lines(const std::vector<Violation>& vs) {
 
 std::vector<std::string> check_one(const std::string& json) {
   auto c = test::parse_or_die(json);
-  return lines(run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), ""}));
+  return lines(run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), {}}));
 }
 
 const char* kUse1 = R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]})";
@@ -128,7 +128,7 @@ Pair edit(const std::string& json, std::size_t index, const std::string& replace
 // Runs one checker, so each test sees only the rule it is about.
 std::vector<std::string> check_pair(std::string_view checker, const Pair& p, std::size_t exchanges = 0,
                                     std::string_view request = "", bool may_touch_tail = false) {
-  CheckInput in{p.before, p.after, compute_protected_tail(p.before, exchanges), request};
+  CheckInput in{p.before, p.after, compute_protected_tail(p.before, exchanges), {std::string(request)}};
   in.may_touch_tail = may_touch_tail;
   std::vector<CheckerPtr> one;
   one.push_back(make_builtin_checker(checker));
@@ -186,7 +186,7 @@ TEST(NoGrowthChecker, LargerCandidateIsCaught) {
 }
 
 std::vector<std::string> check_archived(const Pair& p, const ArchiveStore& archive) {
-  CheckInput in{p.before, p.after, compute_protected_tail(p.before, 0), ""};
+  CheckInput in{p.before, p.after, compute_protected_tail(p.before, 0), {}};
   in.archive = &archive;
   std::vector<CheckerPtr> one;
   one.push_back(make_builtin_checker("archived"));

@@ -16,8 +16,8 @@ namespace {
 namespace json = boost::json;
 
 std::vector<Violation> check(const Conversation& c) {
-  std::string request = find_active_request(c).text;
-  return run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), request});
+  auto requests = find_active_request(c).texts;
+  return run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), requests});
 }
 
 ImportResult import_or_die(const std::string& name, std::optional<ImportFormat> format = std::nullopt) {

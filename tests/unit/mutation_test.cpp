@@ -319,7 +319,7 @@ TEST(Mutation, ValidSubjectsPassEveryChecker) {
     std::vector<MessagePtr> rebuilt;
     for (const MessagePtr& m : s.conversation.messages()) rebuilt.push_back(test::message_or_die(json::object(m->json())));
     auto candidate = s.conversation.with_messages(rebuilt);
-    CheckInput in{s.conversation, candidate, compute_protected_tail(s.conversation, 2), s.request};
+    CheckInput in{s.conversation, candidate, compute_protected_tail(s.conversation, 2), {s.request}};
     in.unit = SizeUnit::bytes;
     auto v = run_checkers(checkers, in);
     EXPECT_TRUE(v.empty()) << v.front().to_string();
@@ -339,7 +339,7 @@ TEST(Mutation, EverySingleMutationIsCaughtByTheCheckerNamedForIt) {
         std::size_t exchanges = 0;
         auto candidate = kind.apply(s, rng, exchanges);
         if (!candidate) continue;
-        CheckInput in{s.conversation, *candidate, compute_protected_tail(s.conversation, exchanges), s.request};
+        CheckInput in{s.conversation, *candidate, compute_protected_tail(s.conversation, exchanges), {s.request}};
         auto violations = run_checkers(checkers, in);
         bool caught = false;
         for (const auto& v : violations) caught |= v.checker == kind.checker;

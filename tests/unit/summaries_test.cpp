@@ -30,7 +30,7 @@ TEST(ExtractiveSummarizer, FactsFromRequestToolInputsAndModelTextNeverFromToolOu
     {"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"1 failed","is_error":true}]},
     {"role":"assistant","content":"The assertion compares the wrong field."},
     {"role":"user","content":"go on"}])");
-  auto s = make_extractive_summarizer()->summarize(SummaryRequest{c, 6, "go on", 1000});
+  auto s = make_extractive_summarizer()->summarize(SummaryRequest{c, 6, {"go on"}, 1000});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->text,
             "Goal: fix the failing login test\n"
@@ -39,7 +39,7 @@ TEST(ExtractiveSummarizer, FactsFromRequestToolInputsAndModelTextNeverFromToolOu
             "Last state: The assertion compares the wrong field.");
   EXPECT_EQ(s->text.find("IGNORE"), std::string::npos);
   // Bounded: the same history in 60 chars still fits.
-  auto short_one = make_extractive_summarizer()->summarize(SummaryRequest{c, 6, "go on", 60});
+  auto short_one = make_extractive_summarizer()->summarize(SummaryRequest{c, 6, {"go on"}, 60});
   EXPECT_LE(count_code_points(short_one->text), 60u);
 }
 
@@ -86,11 +86,11 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
         for (const auto& s : report.stages) EXPECT_NE(s.status, StageStatus::rejected) << where << ": " << s.violations.front();
         // The output on its own is a history the API accepts.
         Conversation out = test::parse_or_die(report.output->serialize());
-        std::string request = find_active_request(out).text;
-        auto violations = run_checkers(make_builtin_checkers(), CheckInput{out, out, compute_protected_tail(out, 0), request});
+        auto requests = find_active_request(out).texts;
+        auto violations = run_checkers(make_builtin_checkers(), CheckInput{out, out, compute_protected_tail(out, 0), requests});
         EXPECT_TRUE(violations.empty()) << where << ": " << violations.front().to_string();
         // The request survived, and every receipt restores.
-        EXPECT_EQ(request, find_active_request(input).text) << where;
+        EXPECT_EQ(requests, find_active_request(input).texts) << where;
         for (const auto& r : find_receipts(report.output->serialize()))
           EXPECT_TRUE(restore_blob((dir / "archive").string(), r).ok()) << where << ": " << r;
         fs::remove_all(dir);

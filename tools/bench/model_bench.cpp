@@ -79,8 +79,8 @@ void BM_ParseCheckSerialize(benchmark::State& state) {
   for (auto _ : state) {
     auto c = read_conversation(bytes);
     if (!c) state.SkipWithError(c.error().message.c_str());
-    std::string request = find_active_request(*c).text;
-    auto violations = run_checkers(checkers, CheckInput{*c, *c, compute_protected_tail(*c, 1), request});
+    auto requests = find_active_request(*c).texts;
+    auto violations = run_checkers(checkers, CheckInput{*c, *c, compute_protected_tail(*c, 1), requests});
     if (!violations.empty()) state.SkipWithError(violations.front().to_string().c_str());
     std::string out = c->serialize();
     benchmark::DoNotOptimize(out.data());

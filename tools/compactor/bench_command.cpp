@@ -321,7 +321,7 @@ int bench_command(int argc, char** argv) {
       }
       const Conversation& session = *imported->conversation;
       // A session the API would refuse as a whole is not a session an agent lived: skipped.
-      if (auto violations = run_checkers(input_checkers, CheckInput{session, session, compute_protected_tail(session, 0), ""});
+      if (auto violations = run_checkers(input_checkers, CheckInput{session, session, compute_protected_tail(session, 0), {}});
           !violations.empty()) {
         skipped[i] = Skipped{name, violations.front().to_string()};
         progress.session_done(0);

@@ -308,7 +308,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   if (previous) {
     std::vector<CheckerPtr> checkers;
     for (const char* name : {"structure", "pairing", "unique_ids"}) checkers.push_back(make_builtin_checker(name));
-    auto violations = run_checkers(checkers, CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), ""});
+    auto violations = run_checkers(checkers, CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), {}});
     if (!violations.empty()) {
       ++out.failures;
       out.errors.push_back("call " + std::to_string(answers.size()) + ": the request sent: " + first_line(violations.front().to_string()));

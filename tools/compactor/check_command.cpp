@@ -49,8 +49,9 @@ int check_command(int argc, char** argv) {
     return kExitBadInput;
   }
   const Conversation& c = *conversation;
-  std::string request = args->get("request").value_or(find_active_request(c).text);
-  CheckInput check_input{c, c, compute_protected_tail(c, 0), request};
+  std::vector<std::string> requests =
+      args->get("request") ? std::vector<std::string>{*args->get("request")} : find_active_request(c).texts;
+  CheckInput check_input{c, c, compute_protected_tail(c, 0), requests};
   auto violations = run_checkers(make_builtin_checkers(), check_input);
   std::string source = *input == "-" ? "<stdin>" : *input;
   if (!violations.empty()) {

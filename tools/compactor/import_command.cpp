@@ -58,8 +58,8 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
     return out;
   }
   const Conversation& c = *out.result->conversation;
-  std::string request = find_active_request(c).text;
-  auto v = run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), request});
+  auto requests = find_active_request(c).texts;
+  auto v = run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), requests});
   if (!v.empty()) {
     out.line = "FAIL " + path + ": " + v.front().to_string();
     return out;

@@ -9,6 +9,7 @@
 #include "compactor/violation.hpp"
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct CheckInput {
   const Conversation& before;
   const Conversation& candidate;
   ProtectedTail tail;                 // of `before`
-  std::string_view active_request;    // empty: none
+  std::vector<std::string> requests;  // the active request's texts; empty: none
   SizeUnit unit = SizeUnit::chars;    // what no_growth compares
   bool may_touch_tail = false;        // the stage declared it may put receipt markers in the tail
   bool may_grow = false;              // the stage declared its output may be larger

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace compactor {
 
@@ -31,7 +32,7 @@ struct Budget {
 struct StageContext {
   Budget budget;
   ProtectedTail tail;                 // of the committed conversation
-  std::string_view active_request;    // verbatim; empty when none
+  std::vector<std::string> requests;  // the active request's texts (compactor/active_request.hpp), verbatim; empty when none
   ArchiveStore* archive = nullptr;    // put() what you remove; name the receipt in the marker
   Summarizer* summarizer = nullptr;   // null unless configured
   StageLogger* log = nullptr;         // never null when the host calls a stage

@@ -20,7 +20,7 @@ namespace compactor {
 struct SummaryRequest {
   const Conversation& conversation;
   std::size_t end = 0;              // summarize messages [0, end)
-  std::string_view active_request;  // for context only: the stage quotes it verbatim itself
+  std::vector<std::string> requests;  // for context only: the stage quotes them verbatim itself
   std::size_t max_chars = 1000;     // what the stage will accept
 };
 

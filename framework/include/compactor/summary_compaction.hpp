@@ -3,7 +3,9 @@
 // long or truncated, and replace the older part with one user message that quotes the active
 // request verbatim, marks the summary as untrusted reference, names the snapshot's receipt, says
 // that earlier permissions do not authorize new actions, and records (machine-readably) how many
-// summaries the history has had — so limits hold across runs. Any failure is a decline: the
+// summaries the history has had — so limits hold across runs. A history that already starts with
+// a summary gets a rolling one: the previous summary message is part of what is summarized (and
+// archived), so a history of any length holds at most one summary. Any failure is a decline: the
 // conversation stays as it was.
 #pragma once
 
@@ -13,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace compactor {
 
@@ -21,7 +24,8 @@ struct SummaryState {
   bool reactive = false;         // the newest was a reactive compaction
   std::uint64_t base = 0;        // the history's size right after it, in `base_unit`
   std::string base_unit;         // "chars", "bytes" or "tokens"; empty when not recorded
-  std::string request;           // the request it quoted
+  std::vector<std::string> requests;  // the requests it quoted, in conversation order
+  std::string summary;           // the summary text itself (between its delimiters)
 };
 
 // Read from the first message, where a summary message always is.
@@ -32,15 +36,20 @@ struct CompactionPlan {
   bool reactive = false;          // "[compactor reactive summary]" rather than "[compactor summary]"
   bool require_fit = true;        // the candidate must fit the budget's limit
   std::size_t max_chars = 1000;   // longest summary accepted
-  int max_summaries = 2;          // summaries a history may have
+  int max_summaries = 0;          // summaries a history may have (0: no limit; each folds the previous one)
   std::uint64_t min_growth = 0;   // loop guard: growth (in the budget unit) needed since the last one
 };
 
 // The params every summarizing stage declares (max_chars, max_summaries), and the plan they give.
-ParamSchema summary_params(std::int64_t default_max_summaries);
+ParamSchema summary_params();
 CompactionPlan plan_from(const ParamValues& params);
 
 StageResult compact_with_summary(const Conversation& committed, const StageContext& context, const CompactionPlan& plan);
+
+// Whether messages [0, end) already say how to restore archived content: the history starts with
+// a summary, or a Compactor marker (`[compactor …`) comes before `end`. Markers are short and say
+// it once: the oldest one (or the summary) carries the instruction.
+bool restore_told_before(const Conversation& conversation, std::size_t end);
 
 // Moves a cut back until it starts a turn group: never at results whose call is before it,
 // never inside an assistant turn split over several messages. Not below `floor`.

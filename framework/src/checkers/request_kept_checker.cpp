@@ -1,5 +1,5 @@
-// request_kept: the active request survives verbatim, as a message of its own or quoted whole in
-// a summary.
+// request_kept: each text of the active request survives verbatim, as a message of its own or
+// quoted whole in a summary.
 #include "checker_support.hpp"
 
 namespace compactor::detail {
@@ -20,16 +20,18 @@ class RequestKeptChecker final : public Checker {
  public:
   std::string_view name() const override { return "request_kept"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
-    if (in.active_request.empty() || same_messages(in)) return;
-    if (contains(in.candidate, in.active_request)) return;
-    // A request given from outside that the input itself never held cannot be "dropped".
-    if (!contains(in.before, in.active_request)) return;
-    std::string excerpt(in.active_request.substr(0, 60));
-    if (excerpt.size() < in.active_request.size()) excerpt += "…";
-    Violation v;
-    v.checker = std::string(name());
-    v.what = "the active request is no longer in the conversation: \"" + excerpt + "\"";
-    out.push_back(std::move(v));
+    if (in.requests.empty() || same_messages(in)) return;
+    for (const std::string& request : in.requests) {
+      if (request.empty() || contains(in.candidate, request)) continue;
+      // A request given from outside that the input itself never held cannot be "dropped".
+      if (!contains(in.before, request)) continue;
+      std::string excerpt(std::string_view(request).substr(0, 60));
+      if (excerpt.size() < request.size()) excerpt += "…";
+      Violation v;
+      v.checker = std::string(name());
+      v.what = "the active request is no longer in the conversation: \"" + excerpt + "\"";
+      out.push_back(std::move(v));
+    }
   }
 };
 

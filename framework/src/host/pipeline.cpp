@@ -98,7 +98,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   {
     std::vector<CheckerPtr> input_checkers;
     for (const char* name : {"structure", "pairing", "unique_ids"}) input_checkers.push_back(make_builtin_checker(name));
-    auto violations = run_checkers(input_checkers, CheckInput{input, input, compute_protected_tail(input, 0), ""});
+    auto violations = run_checkers(input_checkers, CheckInput{input, input, compute_protected_tail(input, 0), {}});
     if (!violations.empty()) {
       report.status = "bad_input";
       report.exit_code = 2;
@@ -106,7 +106,8 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       return report;
     }
   }
-  std::string request = options.request.value_or(find_active_request(input).text);
+  const std::vector<std::string> requests =
+      options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts;
 
   // Every removal of this run goes through one archive; it is made durable (commit) before the
   // output can be written, and rolled back (by its destructor) when nothing will be written.
@@ -114,6 +115,10 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
                        options.file_system != nullptr ? *options.file_system : real_file_system());
 
   Conversation committed = input;
+  // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
+  // history is down to the target, so the calls that follow only append (the prompt cache holds).
+  const bool triggered = input.size_in(budget.unit) > budget.limit;
+  bool rejected = false;  // a stage was rejected and skipped (on_violation: skip)
   auto& stages = options.prompt_too_long ? on_prompt_too_long_ : pipeline_;
   for (BuiltStage& s : stages) {
     const PipelineEntryConfig& entry = *s.entry;
@@ -126,9 +131,10 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
 
     std::uint64_t size = committed.size_in(budget.unit);
     std::string unit(to_string(budget.unit));
-    if (entry.when.kind == WhenKind::over_budget && size <= budget.limit) {
+    if (entry.when.kind == WhenKind::over_budget && (!triggered || size <= budget.target)) {
       sr.status = StageStatus::skipped;
-      sr.reason = "within budget (" + std::to_string(size) + " ≤ " + std::to_string(budget.limit) + " " + unit + ")";
+      sr.reason = !triggered ? "within budget (" + std::to_string(size) + " ≤ " + std::to_string(budget.limit) + " " + unit + ")"
+                             : "at target (" + std::to_string(size) + " ≤ " + std::to_string(budget.target) + " " + unit + ")";
       report.stages.push_back(std::move(sr));
       continue;
     }
@@ -142,7 +148,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     StageContext context;
     context.budget = budget;
     context.tail = compute_protected_tail(committed, config_->recent_exchanges);
-    context.active_request = request;
+    context.requests = requests;
     context.archive = &archive;
     context.summarizer = summarizer_.get();
     PrefixedLogger stage_log(log, entry.stage + ": ");
@@ -167,18 +173,12 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.error = result.error().message;
       return report;
     }
-    // A decline or a rejection leaves the conversation as it was; under abort it ends the run.
-    auto stop_here = [&]() {
-      report.stages.push_back(std::move(sr));
-      if (config_->on_violation != ViolationPolicy::abort) return false;
-      report.status = "aborted";
-      report.exit_code = 1;
-      return true;
-    };
+    // A decline is "nothing safe to do here": the conversation stays as it was and the next stage
+    // runs. Only a rejection (a candidate that broke a rule) is subject to on_violation.
     if (result->declined()) {
       sr.status = StageStatus::declined;
       sr.reason = result->reason();
-      if (stop_here()) break;
+      report.stages.push_back(std::move(sr));
       continue;
     }
     Conversation candidate = result->conversation();  // copies message pointers only
@@ -189,7 +189,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.stages.push_back(std::move(sr));
       continue;
     }
-    CheckInput check{committed, candidate, context.tail, request};
+    CheckInput check{committed, candidate, context.tail, requests};
     check.unit = budget.unit;
     check.may_touch_tail = entry.registered->info->may_touch_tail;
     check.may_grow = entry.registered->info->may_grow;
@@ -203,7 +203,13 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
         v.plugin_file = sr.plugin_file;
         sr.violations.push_back(v.to_string());
       }
-      if (stop_here()) break;
+      report.stages.push_back(std::move(sr));
+      if (config_->on_violation == ViolationPolicy::abort) {
+        report.status = "aborted";
+        report.exit_code = 1;
+        break;
+      }
+      rejected = true;
       continue;
     }
     committed = candidate;
@@ -220,8 +226,9 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   }
   if (report.status.empty()) {
     bool over = committed.size_in(budget.unit) > budget.limit;
-    report.status = over ? "over_budget" : "ok";
-    report.exit_code = over ? 1 : 0;
+    // A skipped rejection is reported as what it is, even when the output fits.
+    report.status = rejected ? "rejected" : over ? "over_budget" : "ok";
+    report.exit_code = rejected || over ? 1 : 0;
   }
   report.output_size = SizeSnapshot::of(committed);
   report.first_changed_message = first_changed(input, committed);

@@ -1,8 +1,10 @@
 #include "compactor/active_request.hpp"
+#include "compactor/summary_compaction.hpp"
 #include "compactor/summarizer.hpp"
 
 #include <fmt/core.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -29,6 +31,33 @@ bool path_like_key(std::string_view key) {
          key == "filename" || key == "directory" || key == "cwd";
 }
 
+// The line of `summary` that starts with `key`, without it; empty when there is none.
+std::string_view line_after(std::string_view summary, std::string_view key) {
+  for (std::size_t at = 0; at < summary.size();) {
+    std::size_t nl = summary.find('\n', at);
+    std::string_view line = summary.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+    if (line.substr(0, key.size()) == key) return line.substr(key.size());
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  return {};
+}
+
+std::vector<std::string_view> split_list(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    std::size_t sep = list.find(", ");
+    std::string_view item = list.substr(0, sep);
+    // "(+N more)" counts what an earlier summary could not list; it is not a name.
+    if (std::size_t more = item.find("(+"); more != std::string_view::npos) item = item.substr(0, more);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.push_back(item);
+    if (sep == std::string_view::npos) break;
+    list.remove_prefix(sep + 2);
+  }
+  return out;
+}
+
 class ExtractiveSummarizer final : public Summarizer {
  public:
   Expected<Summary> summarize(const SummaryRequest& r) override {
@@ -39,6 +68,25 @@ class ExtractiveSummarizer final : public Summarizer {
     std::map<std::string, std::pair<int, int>> tools;  // name → (runs, failed)
     std::unordered_map<std::string, std::string> tool_of;
     std::string last_state;
+    // A rolling summary: what the previous summary (the first message) recorded comes first.
+    if (SummaryState previous = read_summary_state(c); previous.count > 0 && r.end > 0) {
+      std::string_view s = previous.summary;
+      if (std::string_view g = line_after(s, "Goal: "); !g.empty() && g != "(no user request found)") goal = std::string(g);
+      if (std::string_view f = line_after(s, "Files and paths: "); f != "none")
+        for (std::string_view p : split_list(f))
+          if (seen_paths.insert(std::string(p)).second) paths.emplace_back(p);
+      if (std::string_view t = line_after(s, "Tools run: "); t != "none")
+        for (std::string_view item : split_list(t)) {
+          std::size_t times = item.rfind(" ×");
+          if (times == std::string_view::npos) continue;
+          int runs = 0, failed = 0;
+          std::sscanf(std::string(item.substr(times + std::string_view(" ×").size())).c_str(), "%d (%d failed)", &runs, &failed);
+          auto& counts = tools[std::string(item.substr(0, times))];
+          counts.first += runs;
+          counts.second += failed;
+        }
+      if (std::string_view l = line_after(s, "Last state: "); !l.empty() && l != "(no assistant text)") last_state = std::string(l);
+    }
     for (std::size_t i = 0; i < r.end && i < c.size(); ++i) {
       const Message& m = c[i];
       for (const Block& b : m.blocks()) {

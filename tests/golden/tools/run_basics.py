@@ -16,22 +16,38 @@ def chars(s): return len(s)
 def size(ms_raw): return sum(len(r) for r in ms_raw), sum(len(r.encode()) for r in ms_raw)
 import hashlib
 def receipt(b): return "sha256:"+hashlib.sha256(b.encode()).hexdigest()
-MARK="[compactor micro: an earlier tool result ({n} chars) was archived as {r}; restore it with `compactor restore {r}`. This placeholder is not an execution result. tool_use_id: {id}]"
-def micro(ms, keep=3, min_chars=120, tail_exchanges=1):
-    # independent re-statement of the rule: results in order; all but the newest `keep`; outside the tail; > min_chars
+MARK="[compactor archived result, {n} chars: {r}]"
+TELL=" An archived result is not an execution result; `compactor restore {r}` gives it back, and so for every such marker."
+def told_before(ms, end):
+    # a summary first, or any "[compactor " text or string tool_result content before `end`
+    if ms and ms[0]["role"]=="user" and isinstance(ms[0]["content"],list) and ms[0]["content"] and ms[0]["content"][0].get("type")=="text" and (ms[0]["content"][0]["text"].startswith("[compactor summary]") or ms[0]["content"][0]["text"].startswith("[compactor reactive summary]")): return True
+    for m in ms[:end]:
+        blocks=[{"type":"text","text":m["content"]}] if isinstance(m["content"],str) else m["content"]
+        for b in blocks:
+            t=b.get("text","") if b["type"]=="text" else (b["content"] if b["type"]=="tool_result" and isinstance(b.get("content"),str) else "")
+            if t.startswith("[compactor "): return True
+    return False
+def micro(ms, keep=3, min_chars=110, tail_exchanges=1):
+    # independent re-statement of the rule: results in order; all but the newest `keep`; outside the tail; > min_chars;
+    # the oldest marker written says how to restore unless something before it does
     res=[(i,b) for i,m in enumerate(ms) if isinstance(m["content"],list) for b,blk in enumerate(m["content"]) if blk["type"]=="tool_result"]
     res=res[:len(res)-keep] if len(res)>keep else []
     # tail: k-th newest assistant
     idx=[i for i,m in enumerate(ms) if m["role"]=="assistant"]
     tail=idx[-tail_exchanges] if tail_exchanges else len(ms)
-    out=[json.loads(dumps(m)) for m in ms]; changed=set()
+    out=[json.loads(dumps(m)) for m in ms]; changed=set(); first_block={}
     for i,b in res:
         if i>=tail: continue
         c=out[i]["content"][b]["content"]
         if len(c)<=min_chars: continue
-        m=MARK.format(n=len(c), id=out[i]["content"][b]["tool_use_id"], r=receipt(json.dumps(c,ensure_ascii=False,separators=(',',':'))))
+        r=receipt(json.dumps(c,ensure_ascii=False,separators=(',',':')))
+        m=MARK.format(n=len(c), r=r)
         if len(m)>=len(c): continue
-        out[i]["content"][b]["content"]=m; changed.add(i)
+        out[i]["content"][b]["content"]=m; changed.add(i); first_block.setdefault(i,(b,r))
+    if changed:
+        o=min(changed)
+        if not told_before(ms,o):
+            b,r=first_block[o]; out[o]["content"][b]["content"]+=TELL.format(r=r)
     return out, changed
 ms=conv()
 raw=[dumps(m) for m in ms]
@@ -49,18 +65,18 @@ def stage(name, plugin_dir, status, before, after, reason="", violations=()):
             "violations":list(violations),"before":before,"after":after,"wall_us":0}
 CHECKERS="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control]"
 def entry(name, plugin_dir, when, params):
-    s=f'  - stage: "{name}"\n    plugin: "${plugin_dir}/compactor_stage_{name}.so"  # plugin {name} 0.1.0, API 3\n    when: {when}\n'
+    s=f'  - stage: "{name}"\n    plugin: "${plugin_dir}/compactor_stage_{name}.so"  # plugin {name} 0.1.0, API 4\n    when: {when}\n'
     if params: s+="    params:\n"+"".join(f"      {k}: {v}\n" for k,v in params)
     else: s+="    params: {}\n"
     return s
 def resolved(limit, target, policy, pipeline, reactive=""):
     s=("# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n"
-       f"version: 1\nbudget:\n  unit: chars\n  limit: {limit}\n  target: {target}\nrecent:\n  exchanges: 1\narchive:\n  dir: \".compactor/archive\"\nsummarizer:\n  kind: \"extractive\"\n"
+       f"version: 1\nbudget:\n  unit: chars\n  limit: {limit}\n  target: {target}\nrecent:\n  exchanges: 1\narchive:\n  dir: \".compactor/archive\"\nlimits:\n  stage_timeout_ms: 600000\nsummarizer:\n  kind: \"extractive\"\n"
        f"checkers:\n  enabled: {CHECKERS}\n  on_violation: {policy}\nplugin_dirs: []\n")
     s+= ("pipeline:\n"+pipeline) if pipeline else "pipeline: []\n"
     s+= ("on_prompt_too_long:\n"+reactive) if reactive else "on_prompt_too_long: []\n"
     return s
-MICRO2=[("keep_recent",2),("min_chars",120),("until",'"all"')]
+MICRO2=[("keep_recent",2),("min_chars",110),("until",'"all"')]
 def write(case, intent, input_text, config, exit_code, expected_output, rep, args=None):
     d=os.path.join(G,case); os.makedirs(d, exist_ok=True)
     open(d+"/intent.txt","w").write(intent+"\n")
@@ -95,7 +111,7 @@ write("within_budget","Within budget: micro is skipped and the output is byte-id
              resolved(100000,100000,"abort",entry("micro","PLUGINS","over_budget",MICRO2))))
 # 2 micro over budget
 cfg2="version: 1\nbudget: {unit: chars, limit: 3600}\npipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 2}\n"
-write("micro_over_budget","Over budget: micro replaces the three older results over 120 chars, keeps the newest two, and the run ends within budget.",
+write("micro_over_budget","Over budget: micro replaces the three older results over 110 chars, keeps the newest two, and the run ends within budget.",
       compact_in,cfg2,0,compact_out,
       report(cfg2,None,(3600,3600),IN,OUT,2,[stage("micro","PLUGINS","committed",IN,OUT)],"ok",0,
              resolved(3600,3600,"abort",entry("micro","PLUGINS","over_budget",MICRO2))))
@@ -103,9 +119,9 @@ VIOL=["pairing: messages.1: tool_use ids were found without tool_result blocks i
       "archived: messages.2: input messages.2 was dropped, but no receipt in the candidate archives it (stage split_pair, plugin $TEST_PLUGINS/compactor_stage_split_pair.so)"]
 # 3 split_pair under skip
 cfg3="version: 1\nbudget: {unit: chars, limit: 3600}\ncheckers: {on_violation: skip}\npipeline:\n  - stage: split_pair\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 2}\n"
-write("split_pair_skip","split_pair breaks a pair: pairing rejects it under skip, the conversation is unchanged, and micro still runs.",
-      compact_in,cfg3,0,compact_out,
-      report(cfg3,None,(3600,3600),IN,OUT,2,[stage("split_pair","TEST_PLUGINS","rejected",IN,IN,violations=VIOL),stage("micro","PLUGINS","committed",IN,OUT)],"ok",0,
+write("split_pair_skip","split_pair breaks a pair: pairing rejects it under skip, the conversation is unchanged, micro still runs, and the run ends `rejected` with exit 1 (its output still written).",
+      compact_in,cfg3,1,compact_out,
+      report(cfg3,None,(3600,3600),IN,OUT,2,[stage("split_pair","TEST_PLUGINS","rejected",IN,IN,violations=VIOL),stage("micro","PLUGINS","committed",IN,OUT)],"rejected",1,
              resolved(3600,3600,"skip",entry("split_pair","TEST_PLUGINS","always",[])+entry("micro","PLUGINS","over_budget",MICRO2))))
 # 4 split_pair under abort, after micro
 cfg4="version: 1\nbudget: {unit: chars, limit: 3600}\ncheckers: {on_violation: abort}\npipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 2}\n  - stage: split_pair\n"

@@ -2,7 +2,7 @@ import os
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'run_basics.py')).read().split("ms=conv(5,600)")[0])  # helpers only
 def r_of(s): return receipt(s)
 def BP_MARK(n, r, prev, p): return f"[compactor budget_persist: this tool result ({n} chars) was archived as {r}; restore it with `compactor restore {r}`. Its first {prev} chars follow; the rest is not shown.]\n{p}"
-def SNIP_MARK(n, r): return f"[compactor snip: {n} earlier messages were archived as {r}; restore them with `compactor restore {r}` (JSONL, one message a line). They are not shown here.]"
+def SNIP_MARK(n, r, tell): return f"[compactor snip: {n} messages archived as {r}]" + (f" `compactor restore {r}` gives them back (JSONL, one message a line), and so for every receipt in a marker." if tell else "")
 def ex(i, content, text=None):
     tid=f"toolu_{i:02d}"; a={"role":"assistant","content":([{"type":"text","text":text}] if text else [])+[{"type":"tool_use","id":tid,"name":"Bash","input":{"command":f"step {i}"}}]}
     return [a, {"role":"user","content":[{"type":"tool_result","tool_use_id":tid,"content":content}]}]
@@ -53,10 +53,10 @@ def snip(ms, max_messages, keep_head, request, tail_exchanges=1):
         if (m["role"]=="user" and has_res(m)) or (m["role"]=="assistant" and p["role"]=="assistant") or (m["role"]=="user" and p["role"]=="user" and has_res(p)): tail-=1
         else: break
     jsonl="".join(dumps(m)+"\n" for m in ms[head:tail])
-    marker={"role":"user","content":[{"type":"text","text":SNIP_MARK(tail-head, r_of(jsonl))}]}
+    marker={"role":"user","content":[{"type":"text","text":SNIP_MARK(tail-head, r_of(jsonl), not told_before(ms, head))}]}
     return ms[:head]+[marker]+ms[tail:], head, tail
 
-SNIP=[("keep_head",3),("max_messages",50)]
+SNIP=[("keep_head",3),("keep_messages",0),("max_messages",50)]
 # cut moved off a pair: 56 exchanges-ish so that n-47 lands on a result
 ms=[{"role":"user","content":"migrate every module"}]
 for i in range(27): ms+=ex(i, f"module {i} migrated")
@@ -106,13 +106,16 @@ def micro_unseen(ms, keep):
     unseen = len(ms)-1 if last["role"]=="user" and any(b["type"]=="tool_result" for b in last["content"]) else len(ms)
     res=[(i,b) for i,m in enumerate(ms) if isinstance(m["content"],list) for b,blk in enumerate(m["content"]) if blk["type"]=="tool_result"]
     res=res[:len(res)-keep] if len(res)>keep else []
-    out=json.loads(json.dumps(ms)); changed=set()
+    out=json.loads(json.dumps(ms)); changed=set(); first={}
     for i,b in res:
         if i>=unseen: continue
         c=out[i]["content"][b]["content"]
-        m=MARK.format(n=len(c), id=out[i]["content"][b]["tool_use_id"], r=receipt(dumps(c)))
-        if len(c)<=120 or len(m)>=len(c): continue
-        out[i]["content"][b]["content"]=m; changed.add((i,b))
+        r=receipt(dumps(c)); m=MARK.format(n=len(c), r=r)
+        if len(c)<=110 or len(m)>=len(c): continue
+        out[i]["content"][b]["content"]=m; changed.add((i,b)); first.setdefault(i,(b,r))
+    if changed:
+        o=min(i for i,_ in changed)
+        if not told_before(ms,o): b,r=first[o]; out[o]["content"][b]["content"]+=TELL.format(r=r)
     return out, changed
 ms=[{"role":"user","content":"read all the logs"}]
 for i in range(3): ms+=ex(i, chr(ord('p')+i)*800)
@@ -123,7 +126,7 @@ out,ch=micro_unseen(ms, 3)
 print("micro unseen changed", sorted(ch))
 raw=[dumps(m) for m in ms]; rawo=[dumps(m) for m in out]
 cfg="version: 1\nbudget: {unit: chars, limit: 1000}\nrecent: {exchanges: 0}\npipeline:\n  - stage: micro\n    when: over_budget\n"
-MICRO3=[("keep_recent",3),("min_chars",120),("until",'"all"')]
+MICRO3=[("keep_recent",3),("min_chars",110),("until",'"all"')]
 res=resolved(1000,1000,"abort",entry("micro","PLUGINS","over_budget",MICRO3)).replace("exchanges: 1","exchanges: 0")
 write("micro_keeps_three_and_unseen","Three older 800-char results and a final batch of four the model has not seen, no protected tail: keep_recent 3 alone would take the fourth-newest, but unseen results stay whole; the three older become receipt markers.",
       text(ms),cfg,1,text(out),

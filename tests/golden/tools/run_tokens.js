@@ -38,14 +38,16 @@ for (let k = 0; k < 5; k++) {
 }
 input.push({ role: 'assistant', content: [{ type: 'text', text: 'All five logs show the same linker error.' }] })
 input.push({ role: 'user', content: 'thanks, now fix it' })
-// micro with keep_recent 2: the three older results become receipt markers.
+// micro with keep_recent 2: the three older results become receipt markers; the oldest one says
+// how to restore (nothing before it does).
 const output = JSON.parse(JSON.stringify(input))
 for (const i of [2, 4, 6]) {
   const block = output[i].content[0]
   // The receipt names the content's JSON.
   const receipt = 'sha256:' + crypto.createHash('sha256').update(JSON.stringify(block.content), 'utf8').digest('hex')
-  block.content = `[compactor micro: an earlier tool result (${[...block.content].length} chars) was archived as ${receipt}; ` +
-    `restore it with \`compactor restore ${receipt}\`. This placeholder is not an execution result. tool_use_id: ${block.tool_use_id}]`
+  block.content = `[compactor archived result, ${[...block.content].length} chars: ${receipt}]`
+  if (i === 2)
+    block.content += ` An archived result is not an execution result; \`compactor restore ${receipt}\` gives it back, and so for every such marker.`
 }
 const text = (ms) => '[\n' + ms.map((m) => JSON.stringify(m)).join(',\n') + '\n]\n'
 const chars = (ms) => ms.reduce((s, m) => s + [...JSON.stringify(m)].length, 0)

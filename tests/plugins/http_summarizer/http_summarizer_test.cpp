@@ -120,7 +120,7 @@ TEST(AnthropicSummarizer, SendsTheDocumentedRequestAndTakesAGoodSummary) {
   LoopbackHttpServer server({{200, {}, test::anthropic_reply("Goal: fix src/parser.cpp. Found: off-by-one in parse()."), {}}});
   auto s = make("anthropic", at(server));
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_TRUE(summary) << summary.error().message;
   EXPECT_EQ(summary->text, "Goal: fix src/parser.cpp. Found: off-by-one in parse().");
 
@@ -196,7 +196,7 @@ TEST(AnthropicSummarizer, EveryIncompleteResponseIsAnErrorNeverASummary) {
     LoopbackHttpServer server({bad.response});
     auto s = make("anthropic", at(server));
     Conversation c = session();
-    auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+    auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
     ASSERT_FALSE(summary) << bad.name;
     EXPECT_NE(summary.error().message.find(bad.expected), std::string::npos) << bad.name << ": " << summary.error().message;
     EXPECT_NE(summary.error().message.find("anthropic POST " + server.base_url() + "/v1/messages: "), std::string::npos);
@@ -216,7 +216,7 @@ TEST(AnthropicSummarizer, RetriesA429AfterTheWaitItAsksFor) {
   auto s = make("anthropic", at(server));
   Conversation c = session();
   auto started = std::chrono::steady_clock::now();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   auto waited = std::chrono::steady_clock::now() - started;
   ASSERT_TRUE(summary) << summary.error().message;
   EXPECT_EQ(summary->text, "Summary after a retry.");
@@ -238,7 +238,7 @@ TEST(AnthropicSummarizer, GivesUpAfterItsRetries) {
   params["retries"] = std::int64_t{2};
   auto s = make("anthropic", params);
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_FALSE(summary);
   EXPECT_NE(summary.error().message.find("HTTP 500 api_error: Internal server error (after 2 retries)"), std::string::npos)
       << summary.error().message;
@@ -255,7 +255,7 @@ TEST(AnthropicSummarizer, RetriesOverloaded529) {
                              {200, {}, test::anthropic_reply("Summary once the model was free."), {}}});
   auto s = make("anthropic", at(server));
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_TRUE(summary) << summary.error().message;
   EXPECT_EQ(server.requests().size(), 2u);
   expect_documented_anthropic_requests(server);
@@ -269,7 +269,7 @@ TEST(AnthropicSummarizer, ASlowResponsePastTheTimeoutIsATimeout) {
   params["retries"] = std::int64_t{0};
   auto s = make("anthropic", params);
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_FALSE(summary);
   EXPECT_NE(summary.error().message.find("no response within 0.2 s"), std::string::npos) << summary.error().message;
   ASSERT_EQ(server.requests().size(), 1u);
@@ -285,7 +285,7 @@ TEST(AnthropicSummarizer, ARefusedConnectionIsRetriedThenReported) {
                                                   {"retry_base_ms", std::int64_t{10}}};
   auto s = make("anthropic", params);
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_FALSE(summary);
   EXPECT_NE(summary.error().message.find("connection failed: "), std::string::npos) << summary.error().message;
   EXPECT_NE(summary.error().message.find("(after 1 retry)"), std::string::npos) << summary.error().message;
@@ -298,7 +298,7 @@ TEST(AnthropicSummarizer, NoKeyNoRequest) {
   LoopbackHttpServer server({});
   auto s = make("anthropic", at(server));
   Conversation c = session();
-  auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
   ASSERT_FALSE(summary);
   EXPECT_EQ(summary.error().message,
             "summarizer anthropic (" + std::string(COMPACTOR_PLUGIN_DIR) +
@@ -330,7 +330,7 @@ TEST(AnthropicSummarizer, AnOversizedTranscriptIsSummarizedInPartsAndFolded) {
   auto params = at(server);
   params["max_input_tokens"] = std::int64_t{3000};
   auto s = make("anthropic", params);
-  auto summary = s->summarize(SummaryRequest{c, c.size(), "", 1000});
+  auto summary = s->summarize(SummaryRequest{c, c.size(), {}, 1000});
   ASSERT_TRUE(summary) << summary.error().message;
   EXPECT_EQ(summary->text, "S3: logs 0-5 read, nothing found.");
   auto requests = server.requests();
@@ -364,7 +364,7 @@ TEST(AnthropicSummarizer, APreviousSummaryIsFoldedNotRenderedAsAMessage) {
   ])");
   LoopbackHttpServer server({{200, {}, test::anthropic_reply("Parser bug fixed; tests green."), {}}});
   auto s = make("anthropic", at(server));
-  auto summary = s->summarize(SummaryRequest{c, 4, "thanks", 2000});
+  auto summary = s->summarize(SummaryRequest{c, 4, {"thanks"}, 2000});
   ASSERT_TRUE(summary) << summary.error().message;
   std::string user(body_of(server.requests()[0]).at("messages").as_array()[0].as_object().at("content").as_string());
   EXPECT_NE(user.find("<summary_so_far>\nEARLIER: parser bug found\n</summary_so_far>"), std::string::npos) << user;
@@ -380,7 +380,7 @@ TEST(OpenAISummarizer, SendsChatCompletionsWithABearerKeyOnlyWhenSet) {
     params["model"] = std::string("qwen2.5-coder:7b");
     params["base_url"] = server.base_url() + "/v1/";  // Ollama's docs give the /v1
     auto s = make("openai", params);
-    auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+    auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
     ASSERT_TRUE(summary) << summary.error().message;
     EXPECT_EQ(summary->text, "Summary by a local model.");
     const auto r = server.requests().at(0);
@@ -402,7 +402,7 @@ TEST(OpenAISummarizer, SendsChatCompletionsWithABearerKeyOnlyWhenSet) {
     KeyEnv key;
     LoopbackHttpServer server({{200, {}, test::openai_reply("cut", "length"), {}}});
     auto s = make("openai", at(server));
-    auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+    auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
     ASSERT_FALSE(summary);
     EXPECT_NE(summary.error().message.find("stopped at max_tokens (1000)"), std::string::npos);
     EXPECT_EQ(server.requests().at(0).headers.at("authorization"), std::string("Bearer ") + kKey);
@@ -412,7 +412,7 @@ TEST(OpenAISummarizer, SendsChatCompletionsWithABearerKeyOnlyWhenSet) {
     auto params = at(server);
     params["model"] = std::string("gpt-4o");
     auto s = make("openai", params);
-    auto summary = s->summarize(SummaryRequest{c, 6, "yes", 2000});
+    auto summary = s->summarize(SummaryRequest{c, 6, {"yes"}, 2000});
     ASSERT_FALSE(summary);
     EXPECT_NE(summary.error().message.find("context overflow: the summary request is too long for gpt-4o "
                                            "(invalid_request_error/context_length_exceeded: This model's maximum context "

@@ -31,7 +31,7 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
                        std::uint64_t target = 0) {
   ParamValues p;
   p.set("keep_recent", keep_recent);
-  p.set("min_chars", std::int64_t{120});
+  p.set("min_chars", std::int64_t{110});
   p.set("until", until);
   auto stage = create_stage(micro(), p);
   if (!stage) throw std::runtime_error(stage.error().message);
@@ -45,8 +45,8 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   auto r = run_stage(**stage, micro(), c, ctx);
   if (!r || r->declined()) throw std::runtime_error("micro did not return a candidate");
   // Whatever micro returns must pass every checker.
-  std::string request = find_active_request(c).text;  // CheckInput only views it
-  CheckInput in{c, r->conversation(), ctx.tail, request};
+  auto requests = find_active_request(c).texts;  // CheckInput only views it
+  CheckInput in{c, r->conversation(), ctx.tail, requests};
   in.archive = &archive;
   auto v = run_checkers(make_builtin_checkers(), in);
   EXPECT_TRUE(v.empty()) << v.front().to_string();
@@ -71,7 +71,7 @@ std::vector<bool> replaced(const Conversation& c) {
   std::vector<bool> out;
   for (const MessagePtr& m : c.messages())
     for (const Block& b : m->blocks())
-      if (b.kind() == BlockKind::tool_result) out.push_back(b.content()->as_string().starts_with("[compactor micro:"));
+      if (b.kind() == BlockKind::tool_result) out.push_back(b.content()->as_string().starts_with("[compactor archived result, "));
   return out;
 }
 
@@ -80,9 +80,12 @@ TEST(MicroStage, KeepsTheNewestResultsAndReplacesOlderLargeOnes) {
   auto out = run_micro(c, 3, 0);
   EXPECT_EQ(replaced(out), (std::vector<bool>{true, true, true, false, false, false}));
   std::string receipt = receipt_of("\"" + std::string(500, 'x') + "\"");
+  // The oldest marker also says how to restore; the others are the short form (≤ 120 chars).
   EXPECT_EQ(out[2].blocks()[0].content()->as_string(),
-            "[compactor micro: an earlier tool result (500 chars) was archived as " + receipt + "; restore it with "
-            "`compactor restore " + receipt + "`. This placeholder is not an execution result. tool_use_id: toolu_0]");
+            "[compactor archived result, 500 chars: " + receipt + "] An archived result is not an execution result; "
+            "`compactor restore " + receipt + "` gives it back, and so for every such marker.");
+  EXPECT_EQ(out[4].blocks()[0].content()->as_string(), "[compactor archived result, 500 chars: " + receipt + "]");
+  EXPECT_LE(count_code_points(out[4].blocks()[0].content()->as_string()), 120u);
   // Untouched messages are the same objects.
   EXPECT_EQ(out.messages()[1], c.messages()[1]);
   EXPECT_EQ(out.messages()[8], c.messages()[8]);
@@ -100,9 +103,10 @@ TEST(MicroStage, UntilTargetStopsOnceTheTargetIsMet) {
   auto c = exchanges(6, 500, true);
   std::uint64_t one_saving = c.size_in(SizeUnit::chars) - run_micro(c, 5, 0).size_in(SizeUnit::chars);
   ASSERT_GT(one_saving, 0u);
-  // A target that one replacement reaches: only the oldest result goes.
+  // A target that one replacement reaches: only the newest eligible result goes (the prefix the
+  // prompt cache holds changes as late as it can), and it says how to restore.
   auto out = run_micro(c, 0, 0, "target", c.size_in(SizeUnit::chars) - one_saving);
-  EXPECT_EQ(replaced(out), (std::vector<bool>{true, false, false, false, false, false}));
+  EXPECT_EQ(replaced(out), (std::vector<bool>{false, false, false, false, false, true}));
 }
 
 TEST(MicroStage, SecondRunChangesNothing) {
