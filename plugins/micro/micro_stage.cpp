@@ -15,6 +15,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
 
 namespace {
@@ -72,6 +73,9 @@ class MicroStage final : public Stage {
       std::uint64_t chars;
     };
     std::map<std::size_t, std::vector<Edit>> edits;  // by message
+    // Failed results (is_error) are what the agent must not re-discover: they are masked in a
+    // second round, only when masking the others does not reach the target.
+    std::map<std::size_t, std::vector<Edit>> error_edits;
     for (const Result& r : results) {
       if (r.message >= limit) continue;
       const Block& block = committed[r.message].blocks()[r.block];
@@ -81,9 +85,10 @@ class MicroStage final : public Stage {
       if (chars <= min_chars_) continue;
       // A marker must save space; every receipt has the same length, so a placeholder one tells.
       if (count_code_points(marker_text(chars, kPlaceholderReceipt, false)) >= chars) continue;
-      edits[r.message].push_back({r.block, raw_block_field(committed[r.message], r.block, "content"), chars});
+      (block.is_error() && until_target_ ? error_edits : edits)[r.message].push_back(
+          {r.block, raw_block_field(committed[r.message], r.block, "content"), chars});
     }
-    if (edits.empty()) return StageResult::candidate(committed);
+    if (edits.empty() && error_edits.empty()) return StageResult::candidate(committed);
 
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
@@ -104,23 +109,30 @@ class MicroStage final : public Stage {
       return std::optional<MessagePtr>(std::move(edited).value());
     };
     std::optional<std::size_t> oldest;  // the oldest message edited
-    for (auto it = edits.rbegin(); it != edits.rend(); ++it) {  // newest first
-      const auto& [index, replacements] = *it;
-      if (until_target_ && size <= context.budget.target) break;
-      auto edited = edit(index, replacements, false);
-      if (!edited) return StageResult::decline(edited.error().message);
-      if (!*edited) continue;
-      // Archive before the marker can be committed: its receipt must hold the original.
-      for (const Edit& e : replacements)
-        if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
-      size = size - committed.size_of(committed[index], context.budget.unit) + committed.size_of(***edited, context.budget.unit);
-      messages[index] = std::move(**edited);
-      replaced += replacements.size();
-      oldest = index;
-    }
+    std::map<std::size_t, std::vector<Edit>> done;  // what was replaced, by message
+    for (auto* round : {&edits, &error_edits})
+      for (auto it = round->rbegin(); it != round->rend(); ++it) {  // newest first
+        auto [index, replacements] = *it;
+        if (until_target_ && size <= context.budget.target) break;
+        // A message whose other results were replaced in the first round: all of them together.
+        if (auto earlier = done.find(index); earlier != done.end())
+          replacements.insert(replacements.begin(), earlier->second.begin(), earlier->second.end());
+        std::sort(replacements.begin(), replacements.end(), [](const Edit& a, const Edit& b) { return a.block < b.block; });
+        auto edited = edit(index, replacements, false);
+        if (!edited) return StageResult::decline(edited.error().message);
+        if (!*edited) continue;
+        // Archive before the marker can be committed: its receipt must hold the original.
+        for (const Edit& e : it->second)
+          if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
+        size = size - committed.size_of(*messages[index], context.budget.unit) + committed.size_of(***edited, context.budget.unit);
+        messages[index] = std::move(**edited);
+        replaced += it->second.size();
+        done[index] = std::move(replacements);
+        oldest = std::min(oldest.value_or(index), index);
+      }
     // The oldest marker says how to restore, unless the summary or an older marker already does.
     if (oldest && !restore_told_before(committed, *oldest)) {
-      auto told = edit(*oldest, edits.at(*oldest), true);
+      auto told = edit(*oldest, done.at(*oldest), true);
       if (!told) return StageResult::decline(told.error().message);
       if (*told) messages[*oldest] = std::move(**told);
     }

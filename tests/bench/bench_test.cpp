@@ -118,7 +118,8 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
   EXPECT_EQ(ints(micro, "cache_write"), (V{0, 1316, 0}));         // 201 < 1024: not cacheable
   EXPECT_EQ(u(micro, "uncached"), 213u);                          // 12 + 201
   EXPECT_EQ(u(micro, "compactions"), 1u);
-  EXPECT_EQ(u(micro, "over_budget"), 1u);                         // call 2: 5,260 chars > 2,000, micro could not act
+  EXPECT_EQ(u(micro, "over_budget"), 0u);
+  EXPECT_EQ(u(micro, "over_budget_tail"), 1u);  // call 2: 5,260 chars > 2,000, all of it the protected newest exchange
   EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(2).as_string(), "micro:committed");
   EXPECT_EQ(micro.at("per_call").at("stages").as_array().at(1).as_string(), "micro:unchanged");  // 1 result ≤ keep_recent
   // (213×3 + 1316×3.75 + 0 + 75×15) / 1e6 = (639 + 4935 + 1125) / 1e6

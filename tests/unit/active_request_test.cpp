@@ -20,6 +20,23 @@ TEST(ActiveRequest, NewestUserTextThatIsNotRuntimeText) {
   EXPECT_EQ(r.message_index, 4u);
 }
 
+TEST(ActiveRequest, AShortAnswerBringsTheSubstantivePromptBeforeIt) {
+  // "yes" (under 40 chars) answers the question; "pwd" too; the newest prompt of 40 chars or more
+  // before them is the request the work is for, quoted first.
+  auto c = test::parse_or_die(R"([{"role":"user","content":"port the tokenizer to C++20 and keep every golden test green"},
+    {"role":"assistant","content":"Shall I start with the lexer?"},
+    {"role":"user","content":"yes"},
+    {"role":"assistant","content":"Which folder?"},
+    {"role":"user","content":"pwd"}])");
+  auto r = find_active_request(c);
+  EXPECT_EQ(r.text, "pwd");
+  EXPECT_EQ(r.texts, (std::vector<std::string>{"port the tokenizer to C++20 and keep every golden test green", "pwd"}));
+  // A substantive newest prompt stands alone.
+  auto alone = test::parse_or_die(R"([{"role":"user","content":"yes"},{"role":"assistant","content":"ok"},
+    {"role":"user","content":"now rename every module after the folder it lives in"}])");
+  EXPECT_EQ(find_active_request(alone).texts, (std::vector<std::string>{"now rename every module after the folder it lives in"}));
+}
+
 TEST(ActiveRequest, NoneWhenThereIsNoUserText) {
   auto c = test::parse_or_die(R"([{"role":"user","content":"<command-name>/x</command-name>"}])");
   EXPECT_TRUE(find_active_request(c).text.empty());

@@ -21,7 +21,8 @@ namespace {
 json::object retention_json(const Retention& r) {
   json::array lost;
   for (const auto& p : r.lost) lost.emplace_back(p);
-  return {{"call", r.call}, {"probes", r.probes}, {"visible", r.visible}, {"recoverable", r.recoverable}, {"lost", lost}};
+  return {{"call", r.call},       {"probes", r.probes}, {"visible", r.visible}, {"recoverable", r.recoverable},
+          {"facts", r.facts},     {"facts_visible", r.facts_visible}, {"lost", lost}};
 }
 
 std::uint64_t u64(const json::object& o, std::string_view key) {
@@ -49,6 +50,8 @@ Retention retention_from(const json::object& o) {
   r.probes = u64(o, "probes");
   r.visible = u64(o, "visible");
   r.recoverable = u64(o, "recoverable");
+  r.facts = u64(o, "facts");
+  r.facts_visible = u64(o, "facts_visible");
   for (const auto& p : arr(o, "lost"))
     if (p.is_string()) r.lost.emplace_back(p.get_string());
   return r;
@@ -181,6 +184,7 @@ std::string to_json_line(const SessionReplay& r) {
                  {"refusals", r.refusals},
                  {"over_window", r.over_window},
                  {"over_budget", r.over_budget},
+                 {"over_budget_tail", r.over_budget_tail},
                  {"summaries", r.summaries},
                  {"rejections", r.rejections},
                  {"failures", r.failures},
@@ -237,6 +241,7 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   r.refusals = u64(o, "refusals");
   r.over_window = u64(o, "over_window");
   r.over_budget = u64(o, "over_budget");
+  r.over_budget_tail = u64(o, "over_budget_tail");
   r.summaries = u64(o, "summaries");
   r.rejections = u64(o, "rejections");
   r.failures = u64(o, "failures");
@@ -303,12 +308,13 @@ Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& inde
 
 std::string markdown_table(const BenchResults& results) {
   std::string out =
-      "| config | meter | sessions | calls | compactions | refusals | over budget | summaries | tokens sent | cache read | "
-      "cost USD | summarizer USD | visible (median call) | visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| config | meter | sessions | calls | compactions | refusals | over budget | tail alone over | summaries | tokens sent | cache read | "
+      "cost USD | summarizer USD | visible (median call) | visible (last call) | paths + errors visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (std::size_t k = 0; k < results.configs.size(); ++k) {
     std::set<std::string> meters;
-    std::uint64_t sessions = 0, calls = 0, compactions = 0, refusals = 0, over = 0, summaries = 0, sent = 0, read = 0;
+    std::uint64_t sessions = 0, calls = 0, compactions = 0, refusals = 0, over = 0, over_tail = 0, summaries = 0, sent = 0, read = 0;
+    std::uint64_t facts = 0, facts_visible = 0;
     std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
     std::uint64_t cost = 0, summarizer_cost = 0;  // nano-USD
     std::vector<std::int64_t> us;
@@ -320,6 +326,9 @@ std::string markdown_table(const BenchResults& results) {
       compactions += r.compactions;
       refusals += r.refusals;
       over += r.over_budget;
+      over_tail += r.over_budget_tail;
+      facts += r.last.facts;
+      facts_visible += r.last.facts_visible;
       summaries += r.summaries;
       sent += r.sent;
       read += r.cache_read;
@@ -337,23 +346,23 @@ std::string markdown_table(const BenchResults& results) {
     }
     std::string meter;
     for (const auto& m : meters) meter += (meter.empty() ? "" : ", ") + m;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
-                       results.configs[k].path, meter, sessions, calls, compactions, refusals, over, summaries, sent,
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
+                       results.configs[k].path, meter, sessions, calls, compactions, refusals, over, over_tail, summaries, sent,
                        percent(read, sent), usd(cost), usd(summarizer_cost), percent(visible_m, probes_m), percent(visible_l, probes_l),
-                       percent(recoverable, probes), lost, failed, percentile(us, 0.5), percentile(us, 0.99));
+                       percent(facts_visible, facts), percent(recoverable, probes), lost, failed, percentile(us, 0.5), percentile(us, 0.99));
   }
   return out;
 }
 
 std::string sessions_csv(const BenchResults& results) {
   std::string out =
-      "session,config,model,meter,calls,compactions,refusals,over_window,over_budget,summaries,rejections,failures,"
+      "session,config,model,meter,calls,compactions,refusals,over_window,over_budget,over_budget_tail,summaries,rejections,failures,"
       "tokens_sent,cache_read,cache_write,uncached,output,cost_usd,summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,"
       "probes_last,visible_last,recoverable_last\n";
   for (const auto& r : results.replays)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{},{:.9f},{},{},{},{},{},{}\n", csv_field(r.session),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{},{:.9f},{},{},{},{},{},{}\n", csv_field(r.session),
                        csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.calls.size(), r.compactions, r.refusals,
-                       r.over_window, r.over_budget, r.summaries, r.rejections, r.failures, r.sent, r.cache_read,
+                       r.over_window, r.over_budget, r.over_budget_tail, r.summaries, r.rejections, r.failures, r.sent, r.cache_read,
                        r.cache_write, r.uncached, r.output, usd(r.cost_nusd), r.summarizer_calls, usd(r.summarizer_cost_nusd), r.median.probes, r.median.visible,
                        r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable);
   return out;

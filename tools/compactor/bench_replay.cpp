@@ -1,5 +1,6 @@
 #include "bench_replay.hpp"
 
+#include "compactor/active_request.hpp"
 #include "compactor/archive_store.hpp"
 #include "compactor/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
@@ -139,18 +140,22 @@ std::size_t shared_prefix(const Conversation& previous, const Conversation& requ
   return k;
 }
 
-std::vector<std::string> retention_probes(const Conversation& session, std::size_t end) {
+namespace {
+
+std::vector<std::string> probes_of(const Conversation& session, std::size_t end, bool facts_only) {
   std::set<std::string> probes;
+  // "[compactor …" is Compactor's own text (an importer's placeholder for a result the log lacks),
+  // not something of the session's to retain.
   auto add = [&](std::string text) {
-    if (text.find_first_not_of(" \t\r\n") != std::string::npos) probes.insert(std::move(text));
+    if (text.find_first_not_of(" \t\r\n") != std::string::npos && !text.starts_with("[compactor ")) probes.insert(std::move(text));
   };
   for (std::size_t i = 0; i < std::min(end, session.size()); ++i) {
     const Message& m = session[i];
     for (const Block& b : m.blocks()) {
-      if (b.kind() == BlockKind::text && m.role() == Role::user) add(std::string(b.text()));
+      if (b.kind() == BlockKind::text && m.role() == Role::user && !facts_only) add(std::string(b.text()));
       if (b.kind() == BlockKind::tool_result && b.is_error()) add(first_line(result_text(b)));
       if (b.kind() == BlockKind::tool_use) {
-        add(std::string(b.name()));
+        if (!facts_only) add(std::string(b.name()));
         if (const json::value* input = b.input(); input != nullptr && input->is_object())
           for (const char* key : {"file_path", "path", "notebook_path"})
             if (const auto* p = input->get_object().if_contains(key); p != nullptr && p->is_string())
@@ -161,8 +166,14 @@ std::vector<std::string> retention_probes(const Conversation& session, std::size
   return {probes.begin(), probes.end()};
 }
 
+}  // namespace
+
+std::vector<std::string> retention_probes(const Conversation& session, std::size_t end) { return probes_of(session, end, false); }
+std::vector<std::string> fact_probes(const Conversation& session, std::size_t end) { return probes_of(session, end, true); }
+
 Retention measure_retention(const Conversation& request, const std::vector<std::string>& probes,
-                            const std::string& archive_dir, std::map<std::string, std::string>& blobs) {
+                            const std::vector<std::string>& facts, const std::string& archive_dir,
+                            std::map<std::string, std::string>& blobs) {
   Retention r;
   std::string visible;
   for (const auto& m : request.messages()) append_strings(m->json(), visible);
@@ -183,6 +194,8 @@ Retention measure_retention(const Conversation& request, const std::vector<std::
     reachable += cached->second;
     for (auto& next : find_receipts(cached->second)) queue.push_back(std::move(next));
   }
+  r.facts = facts.size();
+  for (const auto& f : facts) r.facts_visible += visible.find(f) != std::string::npos;
   r.probes = probes.size();
   for (const auto& p : probes) {
     if (visible.find(p) != std::string::npos) {
@@ -267,7 +280,18 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
       status = run(true);
       if (sent.size_in(SizeUnit::tokens) > setup.window) ++out.over_window;
     }
-    if (status == "over_budget") ++out.over_budget;
+    if (status == "over_budget") {
+      const PipelineConfig& config = pipeline.config();
+      const ProtectedTail tail = compute_protected_tail(sent, config.recent_exchanges);
+      std::uint64_t alone = sent.frame().fixed.in(config.budget.unit);
+      for (std::size_t i = tail.begin; i < sent.size(); ++i) alone += sent.size_of(sent[i], config.budget.unit);
+      // … and the request, which a summary quotes verbatim, as a message of its own.
+      json::array quoted;
+      for (const std::string& text : find_active_request(sent).texts) quoted.push_back(json::object{{"type", "text"}, {"text", text}});
+      if (auto request = Message::from_json(json::object{{"role", "user"}, {"content", std::move(quoted)}}))
+        alone += sent.size_of(**request, config.budget.unit);
+      ++(alone > config.budget.limit ? out.over_budget_tail : out.over_budget);
+    }
     if (call.compacted) ++out.compactions;
 
     call.messages = sent.size();
@@ -293,7 +317,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
 
     if (c == median || c == last) {
       auto probes = retention_probes(original, answers[c]);
-      Retention r = measure_retention(sent, probes, setup.archive_dir, blobs);
+      Retention r = measure_retention(sent, probes, fact_probes(original, answers[c]), setup.archive_dir, blobs);
       r.call = c + 1;
       if (c == median) out.median = r;
       if (c == last) out.last = std::move(r);

@@ -39,6 +39,9 @@ struct CallRecord {
 struct Retention {
   std::uint64_t call = 0;  // 1-based index of the call measured
   std::uint64_t probes = 0, visible = 0, recoverable = 0;
+  // The working facts among the probes: file paths and error lines (what the agent must not
+  // re-discover); counted apart, since prompts and tool names are easy to keep.
+  std::uint64_t facts = 0, facts_visible = 0;
   std::vector<std::string> lost;  // neither visible nor recoverable
 };
 
@@ -53,6 +56,9 @@ struct SessionReplay {
   std::string meter;  // "calibrated/sonnet", "o200k", …
   std::vector<CallRecord> calls;
   std::uint64_t compactions = 0, refusals = 0, over_window = 0, over_budget = 0, summaries = 0;
+  // Calls still over budget whose protected tail (and the request in it) alone is over the limit:
+  // no policy could fit them, so they are counted apart from over_budget.
+  std::uint64_t over_budget_tail = 0;
   std::uint64_t rejections = 0;  // stage candidates a checker refused
   std::uint64_t failures = 0;    // calls whose input a checker refused, or whose pipeline failed
   std::uint64_t sent = 0, cache_read = 0, cache_write = 0, uncached = 0, output = 0;
@@ -93,11 +99,14 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
 // The probes of the messages [0, end) of the original session: file paths in tool inputs, the
 // first line of each is_error result, every user prompt, the tool names. Sorted, unique.
 std::vector<std::string> retention_probes(const Conversation& session, std::size_t end);
+// The facts among them: file paths and error lines. Sorted, unique.
+std::vector<std::string> fact_probes(const Conversation& session, std::size_t end);
 
 // Measures `probes` against `request`, following receipts through the archive in `archive_dir`
 // (and receipts inside restored blobs). `blobs` caches restored blobs' text between calls.
 Retention measure_retention(const Conversation& request, const std::vector<std::string>& probes,
-                            const std::string& archive_dir, std::map<std::string, std::string>& blobs);
+                            const std::vector<std::string>& facts, const std::string& archive_dir,
+                            std::map<std::string, std::string>& blobs);
 
 // The number of whole messages at the start of `request` that are byte-identical to those of
 // `previous` (cache_control markers ignored).

@@ -111,10 +111,13 @@ class ExtractiveSummarizer final : public Summarizer {
       }
     }
     // Build the sections, then shrink the lists until the whole fits max_chars.
-    for (std::size_t list_limit = 12;; list_limit = list_limit > 1 ? list_limit / 2 : 0) {
+    // Lists as long as max_chars allows, from 64 entries down; of the paths, the newest are kept
+    // (the working set), the count of the older ones follows them.
+    for (std::size_t list_limit = 64;; list_limit = list_limit > 1 ? list_limit / 2 : 0) {
       std::string out = "Goal: " + (goal.empty() ? std::string("(no user request found)") : clip(goal, 200)) + "\n";
       std::string files;
-      for (std::size_t k = 0; k < paths.size() && k < list_limit; ++k) files += (k ? ", " : "") + clip(paths[k], 80);
+      const std::size_t first = paths.size() > list_limit ? paths.size() - list_limit : 0;
+      for (std::size_t k = first; k < paths.size(); ++k) files += (k > first ? ", " : "") + clip(paths[k], 80);
       if (paths.size() > list_limit) files += fmt::format("{}(+{} more)", list_limit ? " " : "", paths.size() - list_limit);
       out += "Files and paths: " + (paths.empty() ? std::string("none") : files) + "\n";
       std::string run;
