@@ -12,7 +12,7 @@ packages=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libicu-dev libssl-dev libcurl4-openssl-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
   python3
 )
 

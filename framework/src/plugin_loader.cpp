@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "gcc12_2__cxx11abi1__…" → "gcc12.2-cxx11abi1-…"
+// "libstdcxx12__abi1__…__spdlog1_10_0__…" → "libstdcxx12-abi1-…-spdlog1.10.0-…"
 std::string fingerprint_from_symbol(std::string_view part) {
   std::string out;
   for (std::size_t i = 0; i < part.size(); ++i) {
@@ -52,7 +52,9 @@ std::string differing_components(const std::string& a, const std::string& b) {
     std::string x = i < pa.size() ? pa[i] : "", y = i < pb.size() ? pb[i] : "";
     if (x == y) continue;
     std::string name = x.substr(0, x.find_first_of("0123456789"));
-    if (name == "cxx") name = "cxx11abi";
+    if (name == "libstdcxx" || name == "libcxx") name = "standard library (libstdcxx is libstdc++, libcxx libc++)";
+    else if (name == "abi") name = "standard library ABI";
+    else if (name == "debug") name = "debug mode (_GLIBCXX_DEBUG)";
     if (!out.empty()) out += ", ";
     out += name.empty() ? "?" : name;
   }
@@ -280,16 +282,21 @@ PluginProbe probe_plugin(const std::string& file) {
                     "; rebuild the plugin against this Compactor";
     return probe;
   }
-  if (probe.fingerprint != kBuildFingerprint) {
-    probe.refusal = file + ": built for " + probe.fingerprint + ", but this host is " + kBuildFingerprint + " (differs in: " +
-                    differing_components(probe.fingerprint, kBuildFingerprint) +
-                    "); rebuild the plugin with the host's compiler and libraries";
-    return probe;
-  }
   if (auto info = exported_bytes(file, "compactor_plugin_info")) {
     std::size_t nul = info->find('\0');
     probe.name = info->substr(0, nul);
-    if (nul != std::string::npos) probe.version = info->substr(nul + 1, info->find('\0', nul + 1) - nul - 1);
+    if (nul != std::string::npos) {
+      std::size_t nul2 = info->find('\0', nul + 1);
+      probe.version = info->substr(nul + 1, nul2 - nul - 1);
+      if (nul2 != std::string::npos) probe.compiler = info->substr(nul2 + 1, info->find('\0', nul2 + 1) - nul2 - 1);
+    }
+  }
+  if (probe.fingerprint != kBuildFingerprint) {
+    probe.refusal = file + ": built " + (probe.compiler.empty() ? "" : "with " + probe.compiler + " ") + "for " +
+                    probe.fingerprint + ", but this host is " + kBuildFingerprint + " (differs in: " +
+                    differing_components(probe.fingerprint, kBuildFingerprint) +
+                    "); rebuild the plugin against the host's standard library and libraries, with the same flags";
+    return probe;
   }
   probe.loadable = true;
   return probe;

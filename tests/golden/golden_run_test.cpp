@@ -6,6 +6,8 @@
 // $PLUGINS / $TEST_PLUGINS and zeroing wall times.
 #include "support/test_support.hpp"
 
+#include "compactor/build_fingerprint.hpp"
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -179,13 +181,13 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
   std::string dir = COMPACTOR_LOADER_FIXTURE_DIR;
   auto r = test::run_cli({"plugins", "--plugin-dir", dir});
   EXPECT_EQ(r.exit_code, 3);  // some fixtures are refused on purpose
-  EXPECT_NE(r.out.find("fixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 4\tok\n"),
+  EXPECT_NE(r.out.find("fixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\trefused: " + dir +
+  EXPECT_NE(r.out.find("-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\t-\trefused: " + dir +
                        "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 4; "
                        "rebuild the plugin against this Compactor\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("micro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 4\tok\n"),
+  EXPECT_NE(r.out.find("micro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   auto only_real = test::run_cli({"plugins"});
   EXPECT_EQ(only_real.exit_code, 0) << only_real.out;

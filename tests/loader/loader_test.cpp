@@ -2,6 +2,8 @@
 // refusal or failure is asserted as the exact one-line error a user would see.
 #include "support/test_support.hpp"
 
+#include "compactor/build_fingerprint.hpp"
+
 #include "compactor/plugin_discovery.hpp"
 #include "compactor/plugin_loader.hpp"
 
@@ -88,10 +90,53 @@ TEST(Loader, WrongFingerprintIsRefusedBeforeAnyPluginCodeRuns) {
   std::string host = kBuildFingerprint;
   std::string theirs = replace(host, "boost108100", "boost107400");
   EXPECT_EQ(load_error(fixture("fixture_wrong_fingerprint")),
-            fixture("fixture_wrong_fingerprint") + ": built for " + theirs + ", but this host is " + host +
-                " (differs in: boost); rebuild the plugin with the host's compiler and libraries");
+            fixture("fixture_wrong_fingerprint") + ": built with " + kCompiler + " for " + theirs + ", but this host is " +
+                host + " (differs in: boost); rebuild the plugin against the host's standard library and libraries, with "
+                       "the same flags");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_fingerprint"))) << "the refused plugin's static constructor ran";
 }
+
+TEST(Loader, ADebugModePluginIsRefusedBeforeAnyPluginCodeRuns) {
+  // -D_GLIBCXX_DEBUG changes the layout of every standard container: loading it crashed the host.
+  fs::remove(marker("fixture_glibcxx_debug"));
+  std::string host = kBuildFingerprint;
+  std::string error = load_error(fixture("fixture_glibcxx_debug"));
+  EXPECT_NE(error.find("for " + replace(host, "debug0", "debug1") + ", but this host is " + host), std::string::npos) << error;
+  EXPECT_NE(error.find("(differs in: debug mode (_GLIBCXX_DEBUG))"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
+  EXPECT_FALSE(fs::exists(marker("fixture_glibcxx_debug"))) << "the refused plugin's static constructor ran";
+}
+
+#ifdef COMPACTOR_TEST_OTHER_COMPILERS
+TEST(Loader, ALibcxxPluginIsRefusedAndNamesItsCompiler) {
+  fs::remove(marker("fixture_libcxx"));
+  std::string error = load_error(fixture("fixture_libcxx"));
+  EXPECT_EQ(error.rfind(fixture("fixture_libcxx") + ": built with clang ", 0), 0u) << error;
+  EXPECT_NE(error.find(" for libcxx"), std::string::npos) << error;
+  EXPECT_NE(error.find("differs in: standard library"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(marker("fixture_libcxx"))) << "the refused plugin's static constructor ran";
+}
+
+TEST(Loader, AClangPluginWithTheHostsLibrariesLoadsAndRuns) {
+  // Same standard library, same layout: the compiler is named, not matched.
+  auto probe = probe_plugin(fixture("fixture_clang"));
+  EXPECT_TRUE(probe.loadable) << probe.refusal;
+  EXPECT_EQ(probe.compiler.rfind("clang ", 0), 0u) << probe.compiler;
+  auto loaded = PluginRegistry::instance().load(fixture("fixture_clang"));
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_clang");
+  ASSERT_NE(stage, nullptr);
+  auto instance = create_stage(*stage, {});
+  ASSERT_TRUE(instance.ok()) << instance.error().message;
+  NullLogger log;
+  StageContext context;
+  context.log = &log;
+  Conversation c = small();
+  auto result = run_stage(**instance, *stage, c, context);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->conversation().messages()[0], c.messages()[0]);
+}
+#endif
 
 TEST(Loader, NoEntryPoint) {
   EXPECT_EQ(load_error(fixture("fixture_no_entry")),
@@ -169,7 +214,7 @@ TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
 TEST(Loader, ListingPluginsRunsNoPluginCode) {
   fs::remove(marker("fixture_good"));
   auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
-  EXPECT_NE(r.out.find("fixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 4\tok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 

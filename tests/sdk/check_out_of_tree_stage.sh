@@ -11,7 +11,8 @@ if ! { cmake -S "$source_dir" -B "$work" -DCompactor_DIR="$compactor_dir" -DCMAK
   echo "FAIL: the out-of-tree stage does not configure or build against the SDK" >&2
   exit 1
 fi
-expected="sample	$work/plugins/compactor_stage_sample.so	plugin sample 1.0.0	API 4	ok"
+compiler=$("$compactor" --version | sed -n 's/^compiler //p')
+expected="sample	$work/plugins/compactor_stage_sample.so	plugin sample 1.0.0	API 4	$compiler	ok"
 listing=$("$compactor" plugins --plugin-dir "$work/plugins" || true)
 if ! grep -qxF "$expected" <<<"$listing"; then
   echo "$listing"

@@ -46,7 +46,7 @@ commands:
                            remove archive blobs older than N days
 
   compactor COMMAND --help  shows a command's options.
-  compactor --version       prints the version, the plugin API version and the build fingerprint.
+  compactor --version       prints the version, the plugin API version, the build fingerprint and the compiler.
 
 exit codes: 0 ok; 1 ran but still over budget, or a stage was rejected or declined under abort;
             2 bad input or bad config; 3 plugin failure or internal error.
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     if (command == "--version") {
-      fmt::print("compactor {}\nplugin API {}\nfingerprint {}\n", COMPACTOR_VERSION, kApiVersion, kBuildFingerprint);
+      fmt::print("compactor {}\nplugin API {}\nfingerprint {}\ncompiler {}\n", COMPACTOR_VERSION, kApiVersion, kBuildFingerprint, kCompiler);
       return kExitOk;
     }
     if (auto level = log_level_from_environment(); !level) {

@@ -65,15 +65,15 @@ int plugins_command(int argc, char** argv) {
     PluginProbe probe = probe_plugin(file);
     std::string api = probe.api_version ? std::to_string(probe.api_version) : "?";
     if (!probe.loadable) {
-      fmt::print("-\t{}\t-\tAPI {}\trefused: {}\n", file, api, probe.refusal);
+      fmt::print("-\t{}\t-\tAPI {}\t{}\trefused: {}\n", file, api, probe.compiler.empty() ? "-" : probe.compiler, probe.refusal);
       exit_code = kExitPluginError;
       continue;
     }
     // Listed from the file alone: the stage its name declares, the plugin's name and version
     // from its info bytes. No plugin code runs (not even static constructors).
     std::string stage = std::filesystem::path(file).stem().string().substr(std::string_view("compactor_stage_").size());
-    fmt::print("{}\t{}\tplugin {} {}\tAPI {}\tok\n", stage, file, probe.name.empty() ? "?" : probe.name,
-               probe.version.empty() ? "?" : probe.version, probe.api_version);
+    fmt::print("{}\t{}\tplugin {} {}\tAPI {}\t{}\tok\n", stage, file, probe.name.empty() ? "?" : probe.name,
+               probe.version.empty() ? "?" : probe.version, probe.api_version, probe.compiler.empty() ? "?" : probe.compiler);
   }
   return exit_code;
 }

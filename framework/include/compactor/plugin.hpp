@@ -33,11 +33,11 @@ struct compactor_plugin_descriptor {
 };
 }
 
-// Beside the entry, the name and version as plain bytes ("NAME\0VERSION"), which `compactor
-// plugins` reads from the file without loading it.
+// Beside the entry, the name, version and compiler as plain bytes ("NAME\0VERSION\0COMPILER"),
+// which `compactor plugins` and the loader's refusals read from the file without loading it.
 #define COMPACTOR_PLUGIN(NAME, VERSION, REGISTER_FN)                                                  \
   extern "C" __attribute__((visibility("default"), used)) const char compactor_plugin_info[] =        \
-      NAME "\0" VERSION;                                                                              \
+      NAME "\0" VERSION "\0" COMPACTOR_COMPILER;                                                     \
   extern "C" __attribute__((visibility("default"))) const compactor_plugin_descriptor*                \
   COMPACTOR_ENTRY_SYMBOL(void) {                                                                      \
     static const compactor_plugin_descriptor descriptor{COMPACTOR_FP_API, NAME, VERSION,              \

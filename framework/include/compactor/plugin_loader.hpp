@@ -24,8 +24,9 @@ struct PluginProbe {
   std::string refusal;      // one line, when not loadable
   int api_version = 0;      // from the entry symbol, when there is one
   std::string fingerprint;  // from the entry symbol, when there is one
-  std::string name;         // from the plugin's info bytes, when it has them (loadable only)
+  std::string name;         // from the plugin's info bytes, when it has them
   std::string version;
+  std::string compiler;     // "gcc 12.2", "clang 14.0"; empty for plugins built before it was recorded
 };
 // Refused before anything else: a file that it or its folder lets every user write, or that
 // belongs to another user who is not root (it may have been planted); the environment variable
