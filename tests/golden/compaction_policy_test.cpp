@@ -45,10 +45,11 @@ RunResult run_in(const fs::path& dir, const std::string& config, const json::arr
   std::ofstream(dir / "c.yaml") << config;
   std::ofstream(dir / "in.json") << json::serialize(input);
   fs::remove(dir / "out.json");
+  fs::remove(dir / "report.json");
   RunResult r;
   r.result = test::run_cli({"run", "--config", "c.yaml", "--input", "in.json", "--output", "out.json", "--report", "report.json"}, "",
                            dir.string());
-  r.report = json::parse(test::read_file((dir / "report.json").string())).as_object();
+  if (fs::exists(dir / "report.json")) r.report = json::parse(test::read_file((dir / "report.json").string())).as_object();
   if (fs::exists(dir / "out.json")) r.output = json::parse(test::read_file((dir / "out.json").string())).as_array();
   return r;
 }
@@ -180,6 +181,33 @@ TEST_F(CompactionPolicy, TheShippedDefaultFitsTheKnown53MessageSession) {
   EXPECT_EQ(r.result.exit_code, 0) << r.result.out << r.result.err;
   EXPECT_LE(chars_out(r), 40000u);
   fs::remove_all(dir_ / ".compactor");
+}
+
+TEST_F(CompactionPolicy, ARefusedCallThatNothingCompactsGoesBackToTheCaller) {
+  // A summary and the newest exchange: reactive_compact has nothing older to summarize.
+  RunResult first = run_in(dir_, kPolicy, session(std::vector<std::size_t>(80, 110), "src/a"));
+  ASSERT_EQ(first.result.exit_code, 0);
+  json::array tail_only;
+  tail_only.push_back(first.output.at(0));
+  for (std::size_t i = first.output.size() - 2; i < first.output.size(); ++i) tail_only.push_back(first.output.at(i));
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "c2.yaml") << "version: 1\nbudget: {unit: chars, limit: 20000}\narchive: {dir: archive}\npipeline: []\n"
+                                     "on_prompt_too_long:\n  - stage: reactive_compact\n    params: {keep_messages: 2}\n";
+  std::ofstream(dir_ / "tail.json") << json::serialize(tail_only);
+  auto r = test::run_cli({"run", "--config", "c2.yaml", "--input", "tail.json", "--reason", "prompt_too_long"}, "", dir_.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("status: not_compacted (exit 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing to summarize: before the newest exchange"), std::string::npos) << r.out;
+}
+
+TEST_F(CompactionPolicy, AnInputWithMoreThanFourCacheBreakpointsIsRefused) {
+  json::array input = session({200, 200, 200, 200, 200});
+  for (std::size_t i = 2; i + 2 < input.size(); i += 2)  // the five tool_result messages
+    input[i].as_object()["content"].as_array()[0].as_object()["cache_control"] = json::object{{"type", "ephemeral"}};
+  RunResult r = run_in(dir_, kPolicy, input);
+  EXPECT_EQ(r.result.exit_code, 2) << r.result.out << r.result.err;
+  EXPECT_NE(r.result.err.find("cache_control: the conversation has 5 cache_control breakpoints; the API allows 4"), std::string::npos)
+      << r.result.err;
 }
 
 }  // namespace

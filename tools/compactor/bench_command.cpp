@@ -299,7 +299,7 @@ int bench_command(int argc, char** argv) {
     const std::string archive_dir = (scratch / ("archive-" + std::to_string(index))).string();
     auto log = make_stderr_logger("");
     std::vector<CheckerPtr> input_checkers;
-    for (const char* checker : {"structure", "pairing", "unique_ids"}) input_checkers.push_back(make_builtin_checker(checker));
+    for (const char* checker : {"structure", "pairing", "unique_ids", "cache_control"}) input_checkers.push_back(make_builtin_checker(checker));
     std::vector<Pipeline> pipelines;
     for (const auto& c : configs) {
       auto p = Pipeline::build(c);

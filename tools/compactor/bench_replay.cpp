@@ -331,7 +331,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   // Each call's request is checked as the next call's input; the last one is checked here.
   if (previous) {
     std::vector<CheckerPtr> checkers;
-    for (const char* name : {"structure", "pairing", "unique_ids"}) checkers.push_back(make_builtin_checker(name));
+    for (const char* name : {"structure", "pairing", "unique_ids", "cache_control"}) checkers.push_back(make_builtin_checker(name));
     auto violations = run_checkers(checkers, CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), {}});
     if (!violations.empty()) {
       ++out.failures;

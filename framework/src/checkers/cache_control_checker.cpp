@@ -1,5 +1,6 @@
 // cache_control: a stage never adds a cache breakpoint (a marker never carries cache_control it
-// did not inherit), and the number of breakpoints never grows past 4 (the API's limit).
+// did not inherit), and the number of breakpoints never grows past 4 (the API's limit). Checked
+// on its own, a conversation with more than 4 is one the API refuses.
 #include "checker_support.hpp"
 
 namespace compactor::detail {
@@ -16,8 +17,17 @@ class CacheControlChecker final : public Checker {
  public:
   std::string_view name() const override { return "cache_control"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
-    if (same_messages(in)) return;
     std::size_t before = 0, after = 0;
+    if (same_messages(in)) {
+      for (const MessagePtr& m : in.candidate.messages()) after += breakpoints(*m);
+      if (after > 4) {
+        Violation v;
+        v.checker = std::string(name());
+        v.what = "the conversation has " + std::to_string(after) + " cache_control breakpoints; the API allows 4";
+        out.push_back(std::move(v));
+      }
+      return;
+    }
     for (const MessagePtr& m : in.before.messages()) before += breakpoints(*m);
     for (const MessagePtr& m : in.candidate.messages()) after += breakpoints(*m);
     if (after > before) {

@@ -97,7 +97,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   // The input must be a history the API accepts, whatever checkers the config enables.
   {
     std::vector<CheckerPtr> input_checkers;
-    for (const char* name : {"structure", "pairing", "unique_ids"}) input_checkers.push_back(make_builtin_checker(name));
+    for (const char* name : {"structure", "pairing", "unique_ids", "cache_control"}) input_checkers.push_back(make_builtin_checker(name));
     auto violations = run_checkers(input_checkers, CheckInput{input, input, compute_protected_tail(input, 0), {}});
     if (!violations.empty()) {
       report.status = "bad_input";
@@ -226,9 +226,11 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   }
   if (report.status.empty()) {
     bool over = committed.size_in(budget.unit) > budget.limit;
-    // A skipped rejection is reported as what it is, even when the output fits.
-    report.status = rejected ? "rejected" : over ? "over_budget" : "ok";
-    report.exit_code = rejected || over ? 1 : 0;
+    // A skipped rejection is reported as what it is, even when the output fits; so is a refused
+    // call (prompt_too_long) that nothing could compact: the refusal goes back to the caller.
+    const bool uncompacted = options.prompt_too_long && !first_changed(input, committed);
+    report.status = rejected ? "rejected" : over ? "over_budget" : uncompacted ? "not_compacted" : "ok";
+    report.exit_code = rejected || over || uncompacted ? 1 : 0;
   }
   report.output_size = SizeSnapshot::of(committed);
   report.first_changed_message = first_changed(input, committed);

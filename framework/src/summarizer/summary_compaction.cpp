@@ -146,10 +146,15 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
           "nothing to summarize: the conversation is its first message alone ({} {}, limit {}), which is the "
           "request and is never shortened",
           size, unit, context.budget.limit));
+    if (kept > context.budget.limit)
+      return StageResult::decline(fmt::format(
+          "the newest exchange alone is {} {} (limit {}) and cannot be summarized without splitting it; shrink it (its "
+          "tool input or output)",
+          kept, unit, context.budget.limit));
     return StageResult::decline(fmt::format(
-        "the newest exchange alone is {} {} (limit {}) and cannot be summarized without splitting it; shrink the "
-        "tool output",
-        kept, unit, context.budget.limit));
+        "nothing to summarize: before the newest exchange ({} {}) there is only the first message, which is the request "
+        "or the summary so far",
+        kept, unit));
   }
   if (context.archive == nullptr) return StageResult::decline("summarizing needs the archive, and the host gave none");
   if (context.summarizer == nullptr) return StageResult::decline("no summarizer is configured");

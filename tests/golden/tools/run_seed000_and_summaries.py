@@ -144,7 +144,7 @@ run_case("s000_archive_failure","Seed 000 'archive_error': the archive folder ca
          archive="input.json/archive",decline="archive: cannot create folder input.json/archive: Not a directory")
 ms=scenario("recent_large"); kept=B([dumps(m) for m in ms[1:]])
 run_case("s000_recent_exchange_alone_too_large","Seed 000 'recent_large': the single exchange alone is over budget; it cannot be summarized without splitting it, so summarize declines and says to shrink the tool output.","recent_large",
-         decline=f"the newest exchange alone is {kept} bytes (limit {LIMIT}) and cannot be summarized without splitting it; shrink the tool output")
+         decline=f"the newest exchange alone is {kept} bytes (limit {LIMIT}) and cannot be summarized without splitting it; shrink it (its tool input or output)")
 
 # ---- seed 001: reactive compact keeps the newest 5 without splitting a pair -------------------
 def summarize_gen(ms, summary, end, reactive, count=1):
