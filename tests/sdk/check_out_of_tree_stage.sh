@@ -20,3 +20,19 @@ if ! grep -qxF "$expected" <<<"$listing"; then
   exit 1
 fi
 echo "the out-of-tree stage built against the SDK and loads"
+
+# A flag set whose plugins the host would refuse is refused when the project configures, in one
+# line naming both fingerprints (_GLIBCXX_DEBUG changes every container's layout).
+rm -rf "$work-debug"
+if cmake -S "$source_dir" -B "$work-debug" -DCompactor_DIR="$compactor_dir" -DCMAKE_BUILD_TYPE="$build_type" \
+     -DCMAKE_CXX_FLAGS=-D_GLIBCXX_DEBUG > "$work-debug.log" 2>&1; then
+  echo "FAIL: configuring with -D_GLIBCXX_DEBUG succeeded; the host would refuse its plugins" >&2
+  exit 1
+fi
+if ! grep -q "Compactor: plugins built with .* would have the fingerprint libstdcxx[0-9]*-abi1-debug1-.*, but the host is .*-debug0-.*, so it would refuse them" "$work-debug.log"; then
+  cat "$work-debug.log"
+  echo "FAIL: the configure-time refusal does not name both fingerprints" >&2
+  exit 1
+fi
+rm -rf "$work-debug"
+echo "a -D_GLIBCXX_DEBUG project is refused when it configures"
