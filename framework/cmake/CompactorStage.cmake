@@ -38,3 +38,9 @@ endfunction()
 function(compactor_add_summarizer kind)
   _compactor_add_plugin(compactor_summarizer_${kind} "compactor_add_summarizer(${kind})" ${ARGN})
 endfunction()
+
+# compactor_add_checker(<name> SOURCES <files…> [OUTPUT_DIRECTORY <dir>]): the same, for a checker
+# found as compactor_checker_<name>.so when `checkers.enabled` names it.
+function(compactor_add_checker name)
+  _compactor_add_plugin(compactor_checker_${name} "compactor_add_checker(${name})" ${ARGN})
+endfunction()

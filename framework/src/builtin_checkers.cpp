@@ -7,7 +7,7 @@ namespace compactor {
 const std::vector<std::string_view>& builtin_checker_names() {
   static const std::vector<std::string_view> names = {
       "structure", "pairing", "unique_ids", "pairs_unchanged", "thinking_unchanged",
-      "recent_intact", "request_kept", "no_growth", "archived", "cache_control"};
+      "recent_intact", "request_kept", "no_growth", "archived", "cache_control", "order"};
   return names;
 }
 
@@ -23,6 +23,7 @@ CheckerPtr make_builtin_checker(std::string_view name) {
   if (name == "no_growth") return make_no_growth_checker();
   if (name == "archived") return make_archived_checker();
   if (name == "cache_control") return make_cache_control_checker();
+  if (name == "order") return make_order_checker();
   return nullptr;
 }
 

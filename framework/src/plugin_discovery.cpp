@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 
 std::string stage_file_name(const std::string& stage) { return "compactor_stage_" + stage + ".so"; }
 std::string summarizer_file_name(const std::string& kind) { return "compactor_summarizer_" + kind + ".so"; }
+std::string checker_file_name(const std::string& name) { return "compactor_checker_" + name + ".so"; }
 
 std::vector<std::string> env_plugin_dirs() {
   std::vector<std::string> dirs;

@@ -1,5 +1,7 @@
 #include "compactor/plugin_loader.hpp"
 
+#include "compactor/builtin_checkers.hpp"
+
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
@@ -75,8 +77,38 @@ class CollectingRegistrar final : public PluginRegistrar {
  public:
   void add_stage(StageInfo stage) override { stages.push_back(std::move(stage)); }
   void add_summarizer(SummarizerInfo s) override { summarizers.push_back(std::move(s)); }
+  void add_checker(CheckerInfo c) override { checkers.push_back(std::move(c)); }
   std::vector<StageInfo> stages;
   std::vector<SummarizerInfo> summarizers;
+  std::vector<CheckerInfo> checkers;
+};
+
+// A plugin checker's every call caught: an exception is a violation naming it, so the candidate
+// is rejected (a rule that could not be evaluated has not passed).
+class GuardedChecker final : public Checker {
+ public:
+  GuardedChecker(CheckerPtr inner, std::string name, std::string who)
+      : inner_(std::move(inner)), name_(std::move(name)), who_(std::move(who)) {}
+  std::string_view name() const override { return name_; }
+  void check(const CheckInput& input, std::vector<Violation>& out) const override {
+    try {
+      std::vector<Violation> found;
+      inner_->check(input, found);
+      for (Violation& v : found) {
+        v.checker = name_;  // reported under the name the config enabled
+        out.push_back(std::move(v));
+      }
+    } catch (...) {
+      Violation v;
+      v.checker = name_;
+      v.what = who_ + " threw: " + describe_exception(std::current_exception());
+      out.push_back(std::move(v));
+    }
+  }
+
+ private:
+  CheckerPtr inner_;
+  std::string name_, who_;
 };
 
 // Every call into a backend's code is caught here and becomes an Error naming it.
@@ -307,6 +339,7 @@ struct PluginRegistry::Library {
   LoadedPlugin plugin;
   std::vector<std::unique_ptr<StageInfo>> stages;
   std::vector<std::unique_ptr<SummarizerInfo>> summarizers;
+  std::vector<std::unique_ptr<CheckerInfo>> checkers;
   std::optional<Error> failure;  // a library that failed after loading stays loaded, and failed
 };
 
@@ -380,8 +413,15 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
   } catch (...) {
     return fail(file + ": registering plugin " + l.plugin.name + " threw: " + describe_exception(std::current_exception()));
   }
-  if (registrar.stages.empty() && registrar.summarizers.empty())
-    return fail(file + ": plugin " + l.plugin.name + " registered no stage and no summarizer");
+  if (registrar.stages.empty() && registrar.summarizers.empty() && registrar.checkers.empty())
+    return fail(file + ": plugin " + l.plugin.name + " registered no stage, no summarizer and no checker");
+  for (const CheckerInfo& c : registrar.checkers) {
+    if (c.name.empty() || !c.create) return fail(file + ": plugin " + l.plugin.name + " registered a checker without a name or factory");
+    if (make_builtin_checker(c.name) != nullptr)
+      return fail(file + ": plugin " + l.plugin.name + " registers checker \"" + c.name + "\", the name of a built-in checker");
+    if (auto it = checkers_.find(c.name); it != checkers_.end())
+      return fail("checker \"" + c.name + "\" is registered by both " + it->second.file() + " and " + real);
+  }
   for (const SummarizerInfo& s : registrar.summarizers) {
     if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a summarizer without a name or factory");
     if (auto it = summarizers_.find(s.name); it != summarizers_.end())
@@ -403,6 +443,11 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
     l.summarizers.push_back(std::make_unique<SummarizerInfo>(std::move(s)));
     l.plugin.summarizers.push_back(l.summarizers.back()->name);
     summarizers_[l.summarizers.back()->name] = RegisteredSummarizer{l.summarizers.back().get(), &l.plugin};
+  }
+  for (CheckerInfo& c : registrar.checkers) {
+    l.checkers.push_back(std::make_unique<CheckerInfo>(std::move(c)));
+    l.plugin.checkers.push_back(l.checkers.back()->name);
+    checkers_[l.checkers.back()->name] = RegisteredChecker{l.checkers.back().get(), &l.plugin};
   }
   return &l.plugin;
 }
@@ -430,6 +475,22 @@ std::vector<std::string> PluginRegistry::stage_names() const {
 const RegisteredSummarizer* PluginRegistry::find_summarizer(const std::string& name) const {
   auto it = summarizers_.find(name);
   return it == summarizers_.end() ? nullptr : &it->second;
+}
+
+const RegisteredChecker* PluginRegistry::find_checker(const std::string& name) const {
+  auto it = checkers_.find(name);
+  return it == checkers_.end() ? nullptr : &it->second;
+}
+
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker) {
+  std::string who = "checker " + checker.info->name + " (" + checker.file() + ")";
+  try {
+    CheckerPtr created = checker.info->create();
+    if (created == nullptr) return Error{who + ": the factory returned nothing"};
+    return CheckerPtr(std::make_unique<GuardedChecker>(std::move(created), checker.info->name, who));
+  } catch (...) {
+    return Error{who + ": create threw: " + describe_exception(std::current_exception())};
+  }
 }
 
 std::vector<std::string> PluginRegistry::summarizer_names() const {

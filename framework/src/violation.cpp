@@ -2,10 +2,35 @@
 
 namespace compactor {
 
+namespace {
+
+// One line whatever the text holds: control characters become escapes (a request excerpt may
+// hold newlines, a plugin's message anything).
+void append_escaped(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+}
+
+}  // namespace
+
 std::string Violation::to_string() const {
-  std::string out = checker + ": ";
+  std::string out;
+  append_escaped(out, checker);
+  out += ": ";
   if (message_index) out += "messages." + std::to_string(*message_index) + ": ";
-  out += what;
+  append_escaped(out, what);
   if (!stage.empty()) {
     out += " (stage " + stage;
     if (!plugin_file.empty()) out += ", plugin " + plugin_file;

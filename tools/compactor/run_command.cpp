@@ -119,6 +119,9 @@ int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArg
     return kExitBadInput;
   }
   if (report.exit_code == kExitPluginError) fmt::print(stderr, "{}\n", report.error);
+  // Every violation, one line each (the summary shows a rejected stage's first only).
+  for (const auto& s : report.stages)
+    for (const auto& v : s.violations) fmt::print(stderr, "{}: {}\n", options.input_name, v);
   // Both files are written before either replaces its target: a report that cannot be written
   // leaves the old output in place, as exit 3 promises.
   std::string conversation_bytes, report_bytes = report.to_json();

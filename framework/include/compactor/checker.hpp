@@ -8,6 +8,7 @@
 #include "compactor/size_unit.hpp"
 #include "compactor/violation.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,5 +37,14 @@ class Checker {
 };
 
 using CheckerPtr = std::unique_ptr<const Checker>;
+
+// What a plugin registers for each checker it provides (PluginRegistrar::add_checker). A config
+// enables it by name in `checkers.enabled`, like a built-in one; the host runs it after every
+// stage with the same reporting, and an exception it throws becomes a violation naming it.
+struct CheckerInfo {
+  std::string name;         // what `checkers.enabled` names; never a built-in checker's name
+  std::string description;  // one line, shown by `compactor plugins`
+  std::function<CheckerPtr()> create;
+};
 
 }  // namespace compactor

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "compactor/build_fingerprint.hpp"
+#include "compactor/checker.hpp"
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
 
@@ -17,6 +18,7 @@ class PluginRegistrar {
   virtual ~PluginRegistrar() = default;
   virtual void add_stage(StageInfo stage) = 0;
   virtual void add_summarizer(SummarizerInfo summarizer) = 0;
+  virtual void add_checker(CheckerInfo checker) = 0;
 };
 
 }  // namespace compactor

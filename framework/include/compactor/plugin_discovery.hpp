@@ -12,6 +12,7 @@ namespace compactor {
 
 std::string stage_file_name(const std::string& stage);  // "compactor_stage_<stage>.so"
 std::string summarizer_file_name(const std::string& kind);  // "compactor_summarizer_<kind>.so"
+std::string checker_file_name(const std::string& name);     // "compactor_checker_<name>.so"
 
 // The first file of that name in `dirs`, or nothing.
 std::optional<std::string> find_plugin_file(const std::string& file_name, const std::vector<std::string>& dirs);

@@ -41,6 +41,7 @@ struct LoadedPlugin {
   int api_version = 0;
   std::vector<std::string> stages;       // names it registered, in order
   std::vector<std::string> summarizers;  // summarizer kinds it registered
+  std::vector<std::string> checkers;     // checker names it registered
 };
 
 struct RegisteredStage {
@@ -52,6 +53,12 @@ struct RegisteredStage {
 struct RegisteredSummarizer {
   const SummarizerInfo* info = nullptr;
   const LoadedPlugin* plugin = nullptr;  // null for the built-in ones
+  std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
+};
+
+struct RegisteredChecker {
+  const CheckerInfo* info = nullptr;
+  const LoadedPlugin* plugin = nullptr;
   std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
 };
 
@@ -71,6 +78,7 @@ class PluginRegistry {
   std::vector<std::string> stage_names() const;
   const RegisteredSummarizer* find_summarizer(const std::string& name) const;
   std::vector<std::string> summarizer_names() const;
+  const RegisteredChecker* find_checker(const std::string& name) const;
 
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
@@ -83,7 +91,12 @@ class PluginRegistry {
   std::vector<std::unique_ptr<StageInfo>> builtins_;
   std::map<std::string, RegisteredSummarizer> summarizers_;    // by kind
   std::vector<std::unique_ptr<SummarizerInfo>> builtin_summarizers_;
+  std::map<std::string, RegisteredChecker> checkers_;          // by name (plugin checkers only)
 };
+
+// A plugin checker, every call guarded: an exception becomes a violation naming it and its file
+// (the candidate is rejected: a rule that cannot be evaluated does not pass).
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker);
 
 // Guarded calls into stage code: exceptions become Errors naming stage and file.
 Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);

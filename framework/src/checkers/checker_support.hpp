@@ -62,5 +62,6 @@ CheckerPtr make_request_kept_checker();
 CheckerPtr make_no_growth_checker();
 CheckerPtr make_archived_checker();
 CheckerPtr make_cache_control_checker();
+CheckerPtr make_order_checker();
 
 }  // namespace compactor::detail

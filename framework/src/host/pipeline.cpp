@@ -46,7 +46,17 @@ std::string join_lines(const std::vector<Violation>& vs) {
 Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   Pipeline p;
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
-  for (const auto& name : p.config_->checkers) p.checkers_.push_back(make_builtin_checker(name));
+  for (const auto& name : p.config_->checkers) {
+    if (CheckerPtr builtin = make_builtin_checker(name)) {
+      p.checkers_.push_back(std::move(builtin));
+      continue;
+    }
+    const RegisteredChecker* registered = PluginRegistry::instance().find_checker(name);
+    if (registered == nullptr) return Error{p.config_->file + ": checkers.enabled: no checker \"" + name + "\" is registered"};
+    auto checker = create_guarded_checker(*registered);
+    if (!checker) return checker.error();
+    p.checkers_.push_back(std::move(checker).value());
+  }
   if (p.config_->summarizer != nullptr) {
     auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
     if (!s) return s.error();

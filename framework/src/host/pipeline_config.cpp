@@ -70,6 +70,7 @@ class ConfigLoader {
                     std::vector<YAML::Node>& params_nodes);
   void read_when(const YAML::Node& node, const std::string& path, When& when);
   void read_summarizer(const YAML::Node& root);
+  void resolve_checkers();
   std::vector<std::string> search_dirs() const;
   const std::string& known_stages();
   void resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node);
@@ -87,6 +88,7 @@ class ConfigLoader {
   std::optional<std::string> known_stages_;  // computed at the first unknown stage
   std::vector<YAML::Node> plugin_nodes_;
   std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens
+  std::vector<std::pair<YAML::Node, std::string>> checker_nodes_;  // checkers.enabled entries and their paths
 };
 
 ConfigLoadResult ConfigLoader::load() {
@@ -120,6 +122,7 @@ ConfigLoadResult ConfigLoader::load() {
   read_sections(root);
 
   std::vector<YAML::Node> pipeline_params, reactive_params;
+  resolve_checkers();
   read_summarizer(root);
   read_entries(root, "pipeline", true, config_.pipeline, pipeline_params);
   read_entries(root, "on_prompt_too_long", false, config_.on_prompt_too_long, reactive_params);
@@ -226,15 +229,12 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
         r_.error(*enabled, "checkers.enabled", "expected a sequence of checker names, got " + YamlReader::describe(*enabled));
       } else {
         config_.checkers.clear();
-        std::vector<std::string> known;
-        for (auto n : builtin_checker_names()) known.emplace_back(n);
+        // Plugin checkers are resolved once plugin_dirs is read (resolve_checkers).
         for (std::size_t i = 0; i < enabled->size(); ++i) {
           std::string path = "checkers.enabled[" + std::to_string(i) + "]";
           if (auto name = r_.string((*enabled)[i], path)) {
-            if (!make_builtin_checker(*name))
-              r_.error((*enabled)[i], path, "unknown checker \"" + *name + "\"; known checkers: " + list(known));
-            else
-              config_.checkers.push_back(*name);
+            config_.checkers.push_back(*name);
+            checker_nodes_.emplace_back((*enabled)[i], path);
           }
         }
       }
@@ -259,6 +259,31 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
         }
       }
     }
+  }
+}
+
+// A name in checkers.enabled that is not built in: a checker a loaded plugin registered, or the
+// file compactor_checker_<name>.so on the search path.
+void ConfigLoader::resolve_checkers() {
+  PluginRegistry& registry = PluginRegistry::instance();
+  for (const auto& [node, path] : checker_nodes_) {
+    const std::string name = node.as<std::string>();
+    if (make_builtin_checker(name) != nullptr || registry.find_checker(name) != nullptr) continue;
+    if (auto file = find_plugin_file(checker_file_name(name), search_dirs())) {
+      auto loaded = registry.load(*file);
+      if (!loaded) {
+        r_.error(node, path, loaded.error().message);
+        plugin_failure_ = true;
+        continue;
+      }
+      if (registry.find_checker(name) != nullptr) continue;
+      r_.error(node, path, *file + " does not register a checker \"" + name + "\"");
+      continue;
+    }
+    std::vector<std::string> known;
+    for (auto n : builtin_checker_names()) known.emplace_back(n);
+    r_.error(node, path, "unknown checker \"" + name + "\"; known checkers: " + list(known) + ", or a plugin's " +
+                             checker_file_name(name) + " on the plugin search path (none found)");
   }
 }
 

@@ -63,7 +63,7 @@ def sz(raws): c,b=size(raws); return {"messages":len(raws),"chars":c,"bytes":b}
 def stage(name, plugin_dir, status, before, after, reason="", violations=()):
     return {"stage":name,"plugin":f"${plugin_dir}/compactor_stage_{name}.so","plugin_version":"0.1.0","status":status,"reason":reason,
             "violations":list(violations),"before":before,"after":after,"wall_us":0}
-CHECKERS="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control]"
+CHECKERS="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control, order]"
 def entry(name, plugin_dir, when, params):
     s=f'  - stage: "{name}"\n    plugin: "${plugin_dir}/compactor_stage_{name}.so"  # plugin {name} 0.1.0, API 4\n    when: {when}\n'
     if params: s+="    params:\n"+"".join(f"      {k}: {v}\n" for k,v in params)

@@ -59,7 +59,7 @@ def summarize(ms, summary):
     base=kept_b+len(dumps(first(0)).encode())
     return [first(base)]+kept, end
 FIXED="旧正文已归档；仍须检查当前文件并取得运行许可。"
-CHK="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control]"
+CHK="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control, order]"
 def res_pipeline(kind, max_summaries, summ_plugin=None):
     s=("# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n"
        f"version: 1\nbudget:\n  unit: bytes\n  limit: {LIMIT}\n  target: {LIMIT}\nrecent:\n  exchanges: 1\narchive:\n  dir: \"ARCHIVE\"\nlimits:\n  stage_timeout_ms: 600000\n"
