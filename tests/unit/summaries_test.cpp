@@ -98,7 +98,7 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
       }
     }
   }
-  EXPECT_EQ(runs, 4 * 4 * 2);  // configs × sessions × reasons
+  EXPECT_EQ(runs, 5 * 4 * 2);  // configs × sessions × reasons
 }
 
 TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
