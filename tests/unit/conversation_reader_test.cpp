@@ -96,6 +96,45 @@ TEST(ConversationReader, DuplicateKeysAreRefused) {
             "in.json:1:31 (byte 30): duplicate object key \"role\"");
 }
 
+// Messages are parsed while they are validated (one pass); the rules and the located errors are
+// the scanner's in every input format.
+TEST(ConversationReader, OnePassParsingKeepsTheScannersRules) {
+  // Duplicate keys in a request body's messages and in JSONL lines, escaped or not, and deeper.
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"a","r\u006fle":"x"}]})"),
+            "in.json:1:43 (byte 42): duplicate object key \"role\"");
+  EXPECT_EQ(error_of(kUser + "\n" + R"({"role":"user","content":[{"type":"text","text":"a","text":"b"}]})"),
+            "in.json:2:53 (byte 83): duplicate object key \"text\"");
+  // Keys that only look alike are not duplicates; neither are equal keys in different objects.
+  auto c = read_conversation(R"([{"role":"user","content":[{"type":"text","text":"a","te\nxt":1,"x":{"text":2}}]}])");
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  // More than 16 keys (sorted, not compared pairwise).
+  std::string many = R"([{"role":"user","content":"a")";
+  for (int i = 0; i < 20; ++i) many += ",\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  EXPECT_TRUE(read_conversation(many + "}]").ok());
+  EXPECT_EQ(error_of(many + R"(,"k\u0031":0}])"), "in.json:1:" + std::to_string(many.size() + 2) + " (byte " +
+                                                     std::to_string(many.size() + 1) + "): duplicate object key \"k1\"");
+  // An exponent of more than 9 significant digits, which Boost.JSON alone would take as 0.
+  EXPECT_EQ(error_of(R"([{"role":"user","content":"a","n":0e0000000000000000000000001234567890}])"),
+            "in.json:1:35 (byte 34): number out of range: its exponent has more than 9 digits");
+  EXPECT_TRUE(read_conversation(R"([{"role":"user","content":"a","n":1.5e-000000000000123456789}])").ok());
+  // The depth limit holds for a request body's messages (one level deeper) and for JSONL.
+  std::string deep = R"({"messages":[{"role":"user","content":[{"type":"x","v":)";
+  auto ok = read_conversation(deep + std::string(251, '[') + std::string(251, ']') + "}]}]}");
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(error_of(deep + std::string(252, '[') + std::string(252, ']') + "}]}]}"),
+            "in.json:1:307 (byte 306): nesting deeper than the limit of 256");
+  std::string line = R"({"role":"user","content":[{"type":"x","v":)";
+  ok = read_conversation(kUser + "\n" + line + std::string(253, '[') + std::string(253, ']') + "}]}");
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(error_of(kUser + "\n" + line + std::string(254, '[') + std::string(254, ']') + "}]}"),
+            "in.json:2:296 (byte " + std::to_string(kUser.size() + 1 + 295) + "): nesting deeper than the limit of 256");
+  // What is parsed is what the bytes say.
+  auto parsed = read_conversation(R"([{"role":"user","content":[{"type":"text","text":"\u00e9\n\"x\""}],"n":-1.25e2}])");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ((*parsed)[0].blocks()[0].text(), "é\n\"x\"");
+  EXPECT_EQ((*parsed)[0].json().at("n").as_double(), -125.0);
+}
+
 TEST(ConversationReader, SchemaErrorsNameTheMessage) {
   EXPECT_EQ(error_of("[]"), "in.json:1:1 (byte 0): the conversation has no messages");
   EXPECT_EQ(error_of("[" + kUser + ",\n" + R"({"role":"system","content":"x"})" + "]"),
