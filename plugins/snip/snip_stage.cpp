@@ -66,7 +66,8 @@ class SnipStage final : public Stage {
       jsonl += '\n';
     }
     if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
-    const std::string receipt = receipt_of(jsonl);
+    HashedBlob snapshot(std::move(jsonl));  // hashed once: the marker's receipt is the one put() files
+    const std::string& receipt = snapshot.receipt();
 
     std::size_t count = tail_start - head_end;
     std::string text = fmt::format(
@@ -86,7 +87,7 @@ class SnipStage final : public Stage {
       return StageResult::candidate(committed);
     }
     // Archive before the marker can be committed: its receipt must hold the middle.
-    if (auto archived = context.archive->put(std::move(jsonl)); !archived) return StageResult::decline(archived.error().message);
+    if (auto archived = context.archive->put(std::move(snapshot)); !archived) return StageResult::decline(archived.error().message);
 
     std::vector<MessagePtr> messages;
     messages.reserve(head_end + 1 + (n - tail_start));
