@@ -1,5 +1,7 @@
 #include "compactor/conversation_reader.hpp"
 
+#include "compactor/large_buffer.hpp"
+
 #include "field_types.hpp"
 #include "json_scanner.hpp"
 
@@ -11,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,16 +224,6 @@ std::string_view file_kind(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
-}
-
-// Asks for transparent huge pages over the 2 MiB-aligned part of a large buffer not yet touched
-// (a no-op where THP is off; advice only, so a refusal changes nothing).
-void advise_huge_pages(char* data, std::size_t size) {
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  if (size < 2 * kHuge) return;
-  auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  auto end = (reinterpret_cast<std::uintptr_t>(data) + size) & ~(kHuge - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 std::string over_limit(const std::string& name, std::uint64_t limit) {

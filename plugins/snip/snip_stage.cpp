@@ -6,6 +6,7 @@
 // request are always kept. A history that was snipped before keeps one marker: the old marker
 // falls inside the new middle and is archived with it.
 #include "compactor/archive_store.hpp"
+#include "compactor/large_buffer.hpp"
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"  // align_cut
 
@@ -61,6 +62,7 @@ class SnipStage final : public Stage {
     std::size_t bytes = 0;
     for (std::size_t i = head_end; i < tail_start; ++i) bytes += committed[i].raw().size() + 1;
     jsonl.reserve(bytes);
+    advise_huge_pages(jsonl.data(), jsonl.capacity());  // written once, start to end
     for (std::size_t i = head_end; i < tail_start; ++i) {
       jsonl += committed[i].raw();
       jsonl += '\n';
