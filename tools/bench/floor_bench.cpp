@@ -6,6 +6,18 @@
 // the median of the per-round ratios run/floor. The run is the real CLI process (start, dynamic
 // linking, config, plugins, read, the pipeline child, write, archive syncs): what a caller pays.
 // COMPACTOR_BENCH_CLI names another `compactor` binary to run (an older build, to compare).
+//
+// BM_PerCall splits one call on a ~1 MB session (COMPACTOR_BENCH_SESSION: another file) into
+// what `compactor run` does in turn: start (a process that only prints its version: exec and
+// dynamic linking), load (config and plugins), read (read and parse the input), stages (the
+// pipeline, its checkers and the archive's writes and syncs), write (serialize, write, fsync,
+// rename), and the isolation's fork of a child holding the parsed input.
+#include "compactor/atomic_file.hpp"
+#include "compactor/child_run.hpp"
+#include "compactor/conversation_reader.hpp"
+#include "compactor/pipeline.hpp"
+#include "compactor/stage_logger.hpp"
+
 #include <benchmark/benchmark.h>
 #include <boost/json.hpp>
 
@@ -185,6 +197,83 @@ BENCHMARK(BM_RunVsFloor)
     ->UseManualTime()
     ->MinTime(3)
     ->Unit(benchmark::kMillisecond);
+
+class QuietLogger final : public compactor::StageLogger {
+ public:
+  void log(compactor::LogLevel, std::string_view) override {}
+};
+
+void BM_PerCall(benchmark::State& state) {
+  using namespace compactor;
+  const char* other = std::getenv("COMPACTOR_BENCH_SESSION");
+  const fs::path in = other != nullptr && *other != '\0' ? fs::path(other) : session(static_cast<int>(state.range(0)));
+  ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_PLUGIN_DIR, 1);
+  const std::string config = (fs::path(COMPACTOR_CONFIGS_DIR) / "bench-400k.yaml").string();
+  QuietLogger log;
+  std::vector<double> start, load, read, stages, write, isolation, total;
+  int round = 0;
+  for (auto _ : state) {
+    fs::path cwd = work_dir() / ("call-" + std::to_string(round++));
+    fs::create_directories(cwd);
+    auto t0 = Clock::now();
+    run_process({cli(), "--version"}, cwd);
+    auto t1 = Clock::now();
+    auto loaded = load_pipeline_config(config);
+    if (!loaded.config) {
+      state.SkipWithError(loaded.errors.front().c_str());
+      break;
+    }
+    auto pipeline = Pipeline::build(std::move(*loaded.config));
+    if (!pipeline) {
+      state.SkipWithError(pipeline.error().message.c_str());
+      break;
+    }
+    auto t2 = Clock::now();
+    auto input = read_conversation_file(in.string());
+    if (!input) {
+      state.SkipWithError(input.error().message.c_str());
+      break;
+    }
+    auto t3 = Clock::now();
+    RunOptions options;
+    options.archive_dir = (cwd / "archive").string();
+    RunReport report = pipeline->run(*input, options, log);
+    if (!report.output) {
+      state.SkipWithError(report.error.c_str());
+      break;
+    }
+    auto t4 = Clock::now();
+    std::string bytes = report.output->serialize();
+    if (auto written = write_file_atomically((cwd / "out.json").string(), bytes); !written) {
+      state.SkipWithError(written.error().message.c_str());
+      break;
+    }
+    auto t5 = Clock::now();
+    run_in_child([](ChildProgress&) { return 0; }, std::chrono::minutes(1), "");
+    auto t6 = Clock::now();
+    auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    start.push_back(ms(t0, t1));
+    load.push_back(ms(t1, t2));
+    read.push_back(ms(t2, t3));
+    stages.push_back(ms(t3, t4));
+    write.push_back(ms(t4, t5));
+    isolation.push_back(ms(t5, t6));
+    total.push_back(ms(t0, t6));
+    state.SetIterationTime(ms(t0, t6) / 1e3);
+    std::error_code ec;
+    fs::remove_all(cwd, ec);
+  }
+  state.counters["MB"] = static_cast<double>(fs::file_size(in)) / 1e6;
+  state.counters["start_ms"] = median(start);
+  state.counters["load_ms"] = median(load);
+  state.counters["read_ms"] = median(read);
+  state.counters["stages_ms"] = median(stages);
+  state.counters["write_ms"] = median(write);
+  state.counters["fork_ms"] = median(isolation);
+  state.counters["total_ms"] = median(total);
+}
+// 47 exchanges: a 1.28 MB session with seed 17 (46 give 0.78 MB: one large result more).
+BENCHMARK(BM_PerCall)->ArgName("exchanges")->Arg(47)->UseManualTime()->MinTime(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
