@@ -715,7 +715,7 @@ class Builder {
   }
 
   bool number() {
-    const std::size_t begin = pos_, n = t_.size();
+    const std::size_t n = t_.size();
     bool negative = false;
     if (t_[pos_] == '-') {
       negative = true;
@@ -746,21 +746,15 @@ class Builder {
       while (pos_ < n && is_digit(t_[pos_])) ++pos_;
       if (pos_ - digits > 9) return false;
     }
-    // A plain integer of at most 18 digits is an int64 for Boost.JSON too (but "-0", which goes
-    // there with the rest): anything else is converted by Boost.JSON itself, bit for bit.
-    if (plain && int_digits <= 18 && !(negative && t_[int_begin] == '0')) {
-      std::int64_t v = 0;
-      for (std::size_t i = int_begin; i < pos_; ++i) v = v * 10 + (t_[i] - '0');
-      st_.push_int64(negative ? -v : v);
-      return true;
-    }
-    json::error_code ec;
-    json::value v = json::parse(t_.substr(begin, pos_ - begin), ec);
-    if (ec) return false;
-    if (v.is_int64()) st_.push_int64(v.get_int64());
-    else if (v.is_uint64()) st_.push_uint64(v.get_uint64());
-    else if (v.is_double()) st_.push_double(v.get_double());
-    else return false;
+    // A plain integer of at most 18 digits is an int64 for Boost.JSON too. Any other number
+    // sends the message back to the scanner and Boost.JSON's own parse of its span, as before:
+    // Boost.JSON 1.81 reads a double a bit differently depending on how many bytes follow it
+    // in its buffer (444444.444444444444 ends in ...c8 alone, ...c7 with 30 bytes after it), so
+    // only the message's span as the buffer gives the same bits.
+    if (!plain || int_digits > 18 || (negative && t_[int_begin] == '0')) return false;
+    std::int64_t v = 0;
+    for (std::size_t i = int_begin; i < pos_; ++i) v = v * 10 + (t_[i] - '0');
+    st_.push_int64(negative ? -v : v);
     return true;
   }
 

@@ -89,9 +89,10 @@ class JsonScanner {
 // The scanner's rules and loops building the Boost.JSON value as they validate (one pass): a
 // value it accepts is one the scanner accepts (no duplicate keys, at most `levels` nested
 // containers, the same UTF-8, escape and number checks), and the value is the one Boost.JSON
-// would parse from the bytes (numbers other than short integers are converted by Boost.JSON).
-// It reports no location: on false the caller scans the value for the located error. One parser
-// is reused for every message, so its stacks are allocated once.
+// parses from the bytes. It takes integers of up to 18 digits only: a value holding any other
+// number is refused, and parsed as before (Boost.JSON's doubles depend on the bytes after them
+// in its buffer). It reports no location: on false the caller scans the value for the located
+// error. One parser is reused for every message, so its stacks are allocated once.
 class ValueParser {
  public:
   explicit ValueParser(std::string_view text);
