@@ -1,10 +1,19 @@
 #include "json_scanner.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <boost/json/value_stack.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <utility>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace compactor::detail {
 namespace {
@@ -185,8 +194,12 @@ bool JsonScanner::array(unsigned depth, std::vector<JsonSpan>* elements) {
   }
   for (;;) {
     ws();
-    std::size_t begin = pos_;
-    if (!value(depth + 1, nullptr)) return false;
+    std::size_t begin = pos_, end = 0;
+    if (elements != nullptr && element_parser_ != nullptr && pos_ < text_.size() &&
+        element_parser_->parse_element(begin, depth + 1, end))
+      pos_ = end;
+    else if (!value(depth + 1, nullptr))
+      return false;
     if (elements != nullptr) elements->push_back({begin, pos_});
     ws();
     if (pos_ >= text_.size()) return fail(pos_, "unterminated array (opened at byte " + std::to_string(open) + ")");
@@ -452,5 +465,337 @@ std::string unescape_json_string(std::string_view raw) {
   }
   return out;
 }
+
+namespace {
+
+namespace json = boost::json;
+
+// Builds a message's Boost.JSON value while it validates it, with the scanner's own rules and
+// loops (JsonScanner::string's eight-bytes-at-a-time skip, the same UTF-8 and escape checks):
+// Boost.JSON's parser takes escaped strings a byte at a time through a side buffer, which was
+// most of a run's parsing time on tool output (code and logs are full of \n and \").
+class Builder {
+ public:
+  Builder(std::string_view text, json::value_stack& st, std::string& scratch, std::deque<std::string>& decoded,
+          std::vector<std::string_view>& keys)
+      : t_(text), st_(st), scratch_(scratch), decoded_(decoded), keys_(keys) {}
+
+  bool parse(std::size_t pos, unsigned levels, std::size_t& end) {
+    pos_ = pos;
+    levels_ = levels;
+    if (!value(0)) return false;
+    end = pos_;
+    return true;
+  }
+
+ private:
+  void ws() {
+    while (pos_ < t_.size() && is_ws(t_[pos_])) ++pos_;
+  }
+
+  bool value(unsigned depth) {
+    if (pos_ >= t_.size()) return false;
+    switch (t_[pos_]) {
+      case '{': return object(depth + 1);
+      case '[': return array(depth + 1);
+      case '"': {
+        std::string_view s;
+        if (!string(s, false)) return false;
+        st_.push_string(s);
+        return true;
+      }
+      case 't': return literal("true") && (st_.push_bool(true), true);
+      case 'f': return literal("false") && (st_.push_bool(false), true);
+      case 'n': return literal("null") && (st_.push_null(), true);
+      default: return number();
+    }
+  }
+
+  bool object(unsigned depth) {
+    if (depth > levels_) return false;
+    ++pos_;  // '{'
+    ws();
+    std::size_t n = 0, first = keys_.size();
+    if (pos_ < t_.size() && t_[pos_] == '}') {
+      ++pos_;
+      st_.push_object(0);
+      return true;
+    }
+    for (;;) {
+      ws();
+      if (pos_ >= t_.size() || t_[pos_] != '"') return false;
+      std::string_view key;
+      if (!string(key, true)) return false;
+      keys_.push_back(key);
+      st_.push_key(key);
+      ws();
+      if (pos_ >= t_.size() || t_[pos_] != ':') return false;
+      ++pos_;
+      ws();
+      if (!value(depth)) return false;
+      ++n;
+      ws();
+      if (pos_ >= t_.size()) return false;
+      if (t_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (t_[pos_] != '}') return false;
+      ++pos_;
+      break;
+    }
+    // Duplicate keys (decoded): the scanner refuses them, Boost.JSON would keep the last.
+    if (n >= 2) {
+      if (n <= 16) {
+        for (std::size_t i = first + 1; i < keys_.size(); ++i)
+          for (std::size_t j = first; j < i; ++j)
+            if (keys_[i] == keys_[j]) return false;
+      } else {
+        std::vector<std::string_view> sorted(keys_.begin() + static_cast<std::ptrdiff_t>(first), keys_.end());
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return false;
+      }
+    }
+    keys_.resize(first);
+    st_.push_object(n);
+    return true;
+  }
+
+  bool array(unsigned depth) {
+    if (depth > levels_) return false;
+    ++pos_;  // '['
+    ws();
+    std::size_t n = 0;
+    if (pos_ < t_.size() && t_[pos_] == ']') {
+      ++pos_;
+      st_.push_array(0);
+      return true;
+    }
+    for (;;) {
+      ws();
+      if (!value(depth)) return false;
+      ++n;
+      ws();
+      if (pos_ >= t_.size()) return false;
+      if (t_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (t_[pos_] != ']') return false;
+      ++pos_;
+      st_.push_array(n);
+      return true;
+    }
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  // The string at pos_ decoded into `out`: a view of the text when it has no escapes, else of
+  // the scratch buffer (or, for a key, of a kept copy). Validates as JsonScanner::string does.
+  bool string(std::string_view& out, bool key) {
+    const std::size_t open = pos_;
+    ++pos_;  // '"'
+    const std::size_t n = t_.size();
+    const char* data = t_.data();
+    bool escaped = false;
+    std::size_t run = pos_;  // start of the bytes not yet copied to scratch_
+    for (;;) {
+#ifdef __SSE2__
+      // Sixteen bytes at a time: a signed compare below 0x20 catches control bytes and every
+      // byte of 0x80 and above (negative as signed) at once.
+      const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+      while (pos_ + 16 <= n) {
+        __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + pos_));
+        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, quote), _mm_cmpeq_epi8(w, backslash)),
+                                       _mm_cmplt_epi8(w, space));
+        unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+        if (mask != 0) {
+          pos_ += static_cast<std::size_t>(__builtin_ctz(mask));
+          break;
+        }
+        pos_ += 16;
+      }
+#endif
+      constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+      while (pos_ + 8 <= n) {
+        std::uint64_t w;
+        std::memcpy(&w, data + pos_, 8);
+        auto has_zero = [&](std::uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+        std::uint64_t special = has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) |
+                                ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh);
+        if (special != 0) break;
+        pos_ += 8;
+      }
+      while (pos_ < n && kPlain[static_cast<unsigned char>(data[pos_])]) ++pos_;
+      if (pos_ >= n) return false;
+      unsigned char c = static_cast<unsigned char>(data[pos_]);
+      if (c == '"') {
+        if (!escaped) {
+          out = t_.substr(open + 1, pos_ - open - 1);
+        } else {
+          scratch_.append(data + run, pos_ - run);
+          if (key) out = decoded_.emplace_back(scratch_);
+          else out = scratch_;
+        }
+        ++pos_;
+        return true;
+      }
+      if (c == '\\') {
+        if (pos_ + 1 >= n) return false;
+        if (!escaped) {
+          escaped = true;
+          scratch_.clear();
+        }
+        scratch_.append(data + run, pos_ - run);
+        char e = data[pos_ + 1];
+        if (e == 'u') {
+          auto read_hex = [&](std::size_t at, unsigned& v) {
+            if (at + 4 > n) return false;
+            v = 0;
+            for (std::size_t i = 0; i < 4; ++i) {
+              int h = hex_value(data[at + i]);
+              if (h < 0) return false;
+              v = v * 16 + static_cast<unsigned>(h);
+            }
+            return true;
+          };
+          unsigned cp = 0;
+          if (!read_hex(pos_ + 2, cp) || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned low = 0;
+            if (pos_ + 7 >= n || data[pos_ + 6] != '\\' || data[pos_ + 7] != 'u' || !read_hex(pos_ + 8, low) ||
+                low < 0xDC00 || low > 0xDFFF)
+              return false;
+            append_utf8(scratch_, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
+            pos_ += 12;
+          } else {
+            append_utf8(scratch_, cp);
+            pos_ += 6;
+          }
+        } else {
+          char decoded;
+          switch (e) {
+            case '"': decoded = '"'; break;
+            case '\\': decoded = '\\'; break;
+            case '/': decoded = '/'; break;
+            case 'b': decoded = '\b'; break;
+            case 'f': decoded = '\f'; break;
+            case 'n': decoded = '\n'; break;
+            case 'r': decoded = '\r'; break;
+            case 't': decoded = '\t'; break;
+            default: return false;
+          }
+          scratch_ += decoded;
+          pos_ += 2;
+        }
+        run = pos_;
+        continue;
+      }
+      if (c < 0x20) return false;
+      std::size_t len = utf8_sequence(t_, pos_);
+      if (len == 0) return false;
+      pos_ += len;
+    }
+  }
+
+  bool number() {
+    const std::size_t n = t_.size();
+    bool negative = false;
+    if (t_[pos_] == '-') {
+      negative = true;
+      ++pos_;
+    }
+    if (pos_ >= n || !is_digit(t_[pos_])) return false;
+    std::size_t int_begin = pos_;
+    if (t_[pos_] == '0') {
+      ++pos_;
+    } else {
+      while (pos_ < n && is_digit(t_[pos_])) ++pos_;
+    }
+    std::size_t int_digits = pos_ - int_begin;
+    bool plain = true;
+    if (pos_ < n && t_[pos_] == '.') {
+      plain = false;
+      ++pos_;
+      if (pos_ >= n || !is_digit(t_[pos_])) return false;
+      while (pos_ < n && is_digit(t_[pos_])) ++pos_;
+    }
+    if (pos_ < n && (t_[pos_] == 'e' || t_[pos_] == 'E')) {
+      plain = false;
+      ++pos_;
+      if (pos_ < n && (t_[pos_] == '+' || t_[pos_] == '-')) ++pos_;
+      if (pos_ >= n || !is_digit(t_[pos_])) return false;
+      while (pos_ < n && t_[pos_] == '0') ++pos_;
+      std::size_t digits = pos_;
+      while (pos_ < n && is_digit(t_[pos_])) ++pos_;
+      if (pos_ - digits > 9) return false;
+    }
+    // A plain integer of at most 18 digits is an int64 for Boost.JSON too. Any other number
+    // sends the message back to the scanner and Boost.JSON's own parse of its span, as before:
+    // Boost.JSON 1.81 reads a double a bit differently depending on how many bytes follow it
+    // in its buffer (444444.444444444444 ends in ...c8 alone, ...c7 with 30 bytes after it), so
+    // only the message's span as the buffer gives the same bits.
+    if (!plain || int_digits > 18 || (negative && t_[int_begin] == '0')) return false;
+    std::int64_t v = 0;
+    for (std::size_t i = int_begin; i < pos_; ++i) v = v * 10 + (t_[i] - '0');
+    st_.push_int64(negative ? -v : v);
+    return true;
+  }
+
+  bool literal(std::string_view word) {
+    if (t_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+
+  std::string_view t_;
+  json::value_stack& st_;
+  std::string& scratch_;
+  std::deque<std::string>& decoded_;
+  std::vector<std::string_view>& keys_;
+  std::size_t pos_ = 0;
+  unsigned levels_ = 0;
+};
+
+}  // namespace
+
+struct ValueParser::Impl {
+  std::string_view text;
+  json::value_stack st;
+  std::string scratch;
+  std::deque<std::string> decoded;
+  std::vector<std::string_view> keys;
+};
+
+ValueParser::ValueParser(std::string_view text) : impl_(std::make_unique<Impl>()) { impl_->text = text; }
+
+ValueParser::~ValueParser() = default;
+
+bool ValueParser::parse(std::size_t pos, unsigned levels, std::size_t& end) {
+  if (levels == 0 || pos >= impl_->text.size()) return false;
+  impl_->st.reset();
+  impl_->keys.clear();
+  impl_->decoded.clear();
+  Builder builder(impl_->text, impl_->st, impl_->scratch, impl_->decoded, impl_->keys);
+  return builder.parse(pos, levels, end);
+}
+
+json::value ValueParser::take() { return impl_->st.release(); }
 
 }  // namespace compactor::detail

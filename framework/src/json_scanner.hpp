@@ -1,10 +1,15 @@
 // A validating single-pass JSON scanner. It does what Boost.JSON's parser does not: reports the
 // byte offset of every error, refuses duplicate object keys, enforces a depth limit, and records
-// the byte spans of the values Compactor needs (the messages). The spans are then parsed with
-// Boost.JSON, which can no longer fail on syntax.
+// the byte spans of the values Compactor needs (the messages). With an ElementParser attached,
+// each recorded element (each message) is parsed into its Boost.JSON value in the same pass
+// (ValueParser, under the same rules), so no byte of a message is read twice; an element the
+// fast parser refuses is scanned byte by byte for the located error.
 #pragma once
 
+#include <boost/json/fwd.hpp>
+
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,9 +42,24 @@ struct ScanError {
   std::string what;
 };
 
+// Called for each element of the arrays whose spans a scan records (the top-level array's, the
+// "messages" array's): parses the element at `begin`, found at scanner depth `depth`, and
+// returns true with `end` one past it, or false to let the scanner validate it itself.
+class ElementParser {
+ public:
+  virtual bool parse_element(std::size_t begin, unsigned depth, std::size_t& end) = 0;
+
+ protected:
+  ~ElementParser() = default;
+};
+
 class JsonScanner {
  public:
   JsonScanner(std::string_view text, unsigned max_depth) : text_(text), max_depth_(max_depth) {}
+
+  // Hands the recorded elements to `parser` (null: scan them here, as without one).
+  void set_element_parser(ElementParser* parser) { element_parser_ = parser; }
+  unsigned max_depth() const { return max_depth_; }
 
   // Scans one JSON value starting at `pos` (leading whitespace skipped). On success returns true
   // and fills `doc`; `doc.span.end` is where the value ends. On failure fills error().
@@ -63,6 +83,31 @@ class JsonScanner {
   unsigned max_depth_;
   std::size_t pos_ = 0;
   ScanError error_;
+  ElementParser* element_parser_ = nullptr;
+};
+
+// The scanner's rules and loops building the Boost.JSON value as they validate (one pass): a
+// value it accepts is one the scanner accepts (no duplicate keys, at most `levels` nested
+// containers, the same UTF-8, escape and number checks), and the value is the one Boost.JSON
+// parses from the bytes. It takes integers of up to 18 digits only: a value holding any other
+// number is refused, and parsed as before (Boost.JSON's doubles depend on the bytes after them
+// in its buffer). It reports no location: on false the caller scans the value for the located
+// error. One parser is reused for every message, so its stacks are allocated once.
+class ValueParser {
+ public:
+  explicit ValueParser(std::string_view text);
+  ~ValueParser();
+  ValueParser(const ValueParser&) = delete;
+  ValueParser& operator=(const ValueParser&) = delete;
+
+  // Parses the value starting at `pos` (no leading whitespace). On true, `end` is one past it
+  // and take() gives the value.
+  bool parse(std::size_t pos, unsigned levels, std::size_t& end);
+  boost::json::value take();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // 1-based line and column (in code points) of a byte offset, for error messages.

@@ -54,8 +54,13 @@ Expected<MessagePtr> Message::from_input(std::shared_ptr<const std::string> buff
   boost::system::error_code ec;
   boost::json::value value = boost::json::parse(raw, ec, {}, options);
   if (ec) return Error{"not valid JSON: " + ec.message()};
-  if (!value.is_object()) return Error{"a message must be a JSON object, got " + std::string(json_kind(value))};
-  return build(std::move(value.get_object()), std::move(buffer), raw);
+  return from_input(std::move(buffer), raw, std::move(value));
+}
+
+Expected<MessagePtr> Message::from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
+                                         boost::json::value parsed) {
+  if (!parsed.is_object()) return Error{"a message must be a JSON object, got " + std::string(json_kind(parsed))};
+  return build(std::move(parsed.get_object()), std::move(buffer), raw);
 }
 
 Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<const std::string> buffer,

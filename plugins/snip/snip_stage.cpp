@@ -11,6 +11,7 @@
 // `max_messages` would re-cut the prefix on every call. A middle too short to be worth a marker
 // is a decline: nothing safe to do here, and the next stages still run.
 #include "compactor/archive_store.hpp"
+#include "compactor/large_buffer.hpp"
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"  // align_cut
 
@@ -73,12 +74,14 @@ class SnipStage final : public Stage {
     std::size_t bytes = 0;
     for (std::size_t i = head_end; i < tail_start; ++i) bytes += committed[i].raw().size() + 1;
     jsonl.reserve(bytes);
+    advise_huge_pages(jsonl.data(), jsonl.capacity());  // written once, start to end
     for (std::size_t i = head_end; i < tail_start; ++i) {
       jsonl += committed[i].raw();
       jsonl += '\n';
     }
     if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
-    const std::string receipt = receipt_of(jsonl);
+    HashedBlob snapshot(std::move(jsonl));  // hashed once: the marker's receipt is the one put() files
+    const std::string& receipt = snapshot.receipt();
 
     std::size_t count = tail_start - head_end;
     // At most 120 chars; how to restore is said here only when neither a summary nor an older
@@ -99,7 +102,7 @@ class SnipStage final : public Stage {
       return StageResult::decline(fmt::format("the middle (messages.{} to messages.{}, {} {}) is no larger than its marker",
                                               head_end, tail_start - 1, middle, to_string(context.budget.unit)));
     // Archive before the marker can be committed: its receipt must hold the middle.
-    if (auto archived = context.archive->put(std::move(jsonl)); !archived) return StageResult::decline(archived.error().message);
+    if (auto archived = context.archive->put(std::move(snapshot)); !archived) return StageResult::decline(archived.error().message);
 
     std::vector<MessagePtr> messages;
     messages.reserve(head_end + 1 + (n - tail_start));

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
 namespace compactor {
 namespace {
 
@@ -94,6 +97,53 @@ TEST(ConversationReader, DuplicateKeysAreRefused) {
   // Escapes are decoded before comparing: "\u0072ole" is "role".
   EXPECT_EQ(error_of(R"([{"role":"user","content":"a","\u0072ole":"x"}])"),
             "in.json:1:31 (byte 30): duplicate object key \"role\"");
+}
+
+// Messages are parsed while they are validated (one pass); the rules and the located errors are
+// the scanner's in every input format.
+TEST(ConversationReader, OnePassParsingKeepsTheScannersRules) {
+  // Duplicate keys in a request body's messages and in JSONL lines, escaped or not, and deeper.
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"a","r\u006fle":"x"}]})"),
+            "in.json:1:43 (byte 42): duplicate object key \"role\"");
+  EXPECT_EQ(error_of(kUser + "\n" + R"({"role":"user","content":[{"type":"text","text":"a","text":"b"}]})"),
+            "in.json:2:53 (byte 83): duplicate object key \"text\"");
+  // Keys that only look alike are not duplicates; neither are equal keys in different objects.
+  auto c = read_conversation(R"([{"role":"user","content":[{"type":"text","text":"a","te\nxt":1,"x":{"text":2}}]}])");
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  // More than 16 keys (sorted, not compared pairwise).
+  std::string many = R"([{"role":"user","content":"a")";
+  for (int i = 0; i < 20; ++i) many += ",\"k" + std::to_string(i) + "\":" + std::to_string(i);
+  EXPECT_TRUE(read_conversation(many + "}]").ok());
+  EXPECT_EQ(error_of(many + R"(,"k\u0031":0}])"), "in.json:1:" + std::to_string(many.size() + 2) + " (byte " +
+                                                     std::to_string(many.size() + 1) + "): duplicate object key \"k1\"");
+  // An exponent of more than 9 significant digits, which Boost.JSON alone would take as 0.
+  EXPECT_EQ(error_of(R"([{"role":"user","content":"a","n":0e0000000000000000000000001234567890}])"),
+            "in.json:1:35 (byte 34): number out of range: its exponent has more than 9 digits");
+  EXPECT_TRUE(read_conversation(R"([{"role":"user","content":"a","n":1.5e-000000000000123456789}])").ok());
+  // The depth limit holds for a request body's messages (one level deeper) and for JSONL.
+  std::string deep = R"({"messages":[{"role":"user","content":[{"type":"x","v":)";
+  auto ok = read_conversation(deep + std::string(251, '[') + std::string(251, ']') + "}]}]}");
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(error_of(deep + std::string(252, '[') + std::string(252, ']') + "}]}]}"),
+            "in.json:1:307 (byte 306): nesting deeper than the limit of 256");
+  std::string line = R"({"role":"user","content":[{"type":"x","v":)";
+  ok = read_conversation(kUser + "\n" + line + std::string(253, '[') + std::string(253, ']') + "}]}");
+  EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+  EXPECT_EQ(error_of(kUser + "\n" + line + std::string(254, '[') + std::string(254, ']') + "}]}"),
+            "in.json:2:296 (byte " + std::to_string(kUser.size() + 1 + 295) + "): nesting deeper than the limit of 256");
+  // A double is read from the message's span, as before: Boost.JSON 1.81's last bit depends on
+  // how many bytes follow the number in its buffer.
+  auto doubles = read_conversation(R"([{"role":"user","content":"a","n":444444.444444444444},)"
+                                   R"({"role":"assistant","content":"b","n":444444.444444444444,"pad":"0123456789012345678901234567890123456789"}])");
+  ASSERT_TRUE(doubles.ok()) << doubles.error().message;
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(boost::json::serialize((*doubles)[i].json().at("n")),
+              boost::json::serialize(boost::json::parse((*doubles)[i].raw()).at("n")));
+  // What is parsed is what the bytes say.
+  auto parsed = read_conversation(R"([{"role":"user","content":[{"type":"text","text":"\u00e9\n\"x\""}],"n":-1.25e2}])");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ((*parsed)[0].blocks()[0].text(), "é\n\"x\"");
+  EXPECT_EQ((*parsed)[0].json().at("n").as_double(), -125.0);
 }
 
 TEST(ConversationReader, SchemaErrorsNameTheMessage) {

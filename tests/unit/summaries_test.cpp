@@ -98,7 +98,7 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
       }
     }
   }
-  EXPECT_EQ(runs, 6 * 4 * 2);  // configs × sessions × reasons
+  EXPECT_EQ(runs, 7 * 4 * 2);  // configs × sessions × reasons
 }
 
 TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {

@@ -13,6 +13,7 @@
 #include <unicode/unistr.h>
 
 #include <filesystem>
+#include <unistd.h>
 
 namespace {
 
@@ -42,8 +43,22 @@ const std::string& session_text() {
   return text;
 }
 
-void BM_Tokenizer(benchmark::State& state, TokenizerKind kind) {
-  auto t = Tokenizer::load(kind, COMPACTOR_METER_DATA_DIR);
+// A folder holding only the rank file of `kind` (no pack): where a meter parses the text.
+std::string text_only_dir(TokenizerKind kind) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("compactor-meter-text-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(COMPACTOR_METER_DATA_DIR) / rank_file_name(kind), dir / rank_file_name(kind),
+                fs::copy_options::overwrite_existing);
+  return dir.string();
+}
+
+// Counting speed with the packed table (what a meter loads) and with the table parsed from the
+// rank file (what it loaded before packs): the same lookups on the same layout.
+void BM_Tokenizer(benchmark::State& state, TokenizerKind kind, bool packed) {
+  std::string dir = packed ? std::string(COMPACTOR_METER_DATA_DIR) : text_only_dir(kind);
+  auto t = Tokenizer::load(kind, dir);
+  if (!packed) std::filesystem::remove_all(dir);
   if (!t) {
     state.SkipWithError(t.error().message.c_str());
     return;
@@ -53,9 +68,38 @@ void BM_Tokenizer(benchmark::State& state, TokenizerKind kind) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * text.size()));
   state.counters["tokens"] = static_cast<double>((*t)->count(text));
 }
-BENCHMARK_CAPTURE(BM_Tokenizer, cl100k, TokenizerKind::cl100k_base)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Tokenizer, o200k, TokenizerKind::o200k_base)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Tokenizer, claude_legacy, TokenizerKind::claude_legacy)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, cl100k, TokenizerKind::cl100k_base, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, cl100k_from_text, TokenizerKind::cl100k_base, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, o200k, TokenizerKind::o200k_base, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, o200k_from_text, TokenizerKind::o200k_base, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, claude_legacy, TokenizerKind::claude_legacy, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Tokenizer, claude_legacy_from_text, TokenizerKind::claude_legacy, false)->Unit(benchmark::kMillisecond);
+
+// Load to first count, as a process that counts once pays it: the packed ranks mapped (what
+// Tokenizer::load does beside a .pack), and the rank file parsed (a folder with no pack).
+void BM_MeterLoad(benchmark::State& state, TokenizerKind kind, bool packed) {
+  namespace fs = std::filesystem;
+  std::string dir = packed ? std::string(COMPACTOR_METER_DATA_DIR) : text_only_dir(kind);
+  if (packed && !fs::exists(fs::path(dir) / packed_rank_file_name(kind))) {
+    state.SkipWithError("no pack beside the rank file");
+    return;
+  }
+  for (auto _ : state) {
+    auto t = Tokenizer::load(kind, dir);
+    if (!t) {
+      state.SkipWithError(t.error().message.c_str());
+      break;
+    }
+    benchmark::DoNotOptimize((*t)->count("hello, world"));
+  }
+  if (!packed) fs::remove_all(dir);
+}
+BENCHMARK_CAPTURE(BM_MeterLoad, cl100k_packed, TokenizerKind::cl100k_base, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MeterLoad, cl100k_text, TokenizerKind::cl100k_base, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MeterLoad, o200k_packed, TokenizerKind::o200k_base, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MeterLoad, o200k_text, TokenizerKind::o200k_base, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MeterLoad, claude_legacy_packed, TokenizerKind::claude_legacy, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MeterLoad, claude_legacy_text, TokenizerKind::claude_legacy, false)->Unit(benchmark::kMillisecond);
 
 void BM_Chars4(benchmark::State& state) {
   auto m = make_meter(MeterSpec{"chars4", "", ""});

@@ -30,6 +30,20 @@ bool is_receipt(std::string_view text);
 // Every receipt in a text, in order.
 std::vector<std::string> find_receipts(std::string_view text);
 
+// Bytes and their receipt, hashed once: a stage that needs the receipt before it decides to
+// archive (to build and size its marker) hands the same hash to put(). Only receipt_of makes one.
+class HashedBlob {
+ public:
+  explicit HashedBlob(std::string bytes) : bytes_(std::move(bytes)), receipt_(receipt_of(bytes_)) {}
+  const std::string& bytes() const { return bytes_; }
+  const std::string& receipt() const { return receipt_; }
+
+ private:
+  friend class ArchiveStore;
+  std::string bytes_;
+  std::string receipt_;
+};
+
 class ArchiveStore {
  public:
   explicit ArchiveStore(std::string dir, FileSystem& fs = real_file_system());
@@ -43,6 +57,8 @@ class ArchiveStore {
   // The same, keeping `bytes` without a copy (a stage's snapshot of many messages).
   Expected<std::string> put(std::string&& bytes);
   Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
+  // The same without hashing again.
+  Expected<std::string> put(HashedBlob&& blob);
 
   // The bytes this run archived under `receipt`, or null.
   const std::string* find(std::string_view receipt) const;
@@ -70,6 +86,9 @@ class ArchiveStore {
     std::string final;
   };
   Expected<bool> ensure_folder(const std::string& path);
+  // The archive folder (and those above it) and the blob's fan-out folder, each made and checked
+  // once per store rather than on every put.
+  Expected<bool> ensure_folders_for(const std::string& parent, unsigned fan);
   // Writes the blob under a temporary name unless an intact copy is already in place.
   Expected<bool> write_blob(const std::string& receipt, std::string_view bytes);
   Expected<bool> check_folder_owner();
@@ -80,6 +99,8 @@ class ArchiveStore {
   std::vector<std::string> added_;                             // receipts in the order they came
   std::vector<Pending> pending_;
   bool folder_checked_ = false;
+  bool folders_made_ = false;
+  std::vector<bool> fans_made_ = std::vector<bool>(256);
 };
 
 // Reads a blob back, verifying its hash: the original bytes, or an error saying what is wrong

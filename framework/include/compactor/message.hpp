@@ -38,6 +38,9 @@ class Message {
   // From a span of input bytes that the caller has already validated as JSON. `buffer` keeps
   // the bytes alive; `raw` must point into it.
   static Expected<MessagePtr> from_input(std::shared_ptr<const std::string> buffer, std::string_view raw);
+  // The same when the reader already parsed `raw` into `parsed` while validating it (one pass).
+  static Expected<MessagePtr> from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
+                                         boost::json::value parsed);
 
   Role role() const { return role_; }
   const boost::json::object& json() const { return object_; }

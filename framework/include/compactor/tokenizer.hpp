@@ -26,10 +26,18 @@ std::string_view rank_file_name(TokenizerKind kind);
 // running program's bin/ folder (the build tree and an install both have it there).
 std::string default_meter_data_dir();
 
+// The packed form of a rank file, beside it: <rank file>.pack (see Tokenizer::pack).
+std::string packed_rank_file_name(TokenizerKind kind);
+
 class Tokenizer {
  public:
-  // Reads <data_dir>/<rank_file_name(kind)>; the error names the file and the line.
+  // Maps <data_dir>/<packed_rank_file_name(kind)> when it is there and was made from the rank
+  // file beside it (same size), else reads <data_dir>/<rank_file_name(kind)>; the error names the
+  // file and the line.
   static Expected<std::shared_ptr<const Tokenizer>> load(TokenizerKind kind, const std::string& data_dir);
+  // The packed form of a rank file (its ranks and index as they lie in memory), which load()
+  // maps instead of parsing 100k–200k base64 lines; made at build time by compactor_meter_pack.
+  static Expected<std::string> pack(TokenizerKind kind, const std::string& rank_file);
 
   TokenizerKind kind() const { return kind_; }
   std::vector<std::uint32_t> encode(std::string_view utf8) const;

@@ -6,6 +6,7 @@
 #include "compactor/error.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,14 @@ class RankTable {
   // <base64> <base64> …", ranks counting up from the first.
   static Expected<RankTable> from_lite(std::string_view text, const std::string& source);
 
+  // The packed form (issue 17): the index, entries, ranks and arena as they lie in memory, plus
+  // `extra` bytes the loader keeps beside them (Claude's special tokens). Made at build time
+  // (compactor_meter_pack); from_packed maps the file and uses it in place, so loading costs a
+  // few page faults instead of decoding 100k–200k base64 lines. `source_size` is the size of the
+  // rank file it was made from: a pack whose rank file has another size is stale.
+  std::string packed(std::string_view extra, std::uint64_t source_size) const;
+  static Expected<RankTable> from_packed(const std::string& path, std::string& extra, std::uint64_t& source_size);
+
   std::uint32_t rank(std::string_view bytes) const;
   std::size_t size() const { return count_; }
   // The bytes of a rank (for decoding in tests); empty when unused.
@@ -34,15 +43,25 @@ class RankTable {
     std::uint32_t length = 0;
     std::uint32_t rank = kNone;
   };
+  // What a table built from text owns; a packed table owns its mapping instead.
+  struct Storage {
+    std::string arena;
+    std::vector<Slot> entries;            // in insertion order
+    std::vector<Slot> index;              // power-of-two open addressing
+    std::vector<std::uint32_t> by_rank;   // rank → entry + 1 (0: unused)
+  };
   bool add(std::string_view bytes, std::uint32_t rank);
   std::optional<Error> build(const std::string& source);  // the index, or "no ranks"
   void build_index();
   static std::uint64_t hash(std::string_view bytes);
 
-  std::string arena_;
-  std::vector<Slot> entries_;  // in insertion order
-  std::vector<Slot> index_;    // power-of-two open addressing
-  std::vector<std::uint32_t> by_rank_;  // rank → entry + 1 (0: unused)
+  std::shared_ptr<Storage> storage_ = std::make_shared<Storage>();
+  std::shared_ptr<const void> owner_;  // keeps the views below alive (storage_ or a mapping)
+  const char* arena_ = nullptr;
+  const Slot* entries_ = nullptr;
+  const Slot* index_ = nullptr;
+  const std::uint32_t* by_rank_ = nullptr;
+  std::size_t entries_size_ = 0, index_size_ = 0, by_rank_size_ = 0, arena_size_ = 0;
   std::size_t count_ = 0;
 };
 

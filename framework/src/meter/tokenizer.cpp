@@ -10,11 +10,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <queue>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace compactor {
 
@@ -247,17 +250,36 @@ struct Tokenizer::Impl {
 Tokenizer::Tokenizer(TokenizerKind kind, std::unique_ptr<Impl> impl) : kind_(kind), impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
-Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
-  std::string path = data_dir + "/" + std::string(rank_file_name(kind));
+namespace {
+
+// Templates over the implementation type, which is private to Tokenizer.
+template <class ImplT>
+void configure(TokenizerKind kind, ImplT& impl) {
+  impl.pattern = kind == TokenizerKind::cl100k_base ? SplitPattern::cl100k
+                 : kind == TokenizerKind::o200k_base ? SplitPattern::o200k
+                                                     : SplitPattern::gpt2;
+  impl.nfkc = kind == TokenizerKind::claude_legacy;
+  // Longest first, so that a special token that begins another is not taken for it.
+  std::sort(impl.specials.begin(), impl.specials.end(),
+            [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
+}
+
+std::string cannot_read(TokenizerKind kind, const std::string& path) {
+  return path + ": cannot read the " + std::string(to_string(kind)) +
+         " rank file (run tools/setup.sh, or set COMPACTOR_METER_DATA to the folder that has it)";
+}
+
+// The rank file itself, parsed: what the pack is made from, and the fallback without a pack.
+template <class ImplT>
+Expected<std::unique_ptr<ImplT>> load_text(TokenizerKind kind, const std::string& path, std::uint64_t& size) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{path + ": cannot read the " + std::string(to_string(kind)) +
-                 " rank file (run tools/setup.sh, or set COMPACTOR_METER_DATA to the folder that has it)"};
+  if (!in) return Error{cannot_read(kind, path)};
   std::ostringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
+  size = text.size();
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<ImplT>();
   if (kind == TokenizerKind::claude_legacy) {
     boost::system::error_code ec;
     boost::json::value doc = boost::json::parse(text, ec);
@@ -270,20 +292,76 @@ Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, c
     if (const auto* specials = root->contains("special_tokens") ? root->at("special_tokens").if_object() : nullptr)
       for (const auto& [name, id] : *specials)
         if (id.is_int64()) impl->specials.push_back({std::string(name), static_cast<std::uint32_t>(id.as_int64())});
-    // Longest first, so that a special token that begins another is not taken for it.
-    std::sort(impl->specials.begin(), impl->specials.end(),
-              [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
-    impl->pattern = SplitPattern::gpt2;
-    impl->nfkc = true;
   } else {
     auto table = RankTable::from_tiktoken(text, path);
     if (!table) return table.error();
     impl->ranks = std::move(*table);
-    impl->pattern = kind == TokenizerKind::cl100k_base ? SplitPattern::cl100k
-                    : kind == TokenizerKind::o200k_base ? SplitPattern::o200k
-                                                        : SplitPattern::gpt2;
   }
-  return std::shared_ptr<const Tokenizer>(new Tokenizer(kind, std::move(impl)));
+  configure(kind, *impl);
+  return impl;
+}
+
+// Special tokens in a pack's extra bytes: "<text>\0<rank>\0" each.
+std::string specials_bytes(const std::vector<SpecialToken>& specials) {
+  std::string out;
+  for (const auto& s : specials) {
+    out += s.text;
+    out += '\0';
+    out += std::to_string(s.rank);
+    out += '\0';
+  }
+  return out;
+}
+
+bool read_specials(std::string_view bytes, std::vector<SpecialToken>& out) {
+  while (!bytes.empty()) {
+    std::size_t a = bytes.find('\0');
+    std::size_t b = a == std::string_view::npos ? a : bytes.find('\0', a + 1);
+    if (b == std::string_view::npos) return false;
+    std::uint32_t rank = 0;
+    std::string_view digits = bytes.substr(a + 1, b - a - 1);
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+    if (ec != std::errc{} || p != digits.data() + digits.size()) return false;
+    out.push_back({std::string(bytes.substr(0, a)), rank});
+    bytes.remove_prefix(b + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string packed_rank_file_name(TokenizerKind kind) { return std::string(rank_file_name(kind)) + ".pack"; }
+
+Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
+  std::string path = data_dir + "/" + std::string(rank_file_name(kind));
+  // The pack made at build time, when it was made from this very rank file (same size) or the
+  // rank file is not there: mapped, not parsed.
+  std::string pack = data_dir + "/" + packed_rank_file_name(kind);
+  struct stat text_stat {};
+  bool has_text = ::stat(path.c_str(), &text_stat) == 0;
+  if (::access(pack.c_str(), R_OK) == 0) {
+    std::string extra;
+    std::uint64_t source_size = 0;
+    auto table = RankTable::from_packed(pack, extra, source_size);
+    auto impl = std::make_unique<Impl>();
+    if (table && (!has_text || static_cast<std::uint64_t>(text_stat.st_size) == source_size) &&
+        read_specials(extra, impl->specials)) {
+      impl->ranks = std::move(*table);
+      configure(kind, *impl);
+      return std::shared_ptr<const Tokenizer>(new Tokenizer(kind, std::move(impl)));
+    }
+  }
+  std::uint64_t size = 0;
+  auto impl = load_text<Impl>(kind, path, size);
+  if (!impl) return impl.error();
+  return std::shared_ptr<const Tokenizer>(new Tokenizer(kind, std::move(*impl)));
+}
+
+Expected<std::string> Tokenizer::pack(TokenizerKind kind, const std::string& rank_file) {
+  std::uint64_t size = 0;
+  auto impl = load_text<Impl>(kind, rank_file, size);
+  if (!impl) return impl.error();
+  return (*impl)->ranks.packed(specials_bytes((*impl)->specials), size);
 }
 
 std::vector<std::uint32_t> Tokenizer::encode(std::string_view utf8) const {

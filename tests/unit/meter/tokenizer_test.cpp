@@ -7,8 +7,10 @@
 
 #include <boost/json/parse.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <unistd.h>
 #include <sstream>
 
 namespace compactor {
@@ -112,6 +114,36 @@ TEST(Tokenizer, LongPiecesMergeLikeTiktoken) {
   EXPECT_EQ(std::vector<std::uint32_t>(ids.begin(), ids.begin() + 12),
             (std::vector<std::uint32_t>{5876, 51015, 73587, 8796, 15, 71, 12830, 5964, 8673, 52, 20, 6459}));
   EXPECT_EQ(t->decode(ids), base64);
+}
+
+// The build packs every rank file; the pack and the text it was made from must tokenize alike.
+TEST(Tokenizer, APackedTableCountsLikeItsRankFile) {
+  namespace fs = std::filesystem;
+  const std::string text = "Hello, wörld! 123456 'll  \n\n\t x ſ 😊 こんにちは <EOT> a<META_START>b \xEF\xAC\x81sh end  ";
+  fs::path text_only = fs::temp_directory_path() / ("compactor-text-ranks-" + std::to_string(::getpid()));
+  fs::create_directories(text_only);
+  for (auto kind : {TokenizerKind::cl100k_base, TokenizerKind::o200k_base, TokenizerKind::claude_legacy}) {
+    ASSERT_TRUE(fs::exists(fs::path(COMPACTOR_METER_DATA_DIR) / packed_rank_file_name(kind))) << to_string(kind);
+    fs::copy_file(fs::path(COMPACTOR_METER_DATA_DIR) / rank_file_name(kind), text_only / rank_file_name(kind),
+                  fs::copy_options::overwrite_existing);
+    auto packed = load(kind);
+    auto parsed = Tokenizer::load(kind, text_only.string());
+    ASSERT_TRUE(packed && parsed) << to_string(kind);
+    EXPECT_EQ(packed->encode(text), (*parsed)->encode(text)) << to_string(kind);
+    EXPECT_EQ(packed->decode(packed->encode(text)), (*parsed)->decode((*parsed)->encode(text))) << to_string(kind);
+  }
+  // A pack made from another rank file (its size differs) is not used: the text is read.
+  fs::copy_file(fs::path(COMPACTOR_METER_DATA_DIR) / packed_rank_file_name(TokenizerKind::cl100k_base),
+                text_only / packed_rank_file_name(TokenizerKind::o200k_base), fs::copy_options::overwrite_existing);
+  auto o200k = Tokenizer::load(TokenizerKind::o200k_base, text_only.string());
+  ASSERT_TRUE(o200k);
+  EXPECT_EQ((*o200k)->encode(text), load(TokenizerKind::o200k_base)->encode(text));
+  // A damaged pack is refused and the text read.
+  std::ofstream(text_only / packed_rank_file_name(TokenizerKind::o200k_base), std::ios::binary | std::ios::trunc) << "CMPRANK1 damaged";
+  o200k = Tokenizer::load(TokenizerKind::o200k_base, text_only.string());
+  ASSERT_TRUE(o200k);
+  EXPECT_EQ((*o200k)->encode(text), load(TokenizerKind::o200k_base)->encode(text));
+  fs::remove_all(text_only);
 }
 
 TEST(Tokenizer, AMissingRankFileSaysWhichAndWhatToDo) {

@@ -1,0 +1,288 @@
+// Issue 17's yardstick: a whole `compactor run` of the default pipeline at a 400,000-char budget
+// (configs/bench-400k.yaml) against the floor, plain Boost.JSON read + parse + serialize + write +
+// fsync of the same file, on seeded generated sessions (`compactor generate`) of about 3.7, 13
+// and 57 MB. Each iteration times the floor and the run back to back (paired rounds); the
+// reported time is the run's, and the counters give the floor's median, the run's median and
+// the median of the per-round ratios run/floor. The run is the real CLI process (start, dynamic
+// linking, config, plugins, read, the pipeline child, write, archive syncs): what a caller pays.
+// COMPACTOR_BENCH_CLI names another `compactor` binary to run (an older build, to compare).
+//
+// BM_PerCall splits one call on a ~1 MB session (COMPACTOR_BENCH_SESSION: another file) into
+// what `compactor run` does in turn: start (a process that only prints its version: exec and
+// dynamic linking), load (config and plugins), read (read and parse the input), stages (the
+// pipeline, its checkers and the archive's writes and syncs), write (serialize, write, fsync,
+// rename), and the isolation's fork of a child holding the parsed input.
+#include "compactor/atomic_file.hpp"
+#include "compactor/child_run.hpp"
+#include "compactor/conversation_reader.hpp"
+#include "compactor/pipeline.hpp"
+#include "compactor/stage_logger.hpp"
+
+#include <benchmark/benchmark.h>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+const fs::path& work_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("compactor-floor-bench-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string cli() {
+  const char* other = std::getenv("COMPACTOR_BENCH_CLI");
+  return other != nullptr && *other != '\0' ? other : COMPACTOR_CLI;
+}
+
+// Runs argv (no shell) in `cwd` with stdout and stderr to /dev/null; the exit status, and the
+// CPU seconds (user + system) of the process and the children it waited for in `cpu`.
+int run_process(const std::vector<std::string>& args, const fs::path& cwd, double* cpu = nullptr) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  if (cpu != nullptr)
+    *cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The generated session of `exchanges` exchanges (seed 17), made once per process.
+const fs::path& session(int exchanges) {
+  static std::map<int, fs::path> made;
+  auto it = made.find(exchanges);
+  if (it != made.end()) return it->second;
+  fs::path path = work_dir() / ("session-" + std::to_string(exchanges) + ".json");
+  int code = run_process({cli(), "generate", "--exchanges", std::to_string(exchanges), "--seed", "17", "--output",
+                          path.string()},
+                         work_dir());
+  if (code != 0) throw std::runtime_error("compactor generate failed");
+  return made.emplace(exchanges, path).first->second;
+}
+
+std::string read_file(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  ::fstat(fd, &st);
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+void write_and_sync(const fs::path& path, const std::string& bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// The floor: what any JSON-in, JSON-out tool must at least do with the file.
+void floor_once(const fs::path& in, const fs::path& out) {
+  std::string bytes = read_file(in);
+  json::value v = json::parse(bytes);
+  std::string text = json::serialize(v);
+  write_and_sync(out, text);
+  benchmark::DoNotOptimize(text.data());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double cpu_seconds() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+void BM_RunVsFloor(benchmark::State& state) {
+  const fs::path& in = session(static_cast<int>(state.range(0)));
+  const fs::path config = fs::path(COMPACTOR_CONFIGS_DIR) / "bench-400k.yaml";
+  // Wall time is what a caller waits; CPU time (user + system) is what the machine spends, and
+  // is the steadier figure when other work shares the cores.
+  std::vector<double> floors, runs, ratios, floor_cpus, run_cpus, cpu_ratios;
+  int round = 0;
+  for (auto _ : state) {
+    // Each round runs in a fresh folder, so the archive's blobs are really written.
+    fs::path cwd = work_dir() / ("round-" + std::to_string(round++));
+    fs::create_directories(cwd);
+    double c0 = cpu_seconds();
+    auto t0 = Clock::now();
+    floor_once(in, cwd / "floor.json");
+    double floor = seconds_since(t0), floor_cpu = cpu_seconds() - c0;
+    double run_cpu = 0;
+    auto t1 = Clock::now();
+    int code = run_process({cli(), "run", "--config", config.string(), "--input", in.string(), "--output",
+                            (cwd / "out.json").string()},
+                           cwd, &run_cpu);
+    double run = seconds_since(t1);
+    if (code > 1) {
+      state.SkipWithError("compactor run failed");
+      break;
+    }
+    state.SetIterationTime(run);
+    floors.push_back(floor);
+    runs.push_back(run);
+    ratios.push_back(run / floor);
+    floor_cpus.push_back(floor_cpu);
+    run_cpus.push_back(run_cpu);
+    cpu_ratios.push_back(run_cpu / floor_cpu);
+    std::error_code ec;
+    fs::remove_all(cwd, ec);
+  }
+  state.counters["MB"] = static_cast<double>(fs::file_size(in)) / 1e6;
+  state.counters["floor_ms"] = median(floors) * 1e3;
+  state.counters["run_ms"] = median(runs) * 1e3;
+  state.counters["ratio"] = median(ratios);
+  state.counters["floor_cpu_ms"] = median(floor_cpus) * 1e3;
+  state.counters["run_cpu_ms"] = median(run_cpus) * 1e3;
+  state.counters["cpu_ratio"] = median(cpu_ratios);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * fs::file_size(in)));
+}
+// Exchanges giving sessions of 3.76, 12.9 and 57.0 MB with seed 17.
+BENCHMARK(BM_RunVsFloor)
+    ->ArgName("exchanges")
+    ->Arg(128)
+    ->Arg(455)
+    ->Arg(1850)
+    ->UseManualTime()
+    ->MinTime(3)
+    ->Unit(benchmark::kMillisecond);
+
+class QuietLogger final : public compactor::StageLogger {
+ public:
+  void log(compactor::LogLevel, std::string_view) override {}
+};
+
+void BM_PerCall(benchmark::State& state) {
+  using namespace compactor;
+  const char* other = std::getenv("COMPACTOR_BENCH_SESSION");
+  const fs::path in = other != nullptr && *other != '\0' ? fs::path(other) : session(static_cast<int>(state.range(0)));
+  ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_PLUGIN_DIR, 1);
+  const std::string config = (fs::path(COMPACTOR_CONFIGS_DIR) / "bench-400k.yaml").string();
+  QuietLogger log;
+  std::vector<double> start, load, read, stages, write, isolation, total;
+  int round = 0;
+  for (auto _ : state) {
+    fs::path cwd = work_dir() / ("call-" + std::to_string(round++));
+    fs::create_directories(cwd);
+    auto t0 = Clock::now();
+    run_process({cli(), "--version"}, cwd);
+    auto t1 = Clock::now();
+    auto loaded = load_pipeline_config(config);
+    if (!loaded.config) {
+      state.SkipWithError(loaded.errors.front().c_str());
+      break;
+    }
+    auto pipeline = Pipeline::build(std::move(*loaded.config));
+    if (!pipeline) {
+      state.SkipWithError(pipeline.error().message.c_str());
+      break;
+    }
+    auto t2 = Clock::now();
+    auto input = read_conversation_file(in.string());
+    if (!input) {
+      state.SkipWithError(input.error().message.c_str());
+      break;
+    }
+    auto t3 = Clock::now();
+    RunOptions options;
+    options.archive_dir = (cwd / "archive").string();
+    RunReport report = pipeline->run(*input, options, log);
+    if (!report.output) {
+      state.SkipWithError(report.error.c_str());
+      break;
+    }
+    auto t4 = Clock::now();
+    std::string bytes = report.output->serialize();
+    if (auto written = write_file_atomically((cwd / "out.json").string(), bytes); !written) {
+      state.SkipWithError(written.error().message.c_str());
+      break;
+    }
+    auto t5 = Clock::now();
+    run_in_child([](ChildProgress&) { return 0; }, std::chrono::minutes(1), "");
+    auto t6 = Clock::now();
+    auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    start.push_back(ms(t0, t1));
+    load.push_back(ms(t1, t2));
+    read.push_back(ms(t2, t3));
+    stages.push_back(ms(t3, t4));
+    write.push_back(ms(t4, t5));
+    isolation.push_back(ms(t5, t6));
+    total.push_back(ms(t0, t6));
+    state.SetIterationTime(ms(t0, t6) / 1e3);
+    std::error_code ec;
+    fs::remove_all(cwd, ec);
+  }
+  state.counters["MB"] = static_cast<double>(fs::file_size(in)) / 1e6;
+  state.counters["start_ms"] = median(start);
+  state.counters["load_ms"] = median(load);
+  state.counters["read_ms"] = median(read);
+  state.counters["stages_ms"] = median(stages);
+  state.counters["write_ms"] = median(write);
+  state.counters["fork_ms"] = median(isolation);
+  state.counters["total_ms"] = median(total);
+}
+// 47 exchanges: a 1.28 MB session with seed 17 (46 give 0.78 MB: one large result more).
+BENCHMARK(BM_PerCall)->ArgName("exchanges")->Arg(47)->UseManualTime()->MinTime(2)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::error_code ec;
+  fs::remove_all(work_dir(), ec);
+  return 0;
+}
