@@ -374,6 +374,92 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
+// Claude Code sends `role: "system"` entries inside `messages` (mid-conversation system text),
+// which the checkers and the conversation model do not take. The server lifts them out before the
+// pipeline and puts each back, verbatim, before the message it preceded (or, when that message
+// was compacted away, before the next one that is still there, never inside a tool_use/result
+// pair): they are never summarized, never counted as the user's request, and kept in order.
+struct SystemEntries {
+  std::vector<std::pair<std::size_t, std::string>> entries;  // index among the other messages, raw JSON
+};
+
+bool has_system_role(std::string_view body) {
+  auto space = [&](std::size_t q) {
+    while (q < body.size() && (body[q] == ' ' || body[q] == '\n' || body[q] == '\r' || body[q] == '\t')) ++q;
+    return q;
+  };
+  for (std::size_t p = 0; (p = body.find("\"role\"", p)) != std::string_view::npos; p += 6) {
+    std::size_t q = space(p + 6);
+    if (q >= body.size() || body[q] != ':') continue;
+    q = space(q + 1);
+    if (body.compare(q, 8, "\"system\"") == 0) return true;
+  }
+  return false;
+}
+
+// The body without its system entries (re-serialized), or nothing when it has none.
+std::optional<std::string> lift_system_entries(const std::string& body, SystemEntries& lifted) {
+  if (!has_system_role(body)) return std::nullopt;
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec);
+  if (ec || !doc.is_object()) return std::nullopt;
+  json::value* messages = doc.as_object().if_contains("messages");
+  if (messages == nullptr || !messages->is_array()) return std::nullopt;
+  json::array kept;
+  for (auto& m : messages->as_array()) {
+    const json::value* role = m.is_object() ? m.as_object().if_contains("role") : nullptr;
+    if (role != nullptr && role->is_string() && role->as_string() == "system")
+      lifted.entries.emplace_back(kept.size(), json::serialize(m));
+    else
+      kept.push_back(std::move(m));
+  }
+  if (lifted.entries.empty()) return std::nullopt;
+  *messages = std::move(kept);
+  return json::serialize(doc);
+}
+
+bool calls_tools(const Message& m) {
+  if (m.role() != Role::assistant) return false;
+  for (const Block& b : m.blocks())
+    if (b.kind() == BlockKind::tool_use) return true;
+  return false;
+}
+
+// The body to send: the request's frame around `sent` (the pipeline's output `out` with the
+// client's breakpoints back), each lifted entry back before its anchor.
+std::string body_with_system_entries(const Conversation& request, const std::vector<MessagePtr>& out,
+                                     const std::vector<MessagePtr>& sent, const std::vector<MessagePtr>& stripped,
+                                     const SystemEntries& lifted) {
+  std::vector<std::vector<const std::string*>> before(out.size() + 1);
+  std::size_t from = 0;
+  for (const auto& [anchor, raw] : lifted.entries) {
+    std::size_t at = out.size();
+    for (std::size_t a = anchor; a < stripped.size() && at == out.size(); ++a)
+      for (std::size_t j = from; j < out.size(); ++j)
+        if (out[j]->raw() == stripped[a]->raw()) {
+          at = j;
+          break;
+        }
+    if (at > 0 && at < out.size() && calls_tools(*out[at - 1])) ++at;  // never between a call and its results
+    before[at].push_back(&raw);
+    from = at;
+  }
+  const ConversationFrame& frame = request.frame();
+  std::string body(frame.prefix);
+  bool first = true;
+  auto add = [&](std::string_view text) {
+    if (!first) body += frame.separator;
+    body += text;
+    first = false;
+  };
+  for (std::size_t i = 0; i <= out.size(); ++i) {
+    for (const std::string* raw : before[i]) add(*raw);
+    if (i < out.size()) add(sent[i]->raw());
+  }
+  body += frame.suffix;
+  return body;
+}
+
 class Compactor {
  public:
   Compaction run(const Loaded& loaded, const std::string& body, bool prompt_too_long_retry,
@@ -400,7 +486,9 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
   Compaction c;
   auto t = Clock::now();
   std::string error;
-  std::optional<Conversation> request = parsed ? parsed : parse(body, error);
+  SystemEntries lifted;
+  std::optional<std::string> without_system = parsed ? std::nullopt : lift_system_entries(body, lifted);
+  std::optional<Conversation> request = parsed ? parsed : parse(without_system ? *without_system : body, error);
   c.parse_us = us_since(t);
   if (!request) {
     c.result = Compaction::refused;
@@ -454,7 +542,9 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
     if ((r.exit_code == kExitOk || r.exit_code == kExitNotDone) && r.output) {
       if (!key.empty()) state.put(key, r.output->messages());
       head["changed"] = r.output->messages() != stripped;
-      out_body = request->with_messages(restore_breakpoints(r.output->messages(), original, stripped, frame_text)).serialize();
+      auto out_messages = restore_breakpoints(r.output->messages(), original, stripped, frame_text);
+      out_body = lifted.entries.empty() ? request->with_messages(out_messages).serialize()
+                                        : body_with_system_entries(*request, r.output->messages(), out_messages, stripped, lifted);
     }
     write_all(fd, json::serialize(head) + "\n" + out_body);
     return r.exit_code;
@@ -578,7 +668,8 @@ void Server::record_compaction(const Compaction& c, const std::string& route) {
       metrics_.observe("compactor_serve_stage_seconds", fmt::format("stage=\"{}\"", stage),
                        static_cast<double>(a.at(2).to_number<std::int64_t>()) / 1e6);
   }
-  if (c.parse_us > 0 || c.state_hit) metrics_.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
+  if (c.result == Compaction::compacted || c.result == Compaction::unchanged)
+    metrics_.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
 }
 
 void Server::messages(Client& client, http::request<http::string_body>& req, const Loaded& loaded) {
@@ -609,7 +700,8 @@ void Server::messages(Client& client, http::request<http::string_body>& req, con
     metrics_.add("compactor_serve_retries_total", "");
     Compaction r = compactor_.run(loaded, body, true, std::nullopt);
     record_compaction(r, "messages_retry");
-    if (r.result == Compaction::compacted || r.result == Compaction::unchanged) {
+    // Sending what was just refused again would only be refused again.
+    if ((r.result == Compaction::compacted || r.result == Compaction::unchanged) && r.body != out) {
       spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once",
                    std::string(req.target()));
       Headers retry_extra = {{"x-compactor-status", "retried"}};
@@ -635,6 +727,7 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
   std::string warning;
+  bool recorded = false;
   if (ec || !doc.is_object() || !doc.as_object().contains("messages")) {
     warning = "input refused, forwarded unchanged: not an OpenAI chat request with messages";
   } else {
@@ -654,6 +747,7 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
       std::string anthropic = imported->conversation->serialize();
       Compaction c = compactor_.run(loaded, anthropic, false, std::nullopt);
       record_compaction(c, "chat_completions");
+      recorded = true;
       if (c.result == Compaction::compacted) {
         auto compacted = compactor_.parse(c.body, warning);
         if (compacted) {
@@ -674,7 +768,7 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
   if (!warning.empty()) {
     spdlog::warn("serve: POST {}: {}", std::string(req.target()), warning);
     extra.emplace_back("x-compactor-warning", header_safe(warning));
-    metrics_.add("compactor_serve_requests_total", "route=\"chat_completions\",outcome=\"refused\"");
+    if (!recorded) metrics_.add("compactor_serve_requests_total", "route=\"chat_completions\",outcome=\"refused\"");
   }
   Upstream u = forward(client, url, "POST", headers_of(req), out, loaded.serve.request_timeout_ms, extra);
   if (!u.curl_error.empty() || u.status / 100 != 2)
