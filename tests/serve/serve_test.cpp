@@ -597,15 +597,21 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
   if (corpus == nullptr) GTEST_SKIP() << "set COMPACTOR_SERVE_CORPUS to a folder of sessions";
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(corpus))
-    if (e.is_regular_file() && (e.path().extension() == ".jsonl" || e.path().extension() == ".json")) files.push_back(e.path());
+    if (e.is_regular_file() && (e.path().extension() == ".jsonl" || e.path().extension() == ".json" || e.path().extension() == ".traj")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::size_t sessions = 0, compacted = 0;
   for (const auto& f : files) {
     fs::path dir = fresh_dir("corpus");
     auto imported = test::run_cli({"import", "--input", f.string(), "--output", (dir / "session.json").string()});
-    if (imported.exit_code != 0 || !fs::exists(dir / "session.json")) continue;
+    if (imported.exit_code != 0 || !fs::exists(dir / "session.json")) {
+      std::printf("corpus: %s not imported (exit %d)\n", f.filename().c_str(), imported.exit_code);
+      continue;
+    }
     Conversation session = test::load_or_die((dir / "session.json").string());
-    if (session.size() < 2) continue;
+    if (session.size() < 2) {
+      std::printf("corpus: %s has %zu messages: no call to replay\n", f.filename().c_str(), session.size());
+      continue;
+    }
     replay_through_two_servers(dir, f.filename().string(), session, compacted);
     ++sessions;
     fs::remove_all(dir);
