@@ -101,8 +101,11 @@ def main():
             post(servers["continuing"][1], body)
             shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
             post(servers["full"][1], body)
-        results = {}
+        results, per_stage = {}, {}
         for n, (p, port, err) in servers.items():
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+            per_stage[n] = {m.group(1): float(m.group(2)) * 1000 for m in
+                            re.finditer(r'compactor_serve_stage_seconds_sum\{stage="([^"]+)"\} ([0-9.e+-]+)', metrics)}
             p.terminate()
             p.wait()
             rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
@@ -118,6 +121,8 @@ def main():
         cont, full = results["continuing"], results["full"]
         hits = sum(1 for r in cont if r[1] > 0)
         sc, sf = sum(r[4] for r in cont), sum(r[4] for r in full)
+        for stage in sorted(set(per_stage["continuing"]) | set(per_stage["full"])):
+            print(f"stage {stage}: continuing {per_stage['continuing'].get(stage, 0):.1f} ms, full {per_stage['full'].get(stage, 0):.1f} ms")
         print(f"continuing path: {hits}/{len(cont)} calls continued a stored prefix; stage time {sc / 1000:.1f} ms in all, "
               f"full runs {sf / 1000:.1f} ms: {100 * sc / max(sf, 1):.1f}%")
     finally:
