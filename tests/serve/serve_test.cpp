@@ -459,6 +459,57 @@ TEST(Serve, ReloadTakesAGoodConfigAndRefusesABadOneWithLocatedErrors) {
   fs::remove_all(dir);
 }
 
+TEST(Serve, SigtermDrainsTheRequestInFlightThenExits) {
+  fs::path dir = fresh_dir("drain");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  std::promise<void> release;
+  auto gate = release.get_future().share();
+  ScriptedResponse slow{200, {}, test::anthropic_reply("finished")};
+  slow.before_answer = [gate] { gate.wait_for(std::chrono::seconds(30)); };
+  LoopbackHttpServer upstream({slow});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  auto in_flight = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
+  for (int i = 0; i < 3000 && upstream.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  serve.signal(SIGTERM);
+  // New connections are refused once the server drains; the request in flight still completes.
+  for (int i = 0; i < 3000; ++i) {
+    asio::io_context io;
+    tcp::socket probe(io);
+    beast::error_code ec;
+    probe.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), serve.port()), ec);
+    if (ec) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  release.set_value();
+  Reply r = in_flight.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, test::anthropic_reply("finished"));
+  EXPECT_EQ(serve.stop(), 0);
+  EXPECT_NE(serve.stderr_text().find("compactor serve: drained; exiting"), std::string::npos) << serve.stderr_text();
+  fs::remove_all(dir);
+}
+
+TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarning) {
+  fs::path dir = fresh_dir("openai-repair");
+  // A tool call whose result never came: the importer would answer it; the server must not.
+  const std::string body =
+      R"({"model":"gpt-4o","messages":[{"role":"user","content":"list files"},)"
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},)"
+      R"({"role":"user","content":"go on"}]})";
+  LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/chat/completions", body, {{"authorization", "Bearer sk-openai-test"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, test::openai_reply("ok"));
+  EXPECT_NE(r.headers["x-compactor-warning"].find("repairs"), std::string::npos) << r.headers["x-compactor-warning"];
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].target, "/v1/chat/completions");
+  EXPECT_EQ(upstream.requests()[0].body, body);
+  EXPECT_EQ(upstream.requests()[0].headers["authorization"], "Bearer sk-openai-test");
+  fs::remove_all(dir);
+}
+
 TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {
   fs::path dir = fresh_dir("config");
   write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstream: ftp://x\n  max_concurrency: 0\n  on_failure: drop\n  port: 1\n");
