@@ -50,6 +50,12 @@ int serve_command(int argc, char** argv) {
     if (auto u = args->get(key); u && u->rfind("http://", 0) != 0 && u->rfind("https://", 0) != 0)
       return command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", key, *u));
 
+  if (auto l = args->get("listen")) {
+    std::size_t colon = l->rfind(':');
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < l->size() && l->size() - colon - 1 <= 5 &&
+              l->find_first_not_of("0123456789", colon + 1) == std::string::npos && std::stoul(l->substr(colon + 1)) <= 65535;
+    if (!ok) return command.usage_error(fmt::format("--listen expects HOST:PORT (port 0 to 65535), got \"{}\"", *l));
+  }
   auto logger = spdlog::stderr_logger_mt("serve");
   logger->set_pattern("compactor serve: %l: %v");
   auto level = log_level_from_environment();
