@@ -504,9 +504,11 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
   if (auto hit = loaded.state->longest(hashes)) {
     c.state_hit = true;
     c.covered = hit->covered;
-    input = std::move(hit->sent);
-    // On a retry after a refusal the stored history for the whole request is what was sent.
-    input.insert(input.end(), stripped.begin() + static_cast<std::ptrdiff_t>(hit->covered), stripped.end());
+    if (!hit->unchanged) {
+      input = std::move(hit->sent);
+      // On a retry after a refusal the stored history for the whole request is what was sent.
+      input.insert(input.end(), stripped.begin() + static_cast<std::ptrdiff_t>(hit->covered), stripped.end());
+    }
   }
   c.state_us = us_since(t);
   Conversation in = request->with_messages(input);
@@ -540,8 +542,9 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
     head["stages"] = std::move(stages);
     std::string out_body;
     if ((r.exit_code == kExitOk || r.exit_code == kExitNotDone) && r.output) {
-      if (!key.empty()) state.put(key, r.output->messages());
-      head["changed"] = r.output->messages() != stripped;
+      const bool changed = r.output->messages() != stripped;
+      if (!key.empty()) state.put(key, r.output->messages(), !changed);
+      head["changed"] = changed;
       auto out_messages = restore_breakpoints(r.output->messages(), original, stripped, frame_text);
       out_body = lifted.entries.empty() ? request->with_messages(out_messages).serialize()
                                         : body_with_system_entries(*request, r.output->messages(), out_messages, stripped, lifted);

@@ -126,6 +126,7 @@ std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string
     std::ifstream in(path, std::ios::binary);
     std::stringstream buffer;
     buffer << in.rdbuf();
+    if (buffer.str() == "=") return Hit{k, {}, true};
     ReadOptions options;
     options.source = path;
     options.format = InputFormat::messages_array;
@@ -136,9 +137,10 @@ std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string
   return std::nullopt;
 }
 
-bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent) const {
+bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
+  if (unchanged) return static_cast<bool>(write_file_atomically(path_of(hash), "="));
   std::string bytes = "[";
   for (std::size_t i = 0; i < sent.size(); ++i) {
     if (i > 0) bytes += ',';

@@ -32,11 +32,13 @@ class StateStore {
   struct Hit {
     std::size_t covered = 0;
     std::vector<MessagePtr> sent;
+    bool unchanged = false;  // what was sent is the uncompacted prefix itself (`sent` left empty)
   };
   std::optional<Hit> longest(const std::vector<std::string>& hashes) const;
 
-  // Stores the compacted history sent for the prefix named `hash` (atomic, idempotent).
-  bool put(const std::string& hash, const std::vector<MessagePtr>& sent) const;
+  // Stores the compacted history sent for the prefix named `hash` (atomic, idempotent). When it
+  // is the uncompacted prefix itself, only a one-byte marker is written (no copy to parse back).
+  bool put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged) const;
 
   const std::string& dir() const { return dir_; }
 
