@@ -129,6 +129,8 @@ async function main() {
     // ---- OpenAI SDK (through the OpenAI importer and exporter) ----
     const history = JSON.parse(execFileSync(cli, ['import', '--input', sessionFile, '--output-format', 'openai', '--output', '-'],
       { stdio: ['ignore', 'pipe', 'ignore'] }).toString());
+    const newest = history.at(-1);
+    newest.content = [{ type: 'text', text: newest.content }];
     const openai = new OpenAI({ apiKey: 'sk-openai-sdk-test', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
     const chat = await openai.chat.completions.create({ model: 'gpt-4o', messages: history }).withResponse();
     assert.equal(chat.data.choices[0].message.content, 'Hi from upstream');
@@ -140,6 +142,12 @@ async function main() {
     assert.equal(forwarded.model, 'gpt-4o');
     assert.ok(JSON.stringify(forwarded.messages).length < JSON.stringify(history).length / 2, 'compacted before forwarding');
     for (const m of forwarded.messages) assert.ok(['system', 'user', 'assistant', 'tool'].includes(m.role), m.role);
+    // Untouched messages (the protected newest exchange) go out as the client's own messages.
+    // (The newest message is sent with its content as text parts, which the exporter would
+    // have written as a string: it must come back as the client wrote it.)
+    assert.ok(Array.isArray(forwarded.messages.at(-1).content));
+    assert.deepEqual(forwarded.messages.at(-1), history.at(-1));
+    assert.deepEqual(forwarded.messages.at(-2), history.at(-2));
 
     const chunks = [];
     const chatStream = await openai.chat.completions.create({ model: 'gpt-4o', messages: history, stream: true });

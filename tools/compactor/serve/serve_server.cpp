@@ -598,6 +598,38 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
 
 // ---------------------------------------------------------------------------------------------
 
+// The OpenAI messages to send for a compacted conversation: each message the pipeline left as it
+// was goes out as the client's own message(s) it was imported from (and the system messages
+// before the first one); only what a stage built is exported. Nothing when the mapping is unclear.
+std::optional<json::array> openai_messages(const Conversation& compacted, const ImportResult& imported,
+                                           const json::array& original) {
+  const std::vector<MessagePtr>& source = imported.conversation->messages();
+  const std::vector<std::size_t>& lines = imported.message_lines;
+  if (lines.size() != source.size() || source.empty()) return std::nullopt;
+  json::array out;
+  for (std::size_t k = 0; k < lines[0] && k < original.size(); ++k) out.push_back(original[k]);
+  std::size_t next = 0;
+  for (const MessagePtr& m : compacted.messages()) {
+    std::size_t found = source.size();
+    for (std::size_t i = next; i < source.size(); ++i)
+      if (source[i]->raw() == m->raw()) {
+        found = i;
+        break;
+      }
+    if (found < source.size()) {
+      std::size_t end = found + 1 < lines.size() ? lines[found + 1] : original.size();
+      for (std::size_t k = lines[found]; k < end && k < original.size(); ++k) out.push_back(original[k]);
+      next = found + 1;
+      continue;
+    }
+    boost::system::error_code ec;
+    json::value part = json::parse(export_openai(Conversation::from_messages({m})), ec);
+    if (ec || !part.is_array()) return std::nullopt;
+    for (auto& e : part.as_array()) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 class Server {
  public:
   Server(ServeOptions options, std::shared_ptr<Loaded> loaded) : options_(std::move(options)), current_(std::move(loaded)) {
@@ -754,9 +786,8 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
       if (c.result == Compaction::compacted) {
         auto compacted = compactor_.parse(c.body, warning);
         if (compacted) {
-          json::value exported = json::parse(export_openai(*compacted), ec);
-          if (!ec) {
-            doc.as_object()["messages"] = std::move(exported);
+          if (auto rebuilt = openai_messages(*compacted, *imported, doc.as_object().at("messages").as_array())) {
+            doc.as_object()["messages"] = std::move(*rebuilt);
             out = json::serialize(doc);
             extra.emplace_back("x-compactor-status", "compacted");
           }
