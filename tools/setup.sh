@@ -45,3 +45,12 @@ if [ ! -f "$data/node_modules/.package-lock.json" ] || [ "$data/package-lock.jso
 else
   echo "setup: tokenizer rank files already in $data/node_modules"
 fi
+
+# The official SDKs the serve tests drive (tests/serve: @anthropic-ai/sdk, openai; pinned by the lock).
+clients="$(cd "$(dirname "$0")/.." && pwd)/tests/serve"
+if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
+  echo "setup: installing the SDKs the serve tests use (npm ci in $clients)"
+  npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
+else
+  echo "setup: serve test SDKs already in $clients/node_modules"
+fi

@@ -1,6 +1,7 @@
 #include "support/loopback_http_server.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -94,6 +95,23 @@ void LoopbackHttpServer::serve() {
     }
     ScriptedResponse scripted = served < script_.size() ? script_[served] : ScriptedResponse{500, {}, "{\"error\":\"unscripted request\"}", {}};
     if (scripted.delay.count() > 0) std::this_thread::sleep_for(scripted.delay);
+    if (scripted.before_answer) scripted.before_answer();
+    if (!scripted.chunks.empty()) {
+      http::response<http::empty_body> head{static_cast<http::status>(scripted.status), 11};
+      head.set(http::field::content_type, "application/json");
+      for (const auto& [name, value] : scripted.headers) head.set(name, value);
+      head.keep_alive(false);
+      head.chunked(true);
+      http::response_serializer<http::empty_body> serializer{head};
+      http::write_header(socket, serializer, ec);
+      for (std::size_t i = 0; i < scripted.chunks.size() && !ec; ++i) {
+        asio::write(socket, http::make_chunk(asio::buffer(scripted.chunks[i])), ec);
+        if (i == 0 && scripted.between_chunks) scripted.between_chunks();
+      }
+      if (!ec) asio::write(socket, http::make_chunk_last(), ec);
+      socket.shutdown(tcp::socket::shutdown_both, ec);
+      continue;
+    }
     http::response<http::string_body> response{static_cast<http::status>(scripted.status), 11};
     response.set(http::field::content_type, "application/json");
     for (const auto& [name, value] : scripted.headers) response.set(name, value);

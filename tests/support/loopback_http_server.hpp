@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,10 +16,19 @@
 namespace compactor::test {
 
 struct ScriptedResponse {
+  ScriptedResponse(int status_ = 200, std::vector<std::pair<std::string, std::string>> headers_ = {}, std::string body_ = {},
+                   std::chrono::milliseconds delay_ = std::chrono::milliseconds{0})
+      : status(status_), headers(std::move(headers_)), body(std::move(body_)), delay(delay_) {}
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::chrono::milliseconds delay{0};  // before answering (a slow server)
+  // Called after the request is recorded, before answering (a test holds the answer back).
+  std::function<void()> before_answer;
+  // When not empty: the body is sent chunked, one chunk each, instead of `body` (streaming), and
+  // `between_chunks` is called after the first one is sent.
+  std::vector<std::string> chunks;
+  std::function<void()> between_chunks;
 };
 
 struct RecordedRequest {

@@ -323,6 +323,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
       if (c == last) out.last = std::move(r);
     }
     out.calls.push_back(std::move(call));
+    if (setup.on_call) setup.on_call(c, sent);
     held = sent.messages();
     previous = std::move(sent);
   }

@@ -13,6 +13,7 @@
 #include "compactor/stage_logger.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,6 +90,9 @@ struct ReplaySetup {
   std::string archive_dir;
   // Output tokens the log recorded for an answer, by message index (else the meter counts it).
   std::map<std::size_t, std::uint64_t> recorded_output;
+  // Called with each call's request as sent (0-based call index): how the server's continuity
+  // test compares its outputs with the replay's.
+  std::function<void(std::size_t call, const Conversation& sent)> on_call;
 };
 
 // Replays `session` (as imported) through `pipeline`. Never fails: a call whose pipeline fails

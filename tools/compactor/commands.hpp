@@ -15,5 +15,6 @@ int bench_command(int argc, char** argv);
 int count_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 
 }  // namespace compactor::cli

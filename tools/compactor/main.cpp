@@ -42,6 +42,8 @@ commands:
                            sent, prompt-cache reuse, cost, retention
   generate        --exchanges N --seed S [--output F]
                            write a seeded Claude-Code-like session (same seed, same bytes)
+  serve           --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
+                           a proxy in front of the model API that compacts every request
   archive gc      --keep-days N [--archive DIR]
                            remove archive blobs older than N days
 
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     if (command == "count") return cli::count_command(argc, argv);
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
     if (command == "generate") return cli::generate_command(argc, argv);
+    if (command == "serve") return cli::serve_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

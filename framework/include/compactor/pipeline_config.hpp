@@ -42,6 +42,18 @@ struct PipelineEntryConfig {
 
 enum class ViolationPolicy { abort, skip };
 
+// `serve:` (compactor serve): where it listens, where it forwards, and its limits. Read and
+// validated with the rest of the config; other commands ignore it.
+struct ServeConfig {
+  std::string listen = "127.0.0.1:8088";  // host:port; loopback by default
+  std::string upstream;                   // Anthropic Messages API base URL (--upstream overrides)
+  std::string openai_upstream;            // OpenAI-compatible base URL (--openai-upstream overrides)
+  std::int64_t max_body_bytes = std::int64_t{32} << 20;  // a larger request body is answered 413
+  std::int64_t max_concurrency = 32;      // requests in flight; more are answered 529/503 with Retry-After
+  std::int64_t request_timeout_ms = 600000;  // the pipeline's and the upstream's time per request
+  bool reject_on_failure = false;         // `on_failure: reject` (else `forward`: fail open)
+};
+
 struct PipelineConfig {
   std::string file;          // as given
   Budget budget;
@@ -62,6 +74,7 @@ struct PipelineConfig {
   std::vector<std::string> plugin_dirs;  // resolved against the config's folder
   std::vector<PipelineEntryConfig> pipeline;
   std::vector<PipelineEntryConfig> on_prompt_too_long;
+  std::optional<ServeConfig> serve;  // when the config has a `serve:` section
 };
 
 struct ConfigLoadResult {

@@ -33,7 +33,8 @@ std::string When::to_string() const {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"version", "budget", "meter", "recent", "archive", "summarizer",
-                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long", "prices", "limits"};
+                                           "checkers", "plugin_dirs", "pipeline", "on_prompt_too_long", "prices", "limits",
+                                           "serve"};
 const std::vector<std::string> kEntryKeys = {"stage", "plugin", "when", "params"};
 
 std::string list(const std::vector<std::string>& items) {
@@ -79,6 +80,7 @@ class ConfigLoader {
                       const std::set<std::string>& host_keys, const SourceLocation& missing_at,
                       const std::string& missing_path, ParamValues& out);
   void read_prices(const YAML::Node& root);
+  void read_serve(const YAML::Node& root);
   void check_summary_lengths();
 
   YamlReader r_;
@@ -132,6 +134,7 @@ ConfigLoadResult ConfigLoader::load() {
   for (std::size_t i = 0; i < config_.on_prompt_too_long.size(); ++i)
     read_params(config_.on_prompt_too_long[i], reactive_params[i].IsDefined() ? &reactive_params[i] : nullptr);
   read_prices(root);
+  read_serve(root);
   check_summary_lengths();
 
   result.errors = r_.errors();
@@ -161,6 +164,40 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   }
   config_.budget.limit = static_cast<std::uint64_t>(limit.value_or(0));
   config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
+}
+
+void ConfigLoader::read_serve(const YAML::Node& root) {
+  auto serve = r_.member(root, "", "serve", false);
+  if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "max_body_bytes",
+                                                   "max_concurrency", "request_timeout_ms", "on_failure"}))
+    return;
+  ServeConfig s;
+  if (auto l = r_.member(*serve, "serve", "listen", false))
+    if (auto v = r_.string(*l, "serve.listen")) {
+      std::size_t colon = v->rfind(':');
+      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < v->size() &&
+                v->find_first_not_of("0123456789", colon + 1) == std::string::npos && v->size() - colon - 1 <= 5 &&
+                std::stoul(v->substr(colon + 1)) <= 65535;
+      if (!ok) r_.error(*l, "serve.listen", "expected HOST:PORT (port 0 to 65535), got \"" + *v + "\"");
+      else s.listen = *v;
+    }
+  for (const char* key : {"upstream", "openai_upstream"})
+    if (auto u = r_.member(*serve, "serve", key, false))
+      if (auto v = r_.string(*u, std::string("serve.") + key)) {
+        if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
+          r_.error(*u, std::string("serve.") + key, "expected an http:// or https:// URL, got \"" + *v + "\"");
+        else
+          (std::string_view(key) == "upstream" ? s.upstream : s.openai_upstream) = *v;
+      }
+  if (auto b = r_.member(*serve, "serve", "max_body_bytes", false))
+    if (auto n = r_.integer(*b, "serve.max_body_bytes", 1024, std::int64_t{1} << 31)) s.max_body_bytes = *n;
+  if (auto c = r_.member(*serve, "serve", "max_concurrency", false))
+    if (auto n = r_.integer(*c, "serve.max_concurrency", 1, 4096)) s.max_concurrency = *n;
+  if (auto t = r_.member(*serve, "serve", "request_timeout_ms", false))
+    if (auto n = r_.integer(*t, "serve.request_timeout_ms", 1, 86400000)) s.request_timeout_ms = *n;
+  if (auto f = r_.member(*serve, "serve", "on_failure", false))
+    if (auto v = r_.choice(*f, "serve.on_failure", {"forward", "reject"})) s.reject_on_failure = *v == "reject";
+  config_.serve = s;
 }
 
 void ConfigLoader::read_meter(const YAML::Node& root) {
@@ -654,6 +691,15 @@ std::string print_pipeline(const PipelineConfig& c) {
   }
   print_entries(out, "pipeline", c.pipeline);
   print_entries(out, "on_prompt_too_long", c.on_prompt_too_long);
+  if (c.serve) {
+    const ServeConfig& s = *c.serve;
+    out += "serve:\n  listen: " + quoted(s.listen) + "\n";
+    if (!s.upstream.empty()) out += "  upstream: " + quoted(s.upstream) + "\n";
+    if (!s.openai_upstream.empty()) out += "  openai_upstream: " + quoted(s.openai_upstream) + "\n";
+    out += "  max_body_bytes: " + std::to_string(s.max_body_bytes) + "\n  max_concurrency: " +
+           std::to_string(s.max_concurrency) + "\n  request_timeout_ms: " + std::to_string(s.request_timeout_ms) +
+           "\n  on_failure: " + (s.reject_on_failure ? "reject" : "forward") + "\n";
+  }
   return out;
 }
 

@@ -1,0 +1,675 @@
+// `compactor serve` against a fake upstream on loopback (tests/support/loopback_http_server): the
+// built CLI runs as a separate process on a free port; each test's upstream records what it
+// received. Nothing leaves the machine.
+#include "support/loopback_http_server.hpp"
+#include "support/test_support.hpp"
+
+#include "bench_replay.hpp"
+
+#include "compactor/conversation_reader.hpp"
+#include "compactor/pipeline.hpp"
+#include "compactor/stderr_logger.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using test::LoopbackHttpServer;
+using test::ScriptedResponse;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("compactor-serve-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// `compactor serve` as a child process; stopped with SIGTERM when destroyed.
+class ServeProcess {
+ public:
+  ServeProcess(const fs::path& dir, const std::string& config, const std::string& upstream, const std::string& name = "serve")
+      : err_(dir / (name + ".err")) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (::chdir(dir.c_str()) != 0) ::_exit(127);
+      ::dup2(out[1], 1);
+      FILE* err = std::fopen(err_.c_str(), "w");
+      if (err != nullptr) ::dup2(fileno(err), 2);
+      ::close(out[0]);
+      ::setenv("COMPACTOR_LOG", "info", 1);
+      std::vector<std::string> args = {COMPACTOR_CLI, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream};
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    // The first line on stdout names the port.
+    std::string line;
+    for (;;) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 60000) <= 0) break;
+      char c;
+      if (::read(out[0], &c, 1) != 1 || c == '\n') break;
+      line += c;
+    }
+    ::close(out[0]);
+    auto at = line.find("http://127.0.0.1:");
+    if (at == std::string::npos) throw std::runtime_error("compactor serve did not start: " + line + " " + stderr_text());
+    port_ = static_cast<unsigned short>(std::stoi(line.substr(at + 17)));
+  }
+  ~ServeProcess() { stop(); }
+
+  int stop() {
+    if (pid_ <= 0) return exit_code_;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  unsigned short port() const { return port_; }
+  std::string stderr_text() const { return test::read_file(err_.string()); }
+
+ private:
+  fs::path err_;
+  pid_t pid_ = -1;
+  unsigned short port_ = 0;
+  int exit_code_ = -1;
+};
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-cased names
+  std::string body;
+};
+
+Reply call(unsigned short port, const std::string& method, const std::string& target, const std::string& body = "",
+           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(socket, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1u << 30);
+  http::read(socket, buffer, parser);
+  Reply r;
+  r.status = static_cast<int>(parser.get().result_int());
+  for (const auto& f : parser.get()) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  r.body = parser.get().body();
+  return r;
+}
+
+// A request body around a session's first `count` messages; `breakpoint`: the newest message's
+// last block carries cache_control, as agents mark it on every call.
+std::string request_body(const Conversation& c, std::size_t count, bool stream = false, bool system = true,
+                         bool breakpoint = false) {
+  std::string body = R"({"model":"claude-sonnet-4-5","max_tokens":1024,)";
+  if (system) body += R"("system":"You are a coding agent.",)";
+  if (stream) body += R"("stream":true,)";
+  body += R"("messages":[)";
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string raw(c[i].raw());
+    if (breakpoint && i + 1 == count && raw.size() > 3 && raw.compare(raw.size() - 3, 3, "}]}") == 0)
+      raw.insert(raw.size() - 3, R"(,"cache_control":{"type":"ephemeral"})");
+    body += (i ? "," : "") + raw;
+  }
+  return body + "]}";
+}
+
+// A message's JSON without cache_control, serialized: what the comparison with the bench sees.
+std::string normalized(const Message& m) {
+  json::object o = m.json();
+  if (auto* content = o.if_contains("content"); content != nullptr && content->is_array())
+    for (auto& block : content->get_array())
+      if (block.is_object()) block.get_object().erase("cache_control");
+  return json::serialize(o) + "\n";
+}
+
+std::string write_config(const fs::path& dir, const std::string& extra, const std::string& name = "c.yaml",
+                         const std::string& pipeline = "") {
+  std::string text = std::string("version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\narchive: {dir: archive}\n") +
+                     "plugin_dirs: [\"" + COMPACTOR_PLUGIN_DIR + "\", \"" + COMPACTOR_TEST_PLUGIN_DIR + "\"]\n" +
+                     (pipeline.empty() ? "pipeline:\n"
+                                         "  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"
+                                         "  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n"
+                                         "  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000, max_summaries: 2, min_growth: 1000}\n"
+                                         "on_prompt_too_long:\n  - stage: reactive_compact\n    params: {keep_messages: 5}\n"
+                                       : pipeline) +
+                     extra;
+  std::ofstream(dir / name) << text;
+  return name;
+}
+
+int check_file(const fs::path& file, std::string* err = nullptr) {
+  auto r = test::run_cli({"check", "--input", file.string()});
+  if (err != nullptr) *err = r.err;
+  return r.exit_code;
+}
+
+const char* kSession = "cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json";
+
+TEST(Serve, CompactsTheMessagesForwardsTheClientsHeadersAndReturnsTheResponseUnchanged) {
+  fs::path dir = fresh_dir("compact");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::string reply = test::anthropic_reply("done");
+  LoopbackHttpServer upstream({{200, {{"request-id", "req_1"}}, reply}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const std::string body = request_body(session, session.size());
+  Reply r = call(serve.port(), "POST", "/v1/messages?beta=true", body,
+                 {{"x-api-key", "sk-ant-test-secret"}, {"anthropic-version", "2023-06-01"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, reply);
+  EXPECT_EQ(r.headers["request-id"], "req_1");
+  EXPECT_EQ(r.headers["x-compactor-status"], "compacted");
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].target, "/v1/messages?beta=true");
+  EXPECT_EQ(got[0].headers["x-api-key"], "sk-ant-test-secret");
+  EXPECT_EQ(got[0].headers["anthropic-version"], "2023-06-01");
+  EXPECT_LT(got[0].body.size(), body.size() / 2);
+  // The other fields went out as they came; the forwarded body passes every checker.
+  json::value sent = json::parse(got[0].body);
+  EXPECT_EQ(sent.at("model"), "claude-sonnet-4-5");
+  EXPECT_EQ(sent.at("system"), "You are a coding agent.");
+  std::ofstream(dir / "sent.json") << got[0].body;
+  std::string err;
+  EXPECT_EQ(check_file(dir / "sent.json", &err), 0) << err;
+  serve.stop();
+  EXPECT_EQ(serve.stderr_text().find("sk-ant-test-secret"), std::string::npos) << "the key was logged";
+  fs::remove_all(dir);
+}
+
+TEST(Serve, StreamingIsPassedThroughByteIdenticalChunkByChunk) {
+  fs::path dir = fresh_dir("stream");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::string first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\n";
+  const std::string rest =
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"h\\u00e9llo\"}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  // The upstream sends the rest only after the client has received the first event: it can only
+  // have, if the server passes chunks on as they arrive.
+  std::promise<void> client_saw_first;
+  auto gate = client_saw_first.get_future().share();
+  ScriptedResponse streamed{200, {{"content-type", "text/event-stream"}}, ""};
+  streamed.chunks = {first, rest};
+  streamed.between_chunks = [gate] { gate.wait_for(std::chrono::seconds(30)); };
+  LoopbackHttpServer upstream({streamed});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), serve.port()));
+  http::request<http::string_body> req{http::verb::post, "/v1/messages", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.body() = request_body(session, session.size(), true);
+  req.prepare_payload();
+  http::write(socket, req);
+  std::string raw;
+  char buf[4096];
+  beast::error_code ec;
+  while (raw.find("message_start\",\"message\"") == std::string::npos && !ec) {
+    std::size_t n = socket.read_some(asio::buffer(buf), ec);
+    raw.append(buf, n);
+  }
+  ASSERT_NE(raw.find("message_start\",\"message\""), std::string::npos) << raw;
+  EXPECT_EQ(raw.find("message_stop"), std::string::npos) << "the rest came before the upstream sent it";
+  client_saw_first.set_value();
+  while (!ec) {
+    std::size_t n = socket.read_some(asio::buffer(buf), ec);
+    raw.append(buf, n);
+    if (raw.size() >= 5 && raw.compare(raw.size() - 5, 5, "0\r\n\r\n") == 0) break;
+  }
+  http::response_parser<http::string_body> parser;
+  parser.eager(true);
+  parser.put(asio::buffer(raw), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(parser.get().result_int(), 200u);
+  EXPECT_EQ(parser.get()[http::field::content_type], "text/event-stream");
+  EXPECT_EQ(parser.get().body(), first + rest);
+  fs::remove_all(dir);
+}
+
+TEST(Serve, APromptTooLongRefusalRunsOnPromptTooLongAndRetriesOnce) {
+  fs::path dir = fresh_dir("ptl");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::string refusal =
+      R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}})";
+  const std::string reply = test::anthropic_reply("done");
+  // Nothing to do before the call (49 messages, snip starts above 50); after a refusal,
+  // reactive_compact keeps the newest 5 messages.
+  const std::string pipeline = "pipeline:\n  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"
+                               "on_prompt_too_long:\n  - stage: reactive_compact\n    params: {keep_messages: 5}\n";
+  {
+    LoopbackHttpServer upstream({{400, {}, refusal}, {200, {}, reply}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", pipeline), upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/messages", request_body(session, session.size()));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, reply);
+    auto got = upstream.requests();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].body, request_body(session, session.size()));
+    EXPECT_LT(got[1].body.size(), got[0].body.size() / 2);
+    std::ofstream(dir / "retry.json") << got[1].body;
+    EXPECT_EQ(check_file(dir / "retry.json"), 0);
+  }
+  {
+    // A second refusal goes back to the client as the upstream sent it (a fresh archive: no state).
+    fs::create_directories(dir / "second");
+    dir = dir / "second";
+    LoopbackHttpServer upstream({{400, {{"request-id", "req_2"}}, refusal}, {400, {{"request-id", "req_3"}}, refusal}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", pipeline), upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/messages", request_body(session, session.size()));
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.body, refusal);
+    EXPECT_EQ(r.headers["request-id"], "req_3");
+    EXPECT_EQ(upstream.requests().size(), 2u);
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(Serve, UpstreamErrorsAndOtherPathsPassThrough) {
+  fs::path dir = fresh_dir("errors");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  const std::string limited = R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})";
+  LoopbackHttpServer upstream({{429, {{"retry-after", "7"}}, limited},
+                               {200, {}, R"({"input_tokens":12})"},
+                               {200, {}, R"({"data":[]})"}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/messages", body);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.body, limited);
+  EXPECT_EQ(r.headers["retry-after"], "7");
+  Reply count = call(serve.port(), "POST", "/v1/messages/count_tokens", body);
+  EXPECT_EQ(count.body, R"({"input_tokens":12})");
+  Reply models = call(serve.port(), "GET", "/v1/models?limit=2");
+  EXPECT_EQ(models.body, R"({"data":[]})");
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].body, body);  // within budget: the client's own bytes
+  EXPECT_EQ(got[1].target, "/v1/messages/count_tokens");
+  EXPECT_EQ(got[1].body, body);
+  EXPECT_EQ(got[2].method, "GET");
+  EXPECT_EQ(got[2].target, "/v1/models?limit=2");
+
+  EXPECT_EQ(call(serve.port(), "GET", "/healthz").status, 200);
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_requests_total{route=\"messages\",outcome=\"unchanged\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_upstream_errors_total{status=\"429\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_requests_total{route=\"count_tokens\",outcome=\"passed\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("# TYPE compactor_serve_stage_seconds histogram"), std::string::npos) << metrics;
+  fs::remove_all(dir);
+}
+
+TEST(Serve, LimitsAreEnforced) {
+  fs::path dir = fresh_dir("limits");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  // The first request holds the only slot until the test lets the upstream answer.
+  std::promise<void> release;
+  auto gate = release.get_future().share();
+  ScriptedResponse slow{200, {}, test::anthropic_reply("late")};
+  slow.before_answer = [gate] { gate.wait_for(std::chrono::seconds(30)); };
+  LoopbackHttpServer upstream({slow});
+  ServeProcess serve(dir, write_config(dir, "serve: {max_concurrency: 1, max_body_bytes: 2048}\n"), upstream.base_url());
+  auto first = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
+  for (int i = 0; i < 3000 && upstream.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  Reply busy = call(serve.port(), "POST", "/v1/messages", body);
+  EXPECT_EQ(busy.status, 529);
+  EXPECT_EQ(busy.headers["retry-after"], "1");
+  EXPECT_EQ(json::parse(busy.body).at("error").at("type"), "overloaded_error");
+  release.set_value();
+  EXPECT_EQ(first.get().status, 200);
+
+  std::string big = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":")" + std::string(4096, 'x') + "\"}]}";
+  Reply too_big = call(serve.port(), "POST", "/v1/messages", big);
+  EXPECT_EQ(too_big.status, 413);
+  EXPECT_EQ(json::parse(too_big.body).at("error").at("type"), "request_too_large");
+  EXPECT_EQ(upstream.requests().size(), 1u);
+  fs::remove_all(dir);
+}
+
+TEST(Serve, APipelineThatCrashesFailsOpenOrIsRejectedAndTheServerLivesOn) {
+  fs::path dir = fresh_dir("crash");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  const std::string crash = "pipeline:\n  - stage: misbehave\n    params: {mode: segv}\n";
+  {
+    LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("a")}, {200, {}, test::anthropic_reply("b")}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", crash), upstream.base_url());
+    for (int i = 0; i < 2; ++i) {
+      Reply r = call(serve.port(), "POST", "/v1/messages", body);
+      EXPECT_EQ(r.status, 200);
+      EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+      EXPECT_NE(r.headers["x-compactor-warning"].find("stage misbehave"), std::string::npos) << r.headers["x-compactor-warning"];
+    }
+    auto got = upstream.requests();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[1].body, body);
+  }
+  {
+    LoopbackHttpServer upstream({});
+    ServeProcess serve(dir, write_config(dir, "serve: {on_failure: reject}\n", "c.yaml", crash), upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/messages", body);
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(json::parse(r.body).at("type"), "error");
+    EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
+    EXPECT_TRUE(upstream.requests().empty());
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Serve, InputTheCheckersRefuseIsForwardedUntouchedWithAWarning) {
+  fs::path dir = fresh_dir("refused");
+  // A tool_use with no result after it: the API would refuse it; Compactor does not repair it.
+  const std::string body =
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]},{"role":"user","content":"go on"}]})";
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("a")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/messages", body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "refused");
+  EXPECT_NE(r.headers["x-compactor-warning"].find("toolu_1"), std::string::npos) << r.headers["x-compactor-warning"];
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].body, body);
+  fs::remove_all(dir);
+}
+
+TEST(Serve, ReloadTakesAGoodConfigAndRefusesABadOneWithLocatedErrors) {
+  fs::path dir = fresh_dir("reload");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  LoopbackHttpServer upstream({{200, {}, "{}"}, {200, {}, "{}"}, {200, {}, "{}"}});
+  ServeProcess serve(dir, write_config(dir, "serve: {max_body_bytes: 100000}\n"), upstream.base_url());
+  auto wait_for = [&](const std::string& text, std::size_t count) {
+    for (int i = 0; i < 3000; ++i) {
+      std::string err = serve.stderr_text();
+      std::size_t n = 0;
+      for (std::size_t p = 0; (p = err.find(text, p)) != std::string::npos; p += text.size()) ++n;
+      if (n >= count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  // A bad config: refused with the same located error as `validate`; the old one keeps serving.
+  // Replaced by rename, as editors and deploy tools do: the server sees the whole file or none.
+  // The file watcher and SIGHUP may both reload it; each reload validates in full.
+  std::string text = test::read_file((dir / "c.yaml").string()) + "recent: {exchanges: many}\n";
+  std::ofstream(dir / "next.yaml") << text;
+  fs::rename(dir / "next.yaml", dir / "c.yaml");
+  serve.signal(SIGHUP);
+  ASSERT_TRUE(wait_for(") refused: ", 1)) << serve.stderr_text();
+  EXPECT_NE(serve.stderr_text().find("c.yaml:18:21: recent.exchanges: expected an integer"), std::string::npos) << serve.stderr_text();
+  std::string big = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":")" + std::string(4096, 'x') + "\"}]}";
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", big).status, 200);
+  // A good one is swapped in: the smaller body limit now applies.
+  write_config(dir, "serve: {max_body_bytes: 2048}\n", "next.yaml");
+  fs::rename(dir / "next.yaml", dir / "c.yaml");
+  serve.signal(SIGHUP);
+  ASSERT_TRUE(wait_for("compactor serve: reloaded", 1)) << serve.stderr_text();
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", big).status, 413);
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_reloads_total{result=\"refused\"} "), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_reloads_total{result=\"ok\"} "), std::string::npos) << metrics;
+  EXPECT_EQ(serve.stop(), 0);
+  EXPECT_NE(serve.stderr_text().find("compactor serve: drained"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Serve, SigtermDrainsTheRequestInFlightThenExits) {
+  fs::path dir = fresh_dir("drain");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  std::promise<void> release;
+  auto gate = release.get_future().share();
+  ScriptedResponse slow{200, {}, test::anthropic_reply("finished")};
+  slow.before_answer = [gate] { gate.wait_for(std::chrono::seconds(30)); };
+  LoopbackHttpServer upstream({slow});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  auto in_flight = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
+  for (int i = 0; i < 3000 && upstream.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  serve.signal(SIGTERM);
+  // New connections are refused once the server drains; the request in flight still completes.
+  for (int i = 0; i < 3000; ++i) {
+    asio::io_context io;
+    tcp::socket probe(io);
+    beast::error_code ec;
+    probe.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), serve.port()), ec);
+    if (ec) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  release.set_value();
+  Reply r = in_flight.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, test::anthropic_reply("finished"));
+  EXPECT_EQ(serve.stop(), 0);
+  EXPECT_NE(serve.stderr_text().find("compactor serve: drained; exiting"), std::string::npos) << serve.stderr_text();
+  fs::remove_all(dir);
+}
+
+TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarning) {
+  fs::path dir = fresh_dir("openai-repair");
+  // A tool call whose result never came: the importer would answer it; the server must not.
+  const std::string body =
+      R"({"model":"gpt-4o","messages":[{"role":"user","content":"list files"},)"
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},)"
+      R"({"role":"user","content":"go on"}]})";
+  LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/chat/completions", body, {{"authorization", "Bearer sk-openai-test"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, test::openai_reply("ok"));
+  EXPECT_NE(r.headers["x-compactor-warning"].find("repairs"), std::string::npos) << r.headers["x-compactor-warning"];
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].target, "/v1/chat/completions");
+  EXPECT_EQ(upstream.requests()[0].body, body);
+  EXPECT_EQ(upstream.requests()[0].headers["authorization"], "Bearer sk-openai-test");
+  fs::remove_all(dir);
+}
+
+TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {
+  fs::path dir = fresh_dir("config");
+  write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstream: ftp://x\n  max_concurrency: 0\n  on_failure: drop\n  port: 1\n");
+  auto r = test::run_cli({"validate", "--config", "c.yaml"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* line : {"c.yaml:22:3: serve.port: unknown key", "c.yaml:18:11: serve.listen: expected HOST:PORT",
+                           "c.yaml:19:13: serve.upstream: expected an http:// or https:// URL, got \"ftp://x\"",
+                           "c.yaml:20:20: serve.max_concurrency: expected an integer from 1 to 4096",
+                           "c.yaml:21:15: serve.on_failure: expected one of"})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+  fs::remove_all(dir);
+}
+
+// Claude Code's requests: `role: "system"` entries inside messages and top-level fields Compactor
+// does not know. The entries go out verbatim and in order, the other fields as they came.
+TEST(Serve, ClaudeCodesSystemEntriesAreKeptInPlaceAndUnknownFieldsPassThrough) {
+  fs::path dir = fresh_dir("claude-code");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::string early = R"({"role":"system","content":"Available agent types: general-purpose, Explore."})";
+  const std::string late = R"({"role":"system","content":[{"type":"text","text":"The user switched to plan mode."}]})";
+  std::string body = R"({"model":"claude-sonnet-4-5","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":2000},)"
+                     R"("context_management":{"edits":[{"type":"clear_thinking_20251015"}]},"output_config":{"effort":"high"},"messages":[)";
+  const std::size_t late_at = session.size() - 2;  // before the newest exchange (the protected tail)
+  for (std::size_t i = 0; i < session.size(); ++i) {
+    if (i == 1) body += early + ",";
+    if (i == late_at) body += late + ",";
+    body += std::string(session[i].raw()) + (i + 1 < session.size() ? "," : "");
+  }
+  body += "]}";
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/messages?beta=true", body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "compacted");
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  json::object sent = json::parse(upstream.requests()[0].body).as_object();
+  EXPECT_EQ(sent.at("thinking"), json::parse(R"({"type":"enabled","budget_tokens":2000})"));
+  EXPECT_EQ(sent.at("context_management"), json::parse(R"({"edits":[{"type":"clear_thinking_20251015"}]})"));
+  EXPECT_EQ(sent.at("output_config"), json::parse(R"({"effort":"high"})"));
+  json::array& messages = sent.at("messages").as_array();
+  EXPECT_LT(messages.size(), session.size());
+  std::vector<std::size_t> system_at;
+  json::array others;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].at("role") == "system") system_at.push_back(i);
+    else others.push_back(messages[i]);
+  }
+  ASSERT_EQ(system_at.size(), 2u);
+  EXPECT_EQ(messages[system_at[0]], json::parse(early));
+  EXPECT_EQ(messages[system_at[1]], json::parse(late));
+  EXPECT_EQ(system_at[1], messages.size() - 3);  // still right before the newest exchange
+  EXPECT_EQ(json::serialize(messages.back()), json::serialize(json::parse(session[session.size() - 1].raw())));
+  // Without the system entries, the forwarded history passes every checker.
+  sent["messages"] = others;
+  std::ofstream(dir / "sent.json") << json::serialize(sent);
+  std::string err;
+  EXPECT_EQ(check_file(dir / "sent.json", &err), 0) << err;
+  fs::remove_all(dir);
+}
+
+// Continuity: `session` replayed call by call, alternating between two servers that share one
+// archive folder; every call's forwarded messages must equal the bench replay's for the config
+// (cache_control aside), carry the client's moving breakpoint, and pass the checkers.
+void replay_through_two_servers(const fs::path& dir, const std::string& name, const Conversation& session,
+                                std::size_t& compacted) {
+  const std::string config = write_config(dir, "");
+  auto loaded = load_pipeline_config((dir / config).string());
+  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors.front());
+  auto pipeline = Pipeline::build(std::move(*loaded.config));
+  ASSERT_TRUE(pipeline);
+  bench::ReplaySetup setup;
+  setup.session = name;
+  setup.archive_dir = (dir / "bench-archive").string();
+  setup.window = 1u << 30;
+  std::vector<std::string> expected;
+  setup.on_call = [&](std::size_t, const Conversation& sent) {
+    std::string messages;
+    for (const auto& m : sent.messages()) messages += normalized(*m);
+    expected.push_back(messages);
+  };
+  auto log = make_stderr_logger("");
+  bench::SessionReplay replay = bench::replay_session(session, *pipeline, setup, *log);
+  ASSERT_TRUE(replay.errors.empty()) << name << ": " << replay.errors.front();
+
+  std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::anthropic_reply("ok")});
+  LoopbackHttpServer upstream(script);
+  ServeProcess a(dir, config, upstream.base_url(), "a"), b(dir, config, upstream.base_url(), "b");
+  std::size_t call_index = 0;
+  std::vector<bool> marked;
+  for (std::size_t i = 1; i < session.size(); ++i) {
+    if (session[i].role() != Role::assistant) continue;
+    // The agent sends its whole, uncompacted history; cache_control moves to the newest message.
+    std::string body = request_body(session, i, false, false, true);
+    marked.push_back(body.find("\"cache_control\"") != std::string::npos);
+    Reply r = call((call_index % 2 == 0 ? a : b).port(), "POST", "/v1/messages", body);
+    ASSERT_EQ(r.status, 200) << name << " call " << call_index + 1;
+    if (r.headers["x-compactor-status"] == "compacted") ++compacted;
+    ++call_index;
+  }
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), expected.size()) << name;
+  for (std::size_t c = 0; c < got.size(); ++c) {
+    ReadOptions options;
+    auto sent = read_conversation(got[c].body, options);
+    ASSERT_TRUE(sent) << name << " call " << c + 1 << ": " << sent.error().message;
+    std::string messages;
+    for (const auto& m : sent->messages()) messages += normalized(*m);
+    EXPECT_EQ(messages, expected[c]) << name << " call " << c + 1 << " differs from the bench replay";
+    // The client's breakpoint is back on the newest message (never touched: the protected tail).
+    if (marked[c]) {
+      EXPECT_NE(sent->messages().back()->raw().find("\"cache_control\""), std::string_view::npos) << name << " call " << c + 1;
+    }
+    std::ofstream(dir / "sent.json") << got[c].body;
+    std::string err;
+    EXPECT_EQ(check_file(dir / "sent.json", &err), 0) << name << " call " << c + 1 << ": " << err;
+  }
+  std::string metrics_a = call(a.port(), "GET", "/metrics").body;
+  if (got.size() > 2) {
+    EXPECT_NE(metrics_a.find("compactor_serve_state_total{result=\"hit\"}"), std::string::npos) << metrics_a;
+  }
+}
+
+TEST(Serve, CallByCallOutputsEqualTheBenchReplayAcrossTwoServersSharingAnArchive) {
+  fs::path dir = fresh_dir("continuity");
+  const std::string session_file = "cc-18240050-3ee8-41cd-a89a-0a5c4b709607.json";
+  std::size_t compacted = 0;
+  replay_through_two_servers(dir, session_file, test::load_or_die(test::data_path(session_file)), compacted);
+  EXPECT_GT(compacted, 0u);
+  fs::remove_all(dir);
+}
+
+// The same over every session of a corpus folder named by COMPACTOR_SERVE_CORPUS (a manual check,
+// skipped in ctest): each file is imported as `compactor import` does.
+TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
+  const char* corpus = std::getenv("COMPACTOR_SERVE_CORPUS");
+  if (corpus == nullptr) GTEST_SKIP() << "set COMPACTOR_SERVE_CORPUS to a folder of sessions";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(corpus))
+    if (e.is_regular_file() && (e.path().extension() == ".jsonl" || e.path().extension() == ".json" || e.path().extension() == ".traj")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::size_t sessions = 0, compacted = 0;
+  for (const auto& f : files) {
+    fs::path dir = fresh_dir("corpus");
+    auto imported = test::run_cli({"import", "--input", f.string(), "--output", (dir / "session.json").string()});
+    if (imported.exit_code != 0 || !fs::exists(dir / "session.json")) {
+      std::printf("corpus: %s not imported (exit %d)\n", f.filename().c_str(), imported.exit_code);
+      continue;
+    }
+    Conversation session = test::load_or_die((dir / "session.json").string());
+    if (session.size() < 2) {
+      std::printf("corpus: %s has %zu messages: no call to replay\n", f.filename().c_str(), session.size());
+      continue;
+    }
+    replay_through_two_servers(dir, f.filename().string(), session, compacted);
+    ++sessions;
+    fs::remove_all(dir);
+  }
+  std::printf("corpus: %zu sessions replayed through two servers, %zu compacted calls\n", sessions, compacted);
+  EXPECT_GT(sessions, 0u);
+}
+
+}  // namespace
+}  // namespace compactor

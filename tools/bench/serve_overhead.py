@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Per-call overhead of `compactor serve` (a benchmark, not a test).
+
+Replays a session call by call (a model call before each assistant message; each request is the
+whole uncompacted history, as an agent sends it) through two servers in front of a loopback
+upstream that answers at once:
+  - "continuing": one server whose continuity state is kept (the normal path);
+  - "full": a second server whose state folder is removed before every request (every call a
+    miss: the pipeline runs on the whole uncompacted history).
+Each server logs one line per request with its timings (COMPACTOR_LOG=info); this prints p50 and
+p99 of parse, state lookup, stages, the pipeline child (fork + stages + archive syncs + state
+write) and forwarding (to the loopback upstream and back), and the stage time of the continuing
+path as a share of the full runs' on the same histories.
+
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N]
+  SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
+"""
+import argparse
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+
+LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) child_us=(\d+) forward_us=(\d+)")
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"id":"msg","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}]}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def start_server(cli, config, upstream, workdir, name):
+    err = open(os.path.join(workdir, name + ".err"), "w")
+    env = dict(os.environ, COMPACTOR_LOG="info")
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream],
+                         stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
+    line = p.stdout.readline()
+    port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+    return p, port, err.name
+
+
+def post(port, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body, method="POST",
+                                 headers={"content-type": "application/json", "x-api-key": "bench"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        r.read()
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cli")
+    ap.add_argument("config")
+    ap.add_argument("session")
+    ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
+    a = ap.parse_args()
+    cli = os.path.abspath(a.cli)
+    messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-"], check=True,
+                                         capture_output=True, text=True).stdout)
+    if isinstance(messages, dict):
+        messages = messages["messages"]
+    work = tempfile.mkdtemp(prefix="compactor-serve-bench-")
+    try:
+        text = open(a.config).read()
+        for name in ("continuing", "full"):
+            os.makedirs(os.path.join(work, name))
+            cfg = re.sub(r"(?m)^archive:.*(\n  dir:.*)?$", f"archive: {{dir: {os.path.join(work, name, 'archive')}}}", text)
+            open(os.path.join(work, name + ".yaml"), "w").write(cfg)
+        up = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+        threading.Thread(target=up.serve_forever, daemon=True).start()
+        upstream = f"http://127.0.0.1:{up.server_address[1]}"
+        servers = {n: start_server(cli, os.path.join(work, n + ".yaml"), upstream, os.path.join(work, n), n)
+                   for n in ("continuing", "full")}
+        calls = [i for i in range(1, len(messages)) if messages[i]["role"] == "assistant"]
+        if a.calls:
+            calls = calls[:a.calls]
+        for i in calls:
+            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]},
+                              ensure_ascii=False, separators=(",", ":")).encode()
+            post(servers["continuing"][1], body)
+            shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
+            post(servers["full"][1], body)
+        results, per_stage = {}, {}
+        for n, (p, port, err) in servers.items():
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+            per_stage[n] = {m.group(1): float(m.group(2)) * 1000 for m in
+                            re.finditer(r'compactor_serve_stage_seconds_sum\{stage="([^"]+)"\} ([0-9.e+-]+)', metrics)}
+            p.terminate()
+            p.wait()
+            rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
+            results[n] = rows
+        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}")
+        print("| path | component | p50 ms | p99 ms |")
+        print("|---|---|---:|---:|")
+        names = ["parse", "state lookup", "stages", "pipeline child (fork, stages, syncs, state write)", "forwarding"]
+        for n, rows in results.items():
+            for k, label in enumerate(names):
+                vals = [r[2 + k] / 1000 for r in rows]
+                print(f"| {n} | {label} | {pct(vals, 0.5):.2f} | {pct(vals, 0.99):.2f} |")
+        cont, full = results["continuing"], results["full"]
+        hits = sum(1 for r in cont if r[1] > 0)
+        sc, sf = sum(r[4] for r in cont), sum(r[4] for r in full)
+        for stage in sorted(set(per_stage["continuing"]) | set(per_stage["full"])):
+            print(f"stage {stage}: continuing {per_stage['continuing'].get(stage, 0):.1f} ms, full {per_stage['full'].get(stage, 0):.1f} ms")
+        print(f"continuing path: {hits}/{len(cont)} calls continued a stored prefix; stage time {sc / 1000:.1f} ms in all, "
+              f"full runs {sf / 1000:.1f} ms: {100 * sc / max(sf, 1):.1f}%")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+// The server's counters and histograms in the Prometheus text exposition format (version 0.0.4).
+// Written directly: prometheus-cpp is not packaged in Debian 12, and the server needs only
+// counters and fixed-bucket histograms behind one mutex.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace compactor::serve {
+
+class Metrics {
+ public:
+  // `labels` is the inside of the braces, e.g. `route="messages",outcome="compacted"` (may be empty).
+  void add(const std::string& name, const std::string& labels, double value = 1);
+  void observe(const std::string& name, const std::string& labels, double seconds);
+  void describe(const std::string& name, const std::string& type, const std::string& help);
+  std::string render() const;
+
+ private:
+  struct Histogram {
+    std::vector<std::uint64_t> buckets;  // cumulative at render time; counts per bucket here
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, std::pair<std::string, std::string>> meta_;  // name → type, help
+  std::map<std::string, std::map<std::string, double>> counters_;
+  std::map<std::string, std::map<std::string, Histogram>> histograms_;
+};
+
+// A label value escaped for the text format.
+std::string label_value(const std::string& value);
+
+}  // namespace compactor::serve

@@ -1,0 +1,21 @@
+// `compactor serve`: an HTTP proxy in front of the model API that compacts each request's
+// conversation with the config's pipeline before forwarding it (README, "Serve").
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace compactor::serve {
+
+struct ServeOptions {
+  std::string config_file;
+  std::optional<std::string> listen;           // overrides serve.listen
+  std::optional<std::string> upstream;         // overrides serve.upstream
+  std::optional<std::string> openai_upstream;  // overrides serve.openai_upstream
+};
+
+// Runs until SIGTERM or SIGINT (then drains in-flight requests); returns the exit code:
+// 0 after a drain, 2 for a bad config or listen address, 3 when the pipeline cannot be built.
+int run_server(const ServeOptions& options);
+
+}  // namespace compactor::serve

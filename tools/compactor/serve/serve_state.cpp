@@ -1,0 +1,153 @@
+#include "serve_state.hpp"
+
+#include "compactor/archive_store.hpp"
+#include "compactor/atomic_file.hpp"
+#include "compactor/conversation_reader.hpp"
+
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace compactor::serve {
+
+namespace {
+
+// The end of the JSON string starting at `i` (a quote), past its closing quote.
+std::size_t skip_string(std::string_view raw, std::size_t i) {
+  for (++i; i < raw.size(); ++i) {
+    if (raw[i] == '\\') ++i;
+    else if (raw[i] == '"') return i + 1;
+  }
+  return raw.size();
+}
+
+std::size_t skip_space(std::string_view raw, std::size_t i) {
+  while (i < raw.size() && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == '\t')) ++i;
+  return i;
+}
+
+// The end of the JSON value starting at `i`.
+std::size_t skip_value(std::string_view raw, std::size_t i) {
+  if (i >= raw.size()) return i;
+  if (raw[i] == '"') return skip_string(raw, i);
+  if (raw[i] == '{' || raw[i] == '[') {
+    int depth = 0;
+    while (i < raw.size()) {
+      char c = raw[i];
+      if (c == '"') {
+        i = skip_string(raw, i);
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+      ++i;
+    }
+    return i;
+  }
+  while (i < raw.size() && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' && raw[i] != ' ' && raw[i] != '\n') ++i;
+  return i;
+}
+
+// The message's bytes with every `"cache_control": …` member cut out, the rest byte for byte:
+// what the same client sends for that message when the breakpoint has moved on. Nothing when the
+// message has none.
+std::optional<std::string> cut_cache_control(std::string_view raw) {
+  std::string out;
+  bool cut = false;
+  for (std::size_t i = 0; i < raw.size();) {
+    if (raw[i] != '"') {
+      out += raw[i++];
+      continue;
+    }
+    std::size_t end = skip_string(raw, i);
+    std::size_t after = skip_space(raw, end);
+    if (raw.substr(i, end - i) == "\"cache_control\"" && after < raw.size() && raw[after] == ':') {
+      std::size_t value_end = skip_value(raw, skip_space(raw, after + 1));
+      while (!out.empty() && (out.back() == ' ' || out.back() == '\n' || out.back() == '\r' || out.back() == '\t')) out.pop_back();
+      if (!out.empty() && out.back() == ',') {
+        out.pop_back();
+      } else {
+        value_end = skip_space(raw, value_end);
+        if (value_end < raw.size() && raw[value_end] == ',') value_end = skip_space(raw, value_end + 1);
+      }
+      i = value_end;
+      cut = true;
+      continue;
+    }
+    out.append(raw.substr(i, end - i));
+    i = end;
+  }
+  if (!cut) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::vector<MessagePtr> without_cache_control(const std::vector<MessagePtr>& messages) {
+  std::vector<MessagePtr> out;
+  out.reserve(messages.size());
+  for (const auto& m : messages) {
+    std::optional<std::string> cut;
+    if (m->raw().find("\"cache_control\"") != std::string_view::npos) cut = cut_cache_control(m->raw());
+    if (!cut) {
+      out.push_back(m);
+      continue;
+    }
+    auto buffer = std::make_shared<const std::string>(std::move(*cut));
+    auto built = Message::from_input(buffer, *buffer);
+    out.push_back(built ? *built : m);
+  }
+  return out;
+}
+
+std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped) {
+  std::vector<std::string> out;
+  out.reserve(stripped.size());
+  std::string previous = "compactor-serve-state-1";
+  for (const auto& m : stripped) {
+    // receipt_of is "sha256:<hex>"; the chain hashes the previous link and this message's hash.
+    std::string link = receipt_of(previous + "\n" + receipt_of(m->raw()));
+    previous = link.substr(7);
+    out.push_back(previous);
+  }
+  return out;
+}
+
+std::string StateStore::path_of(const std::string& hash) const { return dir_ + "/" + hash + ".json"; }
+
+std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string>& hashes) const {
+  for (std::size_t k = hashes.size(); k > 0; --k) {
+    std::string path = path_of(hashes[k - 1]);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    if (buffer.str() == "=") return Hit{k, {}, true};
+    ReadOptions options;
+    options.source = path;
+    options.format = InputFormat::messages_array;
+    auto conversation = read_conversation(buffer.str(), options);
+    if (!conversation || conversation->empty()) continue;  // unreadable: as if absent (a full run follows)
+    return Hit{k, conversation->messages()};
+  }
+  return std::nullopt;
+}
+
+bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (unchanged) return static_cast<bool>(write_file_atomically(path_of(hash), "="));
+  std::string bytes = "[";
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    if (i > 0) bytes += ',';
+    bytes.append(sent[i]->raw());
+  }
+  bytes += "]";
+  return static_cast<bool>(write_file_atomically(path_of(hash), bytes));
+}
+
+}  // namespace compactor::serve

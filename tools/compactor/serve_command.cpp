@@ -1,0 +1,75 @@
+// compactor serve --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
+#include "command_line.hpp"
+#include "commands.hpp"
+#include "serve/serve_server.hpp"
+
+#include "compactor/exit_code.hpp"
+#include "compactor/stderr_logger.hpp"
+
+#include <fmt/core.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream URL]
+                       [--openai-upstream URL]
+
+An HTTP proxy in front of the model API: POST /v1/messages bodies have their messages compacted
+by the config's pipeline (system and tools counted) and are forwarded with the client's headers;
+the upstream's response comes back unchanged, server-sent events chunk by chunk. POST
+/v1/chat/completions does the same for OpenAI-format clients. Every other path is passed
+through. GET /healthz and GET /metrics (Prometheus text) are answered by the server.
+
+options:
+  --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
+  --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; port 0: any free port)
+  --upstream URL         overrides serve.upstream (Anthropic Messages API base URL)
+  --openai-upstream URL  overrides serve.openai_upstream (OpenAI-compatible base URL)
+
+The first line on stdout is "compactor serve: listening on http://HOST:PORT (upstream URL)".
+SIGHUP, or a change to the config file, reloads it (validated in full; a bad one is refused and
+the old one keeps serving). SIGTERM or SIGINT drains the requests in flight, then exits.
+
+exit codes: 0 drained; 1 requests were still in flight at the time limit; 2 bad config, options
+or listen address; 3 a plugin failed to load.
+)HELP";
+
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+  const Command command{"serve", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream"}, {"openai-upstream"}}, exit_code);
+  if (!args) return exit_code;
+  if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
+  if (!args->get("config")) return command.usage_error("--config is required");
+  for (const char* key : {"upstream", "openai-upstream"})
+    if (auto u = args->get(key); u && u->rfind("http://", 0) != 0 && u->rfind("https://", 0) != 0)
+      return command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", key, *u));
+
+  if (auto l = args->get("listen")) {
+    std::size_t colon = l->rfind(':');
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < l->size() && l->size() - colon - 1 <= 5 &&
+              l->find_first_not_of("0123456789", colon + 1) == std::string::npos && std::stoul(l->substr(colon + 1)) <= 65535;
+    if (!ok) return command.usage_error(fmt::format("--listen expects HOST:PORT (port 0 to 65535), got \"{}\"", *l));
+  }
+  auto logger = spdlog::stderr_logger_mt("serve");
+  logger->set_pattern("compactor serve: %l: %v");
+  auto level = log_level_from_environment();
+  static const spdlog::level::level_enum levels[] = {spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
+                                                     spdlog::level::err};
+  logger->set_level(levels[static_cast<int>(level ? *level : LogLevel::warn)]);
+  spdlog::set_default_logger(logger);
+
+  serve::ServeOptions options;
+  options.config_file = *args->get("config");
+  options.listen = args->get("listen");
+  options.upstream = args->get("upstream");
+  options.openai_upstream = args->get("openai-upstream");
+  return serve::run_server(options);
+}
+
+}  // namespace compactor::cli
