@@ -7,6 +7,46 @@
 
 namespace compactor {
 
+ParamSpec::ParamSpec(std::string name_, ParamType type_, std::string description_, std::optional<ParamValue> default_value_)
+    : name(std::move(name_)), type(type_), description(std::move(description_)), default_value(std::move(default_value_)),
+      required_(!default_value.has_value()) {}
+
+ParamSpec ParamSpec::integer(std::string name, std::string description, std::int64_t default_value) {
+  return ParamSpec(std::move(name), ParamType::integer, std::move(description), ParamValue(default_value));
+}
+ParamSpec ParamSpec::number(std::string name, std::string description, double default_value) {
+  return ParamSpec(std::move(name), ParamType::number, std::move(description), ParamValue(default_value));
+}
+ParamSpec ParamSpec::boolean(std::string name, std::string description, bool default_value) {
+  return ParamSpec(std::move(name), ParamType::boolean, std::move(description), ParamValue(default_value));
+}
+ParamSpec ParamSpec::string(std::string name, std::string description, std::string default_value) {
+  return ParamSpec(std::move(name), ParamType::string, std::move(description), ParamValue(std::move(default_value)));
+}
+ParamSpec ParamSpec::choice(std::string name, std::string description, std::string default_value, std::vector<std::string> choices) {
+  ParamSpec spec(std::move(name), ParamType::choice, std::move(description), ParamValue(std::move(default_value)));
+  spec.choices = std::move(choices);
+  return spec;
+}
+ParamSpec ParamSpec::required(ParamType type, std::string name, std::string description) {
+  return ParamSpec(std::move(name), type, std::move(description), std::nullopt);
+}
+ParamSpec ParamSpec::at_least(double bound) const {
+  ParamSpec spec = *this;
+  spec.min = bound;
+  return spec;
+}
+ParamSpec ParamSpec::at_most(double bound) const {
+  ParamSpec spec = *this;
+  spec.max = bound;
+  return spec;
+}
+ParamSpec ParamSpec::one_of(std::vector<std::string> values) const {
+  ParamSpec spec = *this;
+  spec.choices = std::move(values);
+  return spec;
+}
+
 std::string_view to_string(ParamType type) {
   switch (type) {
     case ParamType::integer: return "integer";

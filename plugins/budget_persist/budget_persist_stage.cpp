@@ -105,9 +105,9 @@ void register_stages(PluginRegistrar& registrar) {
   info.name = "budget_persist";
   info.description = "archives the biggest results of an oversized newest batch, leaving a receipt and a preview";
   info.params = {
-      {"max_batch_chars", ParamType::integer, "a batch over this many chars is shrunk", std::int64_t{200000}, false, 1, {}, {}},
-      {"persist_chars", ParamType::integer, "only results over this many chars are archived", std::int64_t{30000}, false, 0, {}, {}},
-      {"preview_chars", ParamType::integer, "chars of each archived result kept as a preview", std::int64_t{2000}, false, 0, {}, {}},
+      ParamSpec::integer("max_batch_chars", "a batch over this many chars is shrunk", 200000).at_least(1),
+      ParamSpec::integer("persist_chars", "only results over this many chars are archived", 30000).at_least(0),
+      ParamSpec::integer("preview_chars", "chars of each archived result kept as a preview", 2000).at_least(0),
   };
   info.may_touch_tail = true;
   info.create = factory_of<BudgetPersistStage>();

@@ -42,7 +42,7 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "compact_request";
   info.description = "summarizes the history once the model's own compact tool call has completed";
-  info.params = {{"tool_name", ParamType::string, "the tool the model calls to ask for compaction", std::string("compact"), false, {}, {}, {}}};
+  info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<CompactRequestStage>();
   registrar.add_stage(std::move(info));

@@ -294,25 +294,29 @@ class ModelSummarizer final : public Summarizer {
 ParamSchema model_summarizer_params(Provider provider) {
   const bool anthropic = provider == Provider::anthropic;
   return {
-      {"model", ParamType::string, "the model that writes summaries", std::nullopt, true, {}, {}, {}},
-      {"base_url", ParamType::string, "the API's base URL (/v1/… is appended)",
-       std::string(anthropic ? "https://api.anthropic.com" : "https://api.openai.com"), false, {}, {}, {}},
-      {"api_key_env", ParamType::string,
-       anthropic ? "the environment variable holding the API key (required by the API)"
-                 : "the environment variable holding the API key (sent as a bearer token when set; local servers need none)",
-       std::string(anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"), false, {}, {}, {}},
-      {"max_output_tokens", ParamType::integer, "output limit of one summary request; 0: half the stage's max_chars",
-       std::int64_t{0}, false, 0, 200000, {}},
-      {"max_input_tokens", ParamType::integer, "input budget of one request; a longer transcript is summarized in parts",
-       std::int64_t{100000}, false, 2000, 10000000, {}},
-      {"timeout_s", ParamType::number, "time limit of one attempt, seconds", 60.0, false, 0.001, 3600, {}},
-      {"connect_timeout_s", ParamType::number, "time limit to connect, seconds", 10.0, false, 0.001, 600, {}},
-      {"retries", ParamType::integer, "attempts after the first on 429, 5xx, 529, timeouts and connection errors",
-       std::int64_t{3}, false, 0, 10, {}},
-      {"retry_base_ms", ParamType::integer, "first backoff wait; doubled per retry, with jitter", std::int64_t{1000}, false, 1,
-       600000, {}},
-      {"max_total_s", ParamType::number, "time limit of one summary request, retries and waits included, seconds", 300.0,
-       false, 0.001, 36000, {}},
+      ParamSpec::required(ParamType::string, "model", "the model that writes summaries"),
+      ParamSpec::string("base_url", "the API's base URL (/v1/… is appended)",
+                        anthropic ? "https://api.anthropic.com" : "https://api.openai.com"),
+      ParamSpec::string("api_key_env",
+                        anthropic ? "the environment variable holding the API key (required by the API)"
+                                  : "the environment variable holding the API key (sent as a bearer token when set; local "
+                                    "servers need none)",
+                        anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"),
+      ParamSpec::integer("max_output_tokens", "output limit of one summary request; 0: half the stage's max_chars", 0)
+          .at_least(0)
+          .at_most(200000),
+      ParamSpec::integer("max_input_tokens", "input budget of one request; a longer transcript is summarized in parts", 100000)
+          .at_least(2000)
+          .at_most(10000000),
+      ParamSpec::number("timeout_s", "time limit of one attempt, seconds", 60.0).at_least(0.001).at_most(3600),
+      ParamSpec::number("connect_timeout_s", "time limit to connect, seconds", 10.0).at_least(0.001).at_most(600),
+      ParamSpec::integer("retries", "attempts after the first on 429, 5xx, 529, timeouts and connection errors", 3)
+          .at_least(0)
+          .at_most(10),
+      ParamSpec::integer("retry_base_ms", "first backoff wait; doubled per retry, with jitter", 1000).at_least(1).at_most(600000),
+      ParamSpec::number("max_total_s", "time limit of one summary request, retries and waits included, seconds", 300.0)
+          .at_least(0.001)
+          .at_most(36000),
   };
 }
 

@@ -151,10 +151,10 @@ void register_stages(PluginRegistrar& registrar) {
   info.name = "micro";
   info.description = "replaces older tool results above a size with a short marker";
   info.params = {
-      {"keep_recent", ParamType::integer, "how many of the newest tool results stay whole", std::int64_t{3}, false, 0, {}, {}},
-      {"min_chars", ParamType::integer, "results of at most this many chars stay whole", std::int64_t{110}, false, 0, {}, {}},
-      {"until", ParamType::choice, "all: every eligible result; target: stop once the budget target is met",
-       std::string("all"), false, {}, {}, {"all", "target"}},
+      ParamSpec::integer("keep_recent", "how many of the newest tool results stay whole", 3).at_least(0),
+      ParamSpec::integer("min_chars", "results of at most this many chars stay whole", 110).at_least(0),
+      ParamSpec::choice("until", "all: every eligible result; target: stop once the budget target is met", "all",
+                        {"all", "target"}),
   };
   info.create = factory_of<MicroStage>();
   registrar.add_stage(std::move(info));

@@ -40,7 +40,7 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "reactive_compact";
   info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
-  info.params = {{"keep_messages", ParamType::integer, "newest messages kept verbatim", std::int64_t{5}, false, 1, {}, {}}};
+  info.params = {ParamSpec::integer("keep_messages", "newest messages kept verbatim", 5).at_least(1)};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<ReactiveCompactStage>();
   registrar.add_stage(std::move(info));

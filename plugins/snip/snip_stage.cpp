@@ -122,11 +122,11 @@ void register_stages(PluginRegistrar& registrar) {
   info.name = "snip";
   info.description = "archives the middle of a long history and leaves one marker message";
   info.params = {
-      {"max_messages", ParamType::integer, "a history of more messages is snipped", std::int64_t{50}, false, 2, {}, {}},
-      {"keep_head", ParamType::integer, "messages kept at the start", std::int64_t{3}, false, 1, {}, {}},
-      {"keep_messages", ParamType::integer,
-       "messages left after a cut (head, marker, newest); 0: max_messages (seed 001: re-cuts on every call)", std::int64_t{0},
-       false, 0, {}, {}},
+      ParamSpec::integer("max_messages", "a history of more messages is snipped", 50).at_least(2),
+      ParamSpec::integer("keep_head", "messages kept at the start", 3).at_least(1),
+      ParamSpec::integer("keep_messages",
+                         "messages left after a cut (head, marker, newest); 0: max_messages (seed 001: re-cuts on every call)", 0)
+          .at_least(0),
   };
   info.create = factory_of<SnipStage>();
   registrar.add_stage(std::move(info));

@@ -56,10 +56,12 @@ void register_stages(PluginRegistrar& registrar) {
   info.description = "summarizes the older exchanges into one reference message, keeping the newest that fit";
   info.params = summary_params();
   info.params.push_back(
-      {"min_growth", ParamType::integer, "loop guard: growth (budget unit) needed before another summary", std::int64_t{1000}, false, 0, {}, {}});
-  info.params.push_back({"keep_fraction", ParamType::number,
-                         "share of the budget's target kept verbatim as the newest exchanges (0: the protected tail only)",
-                         0.0, false, 0.0, 0.9, {}});
+      ParamSpec::integer("min_growth", "loop guard: growth (budget unit) needed before another summary", 1000).at_least(0));
+  info.params.push_back(ParamSpec::number("keep_fraction",
+                                          "share of the budget's target kept verbatim as the newest exchanges (0: the protected tail only)",
+                                          0.0)
+                            .at_least(0.0)
+                            .at_most(0.9));
   info.create = factory_of<SummarizeStage>();
   registrar.add_stage(std::move(info));
 }

@@ -181,16 +181,34 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
   std::string dir = COMPACTOR_LOADER_FIXTURE_DIR;
   auto r = test::run_cli({"plugins", "--plugin-dir", dir});
   EXPECT_EQ(r.exit_code, 3);  // some fixtures are refused on purpose
-  EXPECT_NE(r.out.find("fixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\t-\trefused: " + dir +
+  EXPECT_NE(r.out.find("stage\t-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\t-\trefused: " + dir +
                        "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 4; "
                        "rebuild the plugin against this Compactor\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("micro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tmicro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 4\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   auto only_real = test::run_cli({"plugins"});
   EXPECT_EQ(only_real.exit_code, 0) << only_real.out;
+  // Summarizer backends are listed too, and checkers, and what a config names by path.
+  EXPECT_NE(only_real.out.find("summarizer\tanthropic\t" + std::string(COMPACTOR_PLUGIN_DIR) +
+                               "/compactor_summarizer_anthropic.so\tplugin "),
+            std::string::npos)
+      << only_real.out;
+  auto tests = test::run_cli({"plugins", "--plugin-dir", COMPACTOR_TEST_PLUGIN_DIR});
+  EXPECT_NE(tests.out.find("checker\tkeeps_first\t" + std::string(COMPACTOR_TEST_PLUGIN_DIR) +
+                           "/compactor_checker_keeps_first.so\tplugin keeps_first 0.1.0\tAPI 4\t"),
+            std::string::npos)
+      << tests.out;
+  fs::path config = fs::temp_directory_path() / ("compactor-plugins-by-path-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(config) << "version: 1\nbudget: {limit: 100}\npipeline:\n  - stage: split_pair\n    plugin: \"" COMPACTOR_TEST_PLUGIN_DIR
+                           "/compactor_stage_split_pair.so\"\n";
+  auto by_path = test::run_cli({"plugins", "--config", config.string()});
+  fs::remove(config);
+  EXPECT_NE(by_path.out.find("stage\tsplit_pair\t" + std::string(COMPACTOR_TEST_PLUGIN_DIR) + "/compactor_stage_split_pair.so\tplugin "),
+            std::string::npos)
+      << by_path.out;
 }
 
 }  // namespace

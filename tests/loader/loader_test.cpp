@@ -214,7 +214,7 @@ TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
 TEST(Loader, ListingPluginsRunsNoPluginCode) {
   fs::remove(marker("fixture_good"));
   auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
-  EXPECT_NE(r.out.find("fixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 4\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 

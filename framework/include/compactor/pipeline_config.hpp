@@ -90,6 +90,8 @@ ConfigLoadResult load_pipeline_config(const std::string& file);
 
 // The plugin search folders a config file names, without validating the rest (for `plugins`).
 Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file);
+// The plugin files its entries (and its summarizer) name by path with `plugin:`, resolved.
+Expected<std::vector<std::string>> config_plugin_files(const std::string& file);
 
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
 // pipeline. Plugin versions are given in comments.

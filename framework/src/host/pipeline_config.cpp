@@ -580,7 +580,7 @@ void ConfigLoader::read_param_map(const ParamSchema& schema, const std::string& 
     if (out.has(spec.name) || seen.count(spec.name)) continue;
     if (spec.default_value) {
       out.set(spec.name, *spec.default_value);
-    } else if (spec.required) {
+    } else if (spec.is_required()) {
       r_.error(missing_at, missing_path, "missing required parameter \"" + spec.name + "\" (" + spec.expectation() + ")");
     }
   }
@@ -659,6 +659,28 @@ Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file) {
   dirs.push_back((base / "plugins").lexically_normal().string());
   for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
   return dirs;
+}
+
+Expected<std::vector<std::string>> config_plugin_files(const std::string& file) {
+  auto text = read_input_bytes(file);
+  if (!text) return text.error();
+  fs::path base = fs::path(file).parent_path();
+  if (base.empty()) base = ".";
+  std::vector<std::string> files;
+  try {
+    YAML::Node root = YAML::Load(*text);
+    if (!root.IsMap()) return files;
+    for (const char* list : {"pipeline", "on_prompt_too_long"})
+      if (root[list] && root[list].IsSequence())
+        for (const auto& entry : root[list])
+          if (entry.IsMap() && entry["plugin"] && entry["plugin"].IsScalar()) files.push_back(resolve(base, entry["plugin"].Scalar()));
+    if (root["summarizer"] && root["summarizer"].IsMap() && root["summarizer"]["plugin"] && root["summarizer"]["plugin"].IsScalar())
+      files.push_back(resolve(base, root["summarizer"]["plugin"].Scalar()));
+  } catch (const YAML::Exception& e) {
+    return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                 ": YAML syntax error: " + e.msg};
+  }
+  return files;
 }
 
 std::string print_pipeline(const PipelineConfig& c) {

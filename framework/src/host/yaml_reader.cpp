@@ -143,18 +143,15 @@ std::optional<YAML::Node> YamlReader::member(const YAML::Node& map, const std::s
 
 std::optional<std::int64_t> YamlReader::integer(const YAML::Node& node, const std::string& path, std::int64_t min,
                                                  std::int64_t max) {
-  ParamSpec spec;
-  spec.type = ParamType::integer;
-  spec.min = static_cast<double>(min);
-  if (max != INT64_MAX) spec.max = static_cast<double>(max);
+  ParamSpec spec = ParamSpec::required(ParamType::integer, path, "").at_least(static_cast<double>(min));
+  if (max != INT64_MAX) spec = spec.at_most(static_cast<double>(max));
   auto v = param(node, path, spec);
   if (!v) return std::nullopt;
   return std::get<std::int64_t>(*v);
 }
 
 std::optional<std::string> YamlReader::string(const YAML::Node& node, const std::string& path) {
-  ParamSpec spec;
-  spec.type = ParamType::string;
+  const ParamSpec spec = ParamSpec::required(ParamType::string, path, "");
   auto v = param(node, path, spec);
   if (!v) return std::nullopt;
   return std::get<std::string>(*v);
@@ -162,9 +159,7 @@ std::optional<std::string> YamlReader::string(const YAML::Node& node, const std:
 
 std::optional<std::string> YamlReader::choice(const YAML::Node& node, const std::string& path,
                                               const std::vector<std::string>& choices) {
-  ParamSpec spec;
-  spec.type = ParamType::choice;
-  spec.choices = choices;
+  const ParamSpec spec = ParamSpec::required(ParamType::choice, path, "").one_of(choices);
   auto v = param(node, path, spec);
   if (!v) return std::nullopt;
   return std::get<std::string>(*v);

@@ -111,10 +111,10 @@ std::size_t align_cut(const Conversation& c, std::size_t cut, std::size_t floor)
 
 ParamSchema summary_params() {
   return {
-      {"max_chars", ParamType::integer, "longest summary accepted", std::int64_t{1000}, false, 1, {}, {}},
-      {"max_summaries", ParamType::integer,
-       "summaries a history may have, counted in the history (0: no limit; each new one folds the previous)",
-       std::int64_t{0}, false, 0, {}, {}},
+      ParamSpec::integer("max_chars", "longest summary accepted", 1000).at_least(1),
+      ParamSpec::integer("max_summaries",
+                         "summaries a history may have, counted in the history (0: no limit; each new one folds the previous)", 0)
+          .at_least(0),
   };
 }
 

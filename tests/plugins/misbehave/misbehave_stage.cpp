@@ -43,7 +43,7 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "misbehave";
   info.description = "TEST ONLY: takes the process down";
-  info.params = {{"mode", ParamType::choice, "how", std::string("exit"), false, {}, {}, {"exit", "abort", "segv", "overflow", "hang", "none"}}};
+  info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "none"})};
   info.create = factory_of<MisbehaveStage>();
   registrar.add_stage(std::move(info));
 }

@@ -16,11 +16,11 @@ void register_stages(PluginRegistrar& registrar) {
   info.name = "params_probe";
   info.description = "TEST ONLY: declares one parameter of each type";
   info.params = {
-      {"label", ParamType::string, "a required string", std::nullopt, true, {}, {}, {}},
-      {"count", ParamType::integer, "an integer from 1 to 10", std::int64_t{3}, false, 1, 10, {}},
-      {"ratio", ParamType::number, "a number from 0 to 1", 0.5, false, 0, 1, {}},
-      {"enabled", ParamType::boolean, "a boolean", true, false, {}, {}, {}},
-      {"mode", ParamType::choice, "one of fast, thorough", std::string("fast"), false, {}, {}, {"fast", "thorough"}},
+      ParamSpec::required(ParamType::string, "label", "a required string"),
+      ParamSpec::integer("count", "an integer from 1 to 10", 3).at_least(1).at_most(10),
+      ParamSpec::number("ratio", "a number from 0 to 1", 0.5).at_least(0).at_most(1),
+      ParamSpec::boolean("enabled", "a boolean", true),
+      ParamSpec::choice("mode", "one of fast, thorough", "fast", {"fast", "thorough"}),
   };
   info.create = [](const ParamValues& p) -> Expected<std::unique_ptr<Stage>> {
     // Reading every value proves the host passed each with its declared type.

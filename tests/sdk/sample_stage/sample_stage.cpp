@@ -20,7 +20,7 @@ void register_stages(compactor::PluginRegistrar& registrar) {
   compactor::StageInfo info;
   info.name = "sample";
   info.description = "an out-of-tree example";
-  info.params = {{"min_messages", compactor::ParamType::integer, "", std::int64_t{2}, false, 0, {}, {}}};
+  info.params = {compactor::ParamSpec::integer("min_messages", "shorter conversations are left alone", 2).at_least(0)};
   info.create = [](const compactor::ParamValues& p) -> compactor::Expected<std::unique_ptr<compactor::Stage>> {
     return std::unique_ptr<compactor::Stage>(std::make_unique<SampleStage>(p.integer("min_messages")));
   };
