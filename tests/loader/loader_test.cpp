@@ -283,8 +283,9 @@ TEST(Loader, PluginBuiltWithoutTheSanitizerIsRefusedByFingerprint) {
   std::string host = kBuildFingerprint;
   std::string theirs = replace(host, "asan1", "asan0");
   EXPECT_EQ(load_error(fixture("fixture_not_sanitized")),
-            fixture("fixture_not_sanitized") + ": built for " + theirs + ", but this host is " + host +
-                " (differs in: asan); rebuild the plugin with the host's compiler and libraries");
+            fixture("fixture_not_sanitized") + ": built with " + kCompiler + " for " + theirs + ", but this host is " + host +
+                " (differs in: asan); rebuild the plugin against the host's standard library and libraries, with the same "
+                "flags");
 }
 #endif
 
