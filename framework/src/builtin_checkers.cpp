@@ -33,6 +33,12 @@ std::vector<CheckerPtr> make_builtin_checkers() {
   return checkers;
 }
 
+std::vector<CheckerPtr> make_input_checkers() {
+  std::vector<CheckerPtr> checkers;
+  for (std::string_view n : {"structure", "pairing", "unique_ids", "cache_control"}) checkers.push_back(make_builtin_checker(n));
+  return checkers;
+}
+
 std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input) {
   std::vector<Violation> out;
   for (const CheckerPtr& c : checkers) c->check(input, out);

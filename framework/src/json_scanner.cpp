@@ -86,6 +86,25 @@ std::size_t find_duplicate_key(std::vector<KeyRef>& keys) {
   return found;
 }
 
+// A code point as UTF-8 (the caller has checked it is one).
+void append_utf8(std::string& out, unsigned cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
 }  // namespace
 
 std::size_t JsonScanner::skip_whitespace(std::size_t pos) const {
@@ -414,23 +433,6 @@ LineColumn line_column(std::string_view text, std::size_t offset) {
 std::string unescape_json_string(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());
-  auto append_utf8 = [&](unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  };
   auto hex4 = [&](std::size_t at) {
     unsigned v = 0;
     for (std::size_t i = 0; i < 4 && at + i < raw.size(); ++i) v = v * 16 + static_cast<unsigned>(std::max(0, hex_value(raw[at + i])));
@@ -457,7 +459,7 @@ std::string unescape_json_string(std::string_view raw) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           i += 6;
         }
-        append_utf8(cp);
+        append_utf8(out, cp);
         break;
       }
       default: out += e; break;
@@ -585,24 +587,6 @@ class Builder {
       ++pos_;
       st_.push_array(n);
       return true;
-    }
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
     }
   }
 

@@ -8,8 +8,7 @@
 namespace compactor {
 
 ParamSpec::ParamSpec(std::string name_, ParamType type_, std::string description_, std::optional<ParamValue> default_value_)
-    : name(std::move(name_)), type(type_), description(std::move(description_)), default_value(std::move(default_value_)),
-      required_(!default_value.has_value()) {}
+    : name(std::move(name_)), type(type_), description(std::move(description_)), default_value(std::move(default_value_)) {}
 
 ParamSpec ParamSpec::integer(std::string name, std::string description, std::int64_t default_value) {
   return ParamSpec(std::move(name), ParamType::integer, std::move(description), ParamValue(default_value));

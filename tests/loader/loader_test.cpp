@@ -39,6 +39,20 @@ class NullLogger final : public StageLogger {
 
 Conversation small() { return test::parse_or_die(R"([{"role":"user","content":"hi"}])"); }
 
+// A fixture's pass-through stage, created and run through the host's guarded calls, returns its
+// input's messages.
+void expect_pass_through_runs(const RegisteredStage& stage) {
+  auto instance = create_stage(stage, {});
+  ASSERT_TRUE(instance.ok()) << instance.error().message;
+  NullLogger log;
+  StageContext context;
+  context.log = &log;
+  Conversation c = small();
+  auto result = run_stage(**instance, stage, c, context);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->conversation().messages()[0], c.messages()[0]);
+}
+
 TEST(Loader, GoodPluginLoadsRegistersAndRuns) {
   fs::remove(marker("fixture_good"));
   auto loaded = PluginRegistry::instance().load(fixture("fixture_good"));
@@ -53,15 +67,7 @@ TEST(Loader, GoodPluginLoadsRegistersAndRuns) {
   const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_good");
   ASSERT_NE(stage, nullptr);
   EXPECT_EQ(stage->file(), fs::canonical(fixture("fixture_good")).string());
-  auto instance = create_stage(*stage, {});
-  ASSERT_TRUE(instance.ok()) << instance.error().message;
-  NullLogger log;
-  StageContext context;
-  context.log = &log;
-  Conversation c = small();
-  auto result = run_stage(**instance, *stage, c, context);
-  ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->conversation().messages()[0], c.messages()[0]);
+  expect_pass_through_runs(*stage);
 }
 
 TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
@@ -126,15 +132,7 @@ TEST(Loader, AClangPluginWithTheHostsLibrariesLoadsAndRuns) {
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const RegisteredStage* stage = PluginRegistry::instance().find_stage("fixture_clang");
   ASSERT_NE(stage, nullptr);
-  auto instance = create_stage(*stage, {});
-  ASSERT_TRUE(instance.ok()) << instance.error().message;
-  NullLogger log;
-  StageContext context;
-  context.log = &log;
-  Conversation c = small();
-  auto result = run_stage(**instance, *stage, c, context);
-  ASSERT_TRUE(result.ok());
-  EXPECT_EQ(result->conversation().messages()[0], c.messages()[0]);
+  expect_pass_through_runs(*stage);
 }
 #endif
 

@@ -298,8 +298,7 @@ int bench_command(int argc, char** argv) {
   auto worker = [&](std::uint64_t index) {
     const std::string archive_dir = (scratch / ("archive-" + std::to_string(index))).string();
     auto log = make_stderr_logger("");
-    std::vector<CheckerPtr> input_checkers;
-    for (const char* checker : {"structure", "pairing", "unique_ids", "cache_control"}) input_checkers.push_back(make_builtin_checker(checker));
+    const std::vector<CheckerPtr> input_checkers = make_input_checkers();
     std::vector<Pipeline> pipelines;
     for (const auto& c : configs) {
       auto p = Pipeline::build(c);

@@ -331,9 +331,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
   // Each call's request is checked as the next call's input; the last one is checked here.
   if (previous) {
-    std::vector<CheckerPtr> checkers;
-    for (const char* name : {"structure", "pairing", "unique_ids", "cache_control"}) checkers.push_back(make_builtin_checker(name));
-    auto violations = run_checkers(checkers, CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), {}});
+    auto violations = run_checkers(make_input_checkers(), CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), {}});
     if (!violations.empty()) {
       ++out.failures;
       out.errors.push_back("call " + std::to_string(answers.size()) + ": the request sent: " + first_line(violations.front().to_string()));

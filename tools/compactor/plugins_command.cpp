@@ -49,29 +49,21 @@ int plugins_command(int argc, char** argv) {
     return kExitOk;
   }
   std::vector<std::string> dirs;
+  std::vector<std::string> named;  // by path in the config
   if (auto config = args->get("config")) {
-    auto from_config = config_plugin_dirs(*config);
+    auto from_config = config_plugin_paths(*config);
     if (!from_config) {
       fmt::print(stderr, "{}\n", from_config.error().message);
       return kExitBadInput;
     }
-    dirs = *from_config;
+    dirs = std::move(from_config->dirs);
+    named = std::move(from_config->files);
   }
   if (args->has("plugin-dir"))
     for (const auto& d : args->options.at("plugin-dir")) dirs.push_back(d);
   if (!args->has("config"))
     for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
   for (const auto& d : default_plugin_dirs()) dirs.push_back(d);
-
-  std::vector<std::string> named;  // by path in the config
-  if (auto config = args->get("config")) {
-    auto files = config_plugin_files(*config);
-    if (!files) {
-      fmt::print(stderr, "{}\n", files.error().message);
-      return kExitBadInput;
-    }
-    named = *files;
-  }
 
   int exit_code = kExitOk;
   std::size_t listed = 0;

@@ -9,13 +9,17 @@
 namespace compactor {
 
 // structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact,
-// request_kept, no_growth, archived, cache_control — in the order they run.
+// request_kept, no_growth, archived, cache_control, order — in the order they run.
 const std::vector<std::string_view>& builtin_checker_names();
 
 // Null when no built-in checker has that name.
 CheckerPtr make_builtin_checker(std::string_view name);
 
 std::vector<CheckerPtr> make_builtin_checkers();
+
+// The checkers every input must pass, whatever a config enables: a history the API accepts
+// (structure, pairing, unique_ids, at most 4 cache breakpoints).
+std::vector<CheckerPtr> make_input_checkers();
 
 // Runs every checker on `input`; violations in checker order.
 std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input);

@@ -38,12 +38,11 @@ struct ParamSpec {
   std::string name;
   ParamType type = ParamType::integer;
   std::string description;
-  std::optional<ParamValue> default_value;  // used when the config leaves it out
-  bool required_ = false;                   // no default: the config must give it
+  std::optional<ParamValue> default_value;  // used when the config leaves it out; none: required
   std::optional<double> min;                // integer and number
   std::optional<double> max;
   std::vector<std::string> choices;         // choice
-  bool is_required() const { return required_; }
+  bool is_required() const { return !default_value.has_value(); }
 
   // What a valid value looks like, for error messages: "an integer from 1 to 100".
   std::string expectation() const;

@@ -88,10 +88,13 @@ struct ConfigLoadResult {
 // variable COMPACTOR_PLUGIN_PATH (colon-separated), then the binary's own plugin folder.
 ConfigLoadResult load_pipeline_config(const std::string& file);
 
-// The plugin search folders a config file names, without validating the rest (for `plugins`).
-Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file);
-// The plugin files its entries (and its summarizer) name by path with `plugin:`, resolved.
-Expected<std::vector<std::string>> config_plugin_files(const std::string& file);
+// What a config file says about plugins, read without validating the rest (for `plugins`): its
+// search folders, and the files its entries (and its summarizer) name by path with `plugin:`.
+struct ConfigPluginPaths {
+  std::vector<std::string> dirs;
+  std::vector<std::string> files;
+};
+Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
 // pipeline. Plugin versions are given in comments.

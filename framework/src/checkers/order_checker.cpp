@@ -34,14 +34,16 @@ class OrderChecker final : public Checker {
           for (std::size_t i = before.size(); i > 0; --i) by_bytes[before[i - 1]->raw()].push_back(i - 1);
           bytes_built = true;
         }
-        // Of identical messages, the first not before the latest kept one.
-        if (auto same = by_bytes.find(candidate[k]->raw()); same != by_bytes.end())
+        // Of identical messages, the first not before the latest kept one (else the latest, which
+        // is then out of order).
+        if (auto same = by_bytes.find(candidate[k]->raw()); same != by_bytes.end()) {
+          index = same->second.front();
           for (auto i = same->second.rbegin(); i != same->second.rend(); ++i)
             if (!last || *i > *last) {
               index = *i;
               break;
             }
-        if (!index && by_bytes.count(candidate[k]->raw()) != 0) index = by_bytes[candidate[k]->raw()].front();
+        }
       }
       if (!index) continue;  // a new message (a marker, a summary): it has no order to keep
       if (last && *index <= *last) {

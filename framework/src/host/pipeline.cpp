@@ -106,9 +106,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
 
   // The input must be a history the API accepts, whatever checkers the config enables.
   {
-    std::vector<CheckerPtr> input_checkers;
-    for (const char* name : {"structure", "pairing", "unique_ids", "cache_control"}) input_checkers.push_back(make_builtin_checker(name));
-    auto violations = run_checkers(input_checkers, CheckInput{input, input, compute_protected_tail(input, 0), {}});
+    auto violations = run_checkers(make_input_checkers(), CheckInput{input, input, compute_protected_tail(input, 0), {}});
     if (!violations.empty()) {
       report.status = "bad_input";
       report.exit_code = 2;
@@ -234,16 +232,16 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     report.error = durable.error().message;
     return report;
   }
+  report.first_changed_message = first_changed(input, committed);
   if (report.status.empty()) {
     bool over = committed.size_in(budget.unit) > budget.limit;
     // A skipped rejection is reported as what it is, even when the output fits; so is a refused
     // call (prompt_too_long) that nothing could compact: the refusal goes back to the caller.
-    const bool uncompacted = options.prompt_too_long && !first_changed(input, committed);
+    const bool uncompacted = options.prompt_too_long && !report.first_changed_message;
     report.status = rejected ? "rejected" : over ? "over_budget" : uncompacted ? "not_compacted" : "ok";
     report.exit_code = rejected || over || uncompacted ? 1 : 0;
   }
   report.output_size = SizeSnapshot::of(committed);
-  report.first_changed_message = first_changed(input, committed);
   report.output = committed;
   return report;
 }

@@ -641,46 +641,32 @@ void print_entries(std::string& out, const std::string& key, const std::vector<P
 
 ConfigLoadResult load_pipeline_config(const std::string& file) { return ConfigLoader(file).load(); }
 
-Expected<std::vector<std::string>> config_plugin_dirs(const std::string& file) {
+Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file) {
   auto text = read_input_bytes(file);
   if (!text) return text.error();
   fs::path base = fs::path(file).parent_path();
   if (base.empty()) base = ".";
-  std::vector<std::string> dirs;
+  ConfigPluginPaths paths;
   try {
     YAML::Node root = YAML::Load(*text);
-    if (root.IsMap() && root["plugin_dirs"] && root["plugin_dirs"].IsSequence())
-      for (const auto& d : root["plugin_dirs"])
-        if (d.IsScalar()) dirs.push_back(resolve(base, d.Scalar()));
+    if (root.IsMap()) {
+      if (root["plugin_dirs"] && root["plugin_dirs"].IsSequence())
+        for (const auto& d : root["plugin_dirs"])
+          if (d.IsScalar()) paths.dirs.push_back(resolve(base, d.Scalar()));
+      for (const char* list : {"pipeline", "on_prompt_too_long"})
+        if (root[list] && root[list].IsSequence())
+          for (const auto& entry : root[list])
+            if (entry.IsMap() && entry["plugin"] && entry["plugin"].IsScalar()) paths.files.push_back(resolve(base, entry["plugin"].Scalar()));
+      if (root["summarizer"] && root["summarizer"].IsMap() && root["summarizer"]["plugin"] && root["summarizer"]["plugin"].IsScalar())
+        paths.files.push_back(resolve(base, root["summarizer"]["plugin"].Scalar()));
+    }
   } catch (const YAML::Exception& e) {
     return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                  ": YAML syntax error: " + e.msg};
   }
-  dirs.push_back((base / "plugins").lexically_normal().string());
-  for (const auto& d : env_plugin_dirs()) dirs.push_back(d);
-  return dirs;
-}
-
-Expected<std::vector<std::string>> config_plugin_files(const std::string& file) {
-  auto text = read_input_bytes(file);
-  if (!text) return text.error();
-  fs::path base = fs::path(file).parent_path();
-  if (base.empty()) base = ".";
-  std::vector<std::string> files;
-  try {
-    YAML::Node root = YAML::Load(*text);
-    if (!root.IsMap()) return files;
-    for (const char* list : {"pipeline", "on_prompt_too_long"})
-      if (root[list] && root[list].IsSequence())
-        for (const auto& entry : root[list])
-          if (entry.IsMap() && entry["plugin"] && entry["plugin"].IsScalar()) files.push_back(resolve(base, entry["plugin"].Scalar()));
-    if (root["summarizer"] && root["summarizer"].IsMap() && root["summarizer"]["plugin"] && root["summarizer"]["plugin"].IsScalar())
-      files.push_back(resolve(base, root["summarizer"]["plugin"].Scalar()));
-  } catch (const YAML::Exception& e) {
-    return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                 ": YAML syntax error: " + e.msg};
-  }
-  return files;
+  paths.dirs.push_back((base / "plugins").lexically_normal().string());
+  for (const auto& d : env_plugin_dirs()) paths.dirs.push_back(d);
+  return paths;
 }
 
 std::string print_pipeline(const PipelineConfig& c) {
