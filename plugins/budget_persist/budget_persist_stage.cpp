@@ -4,7 +4,7 @@
 // preview of the first `preview_chars`, until the batch is under the limit (seed 001's
 // tool_result_budget). The batch is usually the newest exchange, so this stage declares that it
 // may touch the protected tail, and only ever replaces result content with a receipt marker.
-#include "compactor/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
 
@@ -116,4 +116,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("budget_persist", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("budget_persist", "0.1.0", "stage:budget_persist", register_stages)

@@ -50,4 +50,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("compact_request", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("compact_request", "0.1.0", "stage:compact_request", register_stages)

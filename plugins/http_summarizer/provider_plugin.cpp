@@ -14,4 +14,4 @@ void register_summarizer(compactor::PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN(COMPACTOR_HTTP_PROVIDER "_summarizer", "0.1.0", register_summarizer)
+COMPACTOR_PLUGIN(COMPACTOR_HTTP_PROVIDER "_summarizer", "0.1.0", "summarizer:" COMPACTOR_HTTP_PROVIDER, register_summarizer)

@@ -8,10 +8,10 @@
 // `[compactor archived result, 5012 chars: sha256:…]`. How to restore is said once: in the
 // summary when the history has one, otherwise in the oldest marker, which also says that a marker
 // is not an execution result.
-#include "compactor/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
-#include "compactor/summary_compaction.hpp"  // read_summary_state
+#include "compactor/summary_format.hpp"  // restore_told_before
 
 #include <fmt/core.h>
 
@@ -162,4 +162,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("micro", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("micro", "0.1.0", "stage:micro", register_stages)

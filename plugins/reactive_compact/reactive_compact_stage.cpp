@@ -48,4 +48,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("reactive_compact", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("reactive_compact", "0.1.0", "stage:reactive_compact", register_stages)

@@ -10,10 +10,10 @@
 // so the calls that follow only append until the count crosses `max_messages` again; cutting to
 // `max_messages` would re-cut the prefix on every call. A middle too short to be worth a marker
 // is a decline: nothing safe to do here, and the next stages still run.
-#include "compactor/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/large_buffer.hpp"
 #include "compactor/plugin.hpp"
-#include "compactor/summary_compaction.hpp"  // align_cut
+#include "compactor/summary_format.hpp"  // restore_told_before
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -134,4 +134,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("snip", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("snip", "0.1.0", "stage:snip", register_stages)

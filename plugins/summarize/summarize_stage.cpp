@@ -68,4 +68,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("summarize", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("summarize", "0.1.0", "stage:summarize", register_stages)

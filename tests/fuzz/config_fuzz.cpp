@@ -1,6 +1,6 @@
 // The YAML config loader on any bytes: never a crash, and every refusal is lines that name the
 // file (file:line:col where there is a position).
-#include "compactor/pipeline_config.hpp"
+#include "host/pipeline_config.hpp"
 #include "fuzz_check.hpp"
 
 #include <unistd.h>

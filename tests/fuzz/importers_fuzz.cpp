@@ -1,7 +1,7 @@
 // Both importers on any bytes: never a crash, and whatever they import is a history the API
 // accepts (structure, pairing, unique ids), with every repair counted.
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/importers.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "import/importers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "fuzz_check.hpp"
 

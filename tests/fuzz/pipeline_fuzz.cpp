@@ -1,10 +1,10 @@
 // The host running every ready pipeline (normal and prompt_too_long) on fuzzed conversations:
 // never a crash; a run that commits gives an output the API accepts (structure, pairing, unique
 // ids, with the request kept), and every receipt the output names restores from the archive.
-#include "compactor/archive_store.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/pipeline.hpp"
+#include "archive/archive_store.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/pipeline.hpp"
 #include "compactor/protected_tail.hpp"
 #include "fuzz_check.hpp"
 

@@ -3,9 +3,9 @@
 // 256), and reading the bytes as a conversation never crashes. The one-pass ValueParser (what
 // the reader parses messages with) accepts nothing the scanner refuses, ends where it ends and
 // builds the value Boost.JSON parses from the same bytes.
-#include "compactor/conversation_reader.hpp"
+#include "model/conversation_reader.hpp"
 #include "fuzz_check.hpp"
-#include "json_scanner.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
 

@@ -6,9 +6,9 @@
 
 #include "bench_replay.hpp"
 
-#include "compactor/conversation_reader.hpp"
-#include "compactor/pipeline.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/pipeline.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "compactor/conversation.hpp"
-#include "compactor/conversation_reader.hpp"
+#include "model/conversation_reader.hpp"
 
 #include <boost/json.hpp>
 #include <string>

@@ -1,6 +1,6 @@
 #include "support/test_support.hpp"
 
-#include "compactor/active_request.hpp"
+#include "model/active_request.hpp"
 
 #include <gtest/gtest.h>
 

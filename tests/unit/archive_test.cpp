@@ -2,8 +2,8 @@
 // one folder, and the round trip from every stage's receipts back to the input's own bytes.
 #include "support/test_support.hpp"
 
-#include "compactor/archive_store.hpp"
-#include "compactor/pipeline.hpp"
+#include "archive/archive_store.hpp"
+#include "host/pipeline.hpp"
 
 #include <gtest/gtest.h>
 
@@ -193,7 +193,7 @@ TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
   EXPECT_NE(report.stages[0].reason.find("archive: cannot "), std::string::npos) << report.stages[0].reason;
   EXPECT_NE(report.stages[0].reason.find(archive_dir), std::string::npos) << report.stages[0].reason;
   EXPECT_NE(report.stages[0].reason.find(f.text), std::string::npos) << report.stages[0].reason;
-  EXPECT_EQ(report.exit_code, 1);  // declined under abort
+  EXPECT_EQ(report.exit_code, 1);  // micro declined: still over budget
   ASSERT_TRUE(report.output.has_value());
   EXPECT_EQ(report.output->serialize(), input.serialize());  // the last committed: the input
   EXPECT_TRUE(temp_files(dir).empty());

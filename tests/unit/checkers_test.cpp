@@ -2,8 +2,8 @@
 // must let through.
 #include "support/test_support.hpp"
 
-#include "compactor/archive_store.hpp"
-#include "compactor/builtin_checkers.hpp"
+#include "archive/archive_store.hpp"
+#include "checkers/builtin_checkers.hpp"
 #include "compactor/message_edit.hpp"
 
 #include <gtest/gtest.h>

@@ -57,8 +57,8 @@ TEST(Conversation, OneMessageEditSharesEveryOtherMessage) {
 
 TEST(Conversation, SizesAreCachedPerMessageAndSummed) {
   auto c = test::parse_or_die(R"([{"role":"user","content":"héllo"}])");
-  EXPECT_EQ(c[0].sizes().bytes, 34u);
-  EXPECT_EQ(c[0].sizes().chars, 33u);
+  EXPECT_EQ(c[0].bytes(), 34u);
+  EXPECT_EQ(c[0].chars(), 33u);
   EXPECT_EQ(c.sizes().bytes, 34u);
   EXPECT_EQ(c.size_in(SizeUnit::chars), 33u);
 }
@@ -68,12 +68,12 @@ TEST(Conversation, ImagesCountAtTheFixedEstimate) {
   auto m = test::message_or_die(R"({"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":")" +
                                 data + R"("}}]})");
   std::uint64_t frame = m->raw().size() - data.size();
-  EXPECT_EQ(m->sizes().bytes, frame + kMediaBlockSize);
+  EXPECT_EQ(m->bytes(), frame + kMediaBlockSize);
   // Inside a tool result too.
   auto r = test::message_or_die(
       R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":")" +
       data + R"("}}]}]})");
-  EXPECT_EQ(r->sizes().bytes, r->raw().size() - data.size() + kMediaBlockSize);
+  EXPECT_EQ(r->bytes(), r->raw().size() - data.size() + kMediaBlockSize);
 }
 
 TEST(Conversation, TypedBlockAccess) {

@@ -3,9 +3,9 @@
 // for what the corpus lacks (a rewind, parallel OpenAI tool calls).
 #include "support/test_support.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/importers.hpp"
+#include "model/active_request.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "import/importers.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -60,7 +60,7 @@ TEST(ClaudeCodeImport, AnImageInAToolResultIsKeptAndCountedAtTheEstimate) {
             found = true;
             // The base64 payload counts as 6,400 (kMediaBlockSize), whatever its length.
             std::size_t payload = item.at("source").at("data").as_string().size();
-            EXPECT_EQ(m->sizes().bytes, m->raw().size() - payload + kMediaBlockSize);
+            EXPECT_EQ(m->bytes(), m->raw().size() - payload + kMediaBlockSize);
           }
   EXPECT_TRUE(found);
   EXPECT_TRUE(check(*r.conversation).empty());

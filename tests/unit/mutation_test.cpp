@@ -3,8 +3,8 @@
 // control run rebuilds every message from its JSON and must find nothing.
 #include "support/test_support.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/builtin_checkers.hpp"
+#include "model/active_request.hpp"
+#include "checkers/builtin_checkers.hpp"
 
 #include <gtest/gtest.h>
 

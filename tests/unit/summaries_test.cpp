@@ -1,10 +1,10 @@
 // The extractive summarizer, the loop guard, and every ready config on every real session.
 #include "support/test_support.hpp"
 
-#include "compactor/archive_store.hpp"
-#include "compactor/active_request.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/pipeline.hpp"
+#include "archive/archive_store.hpp"
+#include "model/active_request.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "host/pipeline.hpp"
 #include "compactor/summary_compaction.hpp"
 
 #include <gtest/gtest.h>

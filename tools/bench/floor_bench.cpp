@@ -12,10 +12,10 @@
 // dynamic linking), load (config and plugins), read (read and parse the input), stages (the
 // pipeline, its checkers and the archive's writes and syncs), write (serialize, write, fsync,
 // rename), and the isolation's fork of a child holding the parsed input.
-#include "compactor/atomic_file.hpp"
-#include "compactor/child_run.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/pipeline.hpp"
+#include "host/atomic_file.hpp"
+#include "host/child_run.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/pipeline.hpp"
 #include "compactor/stage_logger.hpp"
 
 #include <benchmark/benchmark.h>

@@ -2,9 +2,9 @@
 // in tests/data (what a meter counts), and the pre-tokenizer alone against ICU's regex running the
 // same published pattern (the speed a regex-based splitter would have). The tokenizers' per-thread
 // piece cache is warm after the first pass, as it is when a host counts before every call.
-#include "compactor/conversation_reader.hpp"
-#include "compactor/meter.hpp"
-#include "compactor/tokenizer.hpp"
+#include "model/conversation_reader.hpp"
+#include "meter/meter_kinds.hpp"
+#include "meter/tokenizer.hpp"
 #include "meter/pretokenizer.hpp"
 
 #include <benchmark/benchmark.h>

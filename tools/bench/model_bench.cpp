@@ -1,10 +1,10 @@
 // parse → check → serialize of a ≥ 10 MB generated conversation, against plain Boost.JSON
 // parse + serialize of the same bytes, in the same binary. Reports bytes/s.
-#include "compactor/active_request.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/child_run.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/pipeline.hpp"
+#include "model/active_request.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "host/child_run.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/pipeline.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/json.hpp>

@@ -2,8 +2,8 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/archive_store.hpp"
-#include "compactor/exit_code.hpp"
+#include "archive/archive_store.hpp"
+#include "host/exit_code.hpp"
 
 #include <fmt/core.h>
 

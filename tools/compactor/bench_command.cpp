@@ -8,14 +8,14 @@
 #include "commands.hpp"
 #include "config_loading.hpp"
 
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/calibration_fit.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/importers.hpp"
-#include "compactor/pipeline.hpp"
-#include "compactor/price_table.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "meter/calibration_fit.hpp"
+#include "host/exit_code.hpp"
+#include "import/importers.hpp"
+#include "host/pipeline.hpp"
+#include "pricing/price_table.hpp"
 #include "compactor/protected_tail.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 

@@ -1,6 +1,6 @@
 #include "bench_output.hpp"
 
-#include "compactor/atomic_file.hpp"
+#include "host/atomic_file.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

@@ -1,8 +1,8 @@
 #include "bench_replay.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/archive_store.hpp"
-#include "compactor/builtin_checkers.hpp"
+#include "model/active_request.hpp"
+#include "archive/archive_store.hpp"
+#include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 
 #include <boost/json.hpp>

@@ -6,10 +6,10 @@
 #pragma once
 
 #include "compactor/conversation.hpp"
-#include "compactor/file_system.hpp"
+#include "archive/file_system.hpp"
 #include "compactor/meter.hpp"
-#include "compactor/pipeline.hpp"
-#include "compactor/price_table.hpp"
+#include "host/pipeline.hpp"
+#include "pricing/price_table.hpp"
 #include "compactor/stage_logger.hpp"
 
 #include <cstdint>

@@ -3,12 +3,12 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/atomic_file.hpp"
-#include "compactor/calibration_fit.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/importers.hpp"
-#include "compactor/meter.hpp"
+#include "host/atomic_file.hpp"
+#include "meter/calibration_fit.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/exit_code.hpp"
+#include "import/importers.hpp"
+#include "meter/meter_kinds.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

@@ -2,11 +2,11 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/importers.hpp"
-#include "compactor/exit_code.hpp"
+#include "model/active_request.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "model/conversation_reader.hpp"
+#include "import/importers.hpp"
+#include "host/exit_code.hpp"
 
 #include <fmt/core.h>
 

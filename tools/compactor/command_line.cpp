@@ -1,7 +1,7 @@
 #include "command_line.hpp"
 
-#include "compactor/exit_code.hpp"
-#include "compactor/importers.hpp"
+#include "host/exit_code.hpp"
+#include "import/importers.hpp"
 
 #include <fmt/core.h>
 

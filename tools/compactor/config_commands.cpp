@@ -3,8 +3,8 @@
 #include "commands.hpp"
 #include "config_loading.hpp"
 
-#include "compactor/exit_code.hpp"
-#include "compactor/pipeline.hpp"
+#include "host/exit_code.hpp"
+#include "host/pipeline.hpp"
 
 #include <fmt/core.h>
 

@@ -1,6 +1,6 @@
 #include "config_loading.hpp"
 
-#include "compactor/exit_code.hpp"
+#include "host/exit_code.hpp"
 
 #include <fmt/core.h>
 

@@ -1,7 +1,7 @@
 // Loading a config for a command: every error is printed on stderr, one line each.
 #pragma once
 
-#include "compactor/pipeline_config.hpp"
+#include "host/pipeline_config.hpp"
 
 #include <optional>
 

@@ -2,8 +2,8 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/exit_code.hpp"
-#include "compactor/meter.hpp"
+#include "host/exit_code.hpp"
+#include "meter/meter_kinds.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

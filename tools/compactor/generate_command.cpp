@@ -4,8 +4,8 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/atomic_file.hpp"
-#include "compactor/exit_code.hpp"
+#include "host/atomic_file.hpp"
+#include "host/exit_code.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

@@ -3,11 +3,11 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/atomic_file.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/importers.hpp"
+#include "model/active_request.hpp"
+#include "host/atomic_file.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "host/exit_code.hpp"
+#include "import/importers.hpp"
 
 #include <fmt/core.h>
 

@@ -2,8 +2,8 @@
 #include "commands.hpp"
 
 #include "compactor/build_fingerprint.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "host/exit_code.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 
@@ -50,7 +50,7 @@ commands:
   compactor COMMAND --help  shows a command's options.
   compactor --version       prints the version, the plugin API version, the build fingerprint and the compiler.
 
-exit codes: 0 ok; 1 ran but still over budget, or a stage was rejected or declined under abort;
+exit codes: 0 ok; 1 ran but still over budget, or a stage's candidate was rejected;
             2 bad input or bad config; 3 plugin failure or internal error.
 )";
 

@@ -2,10 +2,10 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
-#include "compactor/exit_code.hpp"
-#include "compactor/pipeline_config.hpp"
-#include "compactor/plugin_discovery.hpp"
-#include "compactor/plugin_loader.hpp"
+#include "host/exit_code.hpp"
+#include "host/pipeline_config.hpp"
+#include "loader/plugin_discovery.hpp"
+#include "loader/plugin_loader.hpp"
 
 #include <fmt/core.h>
 
@@ -19,16 +19,16 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: compactor plugins [--config FILE] [--plugin-dir DIR]…
 
-Lists every plugin found: stages (compactor_stage_*.so), summarizer backends
-(compactor_summarizer_*.so) and checkers (compactor_checker_*.so) in the config's search path
-when --config is given, then each --plugin-dir, then the plugin folder of this build or install,
-and the files the config names by path (`plugin:`). One line each, tab-separated:
+Lists every plugin file found (compactor_*.so: stages, summarizer backends, checkers) in the
+config's search path when --config is given, then each --plugin-dir, then the plugin folder of
+this build or install, and the files the config names by path (`plugin:`). One line for each
+stage, summarizer and checker a file declares, tab-separated:
 
   KIND  NAME  FILE  plugin PLUGIN VERSION  API N  COMPILER  ok
   KIND  -     FILE  -                      API N  COMPILER  refused: <why, one line>
 
-Nothing is loaded: no plugin code runs, not even static constructors. NAME is the one the file
-name declares (for a file named by path, the plugin's own name); a plugin whose API version or
+Nothing is loaded: no plugin code runs, not even static constructors. KIND and NAME are what the
+file declares in COMPACTOR_PLUGIN (a file with several stages has a line for each); a plugin whose API version or
 build fingerprint differs, that another user could have planted, or that is not a shared library
 for this machine is refused from the file alone. "ok" means it passes these checks; a missing
 dependency or a failing registration shows when a pipeline loads it. Exits 0 when every plugin
@@ -77,28 +77,34 @@ int plugins_command(int argc, char** argv) {
       exit_code = kExitPluginError;
       return;
     }
-    // Listed from the file alone: the name its file name declares, the plugin's name and version
-    // from its info bytes. No plugin code runs (not even static constructors).
-    if (name.empty()) name = probe.name.empty() ? "?" : probe.name;
-    fmt::print("{}\t{}\t{}\tplugin {} {}\tAPI {}\t{}\tok\n", kind, name, file, probe.name.empty() ? "?" : probe.name,
-               probe.version.empty() ? "?" : probe.version, probe.api_version, probe.compiler.empty() ? "?" : probe.compiler);
+    // Listed from the file alone: what it declares, the plugin's name and version from its info
+    // bytes. No plugin code runs (not even static constructors).
+    std::vector<std::pair<std::string, std::string>> names;  // kind, name
+    for (const std::string& p : probe.provides)
+      if (std::size_t colon = p.find(':'); colon != std::string::npos) names.emplace_back(p.substr(0, colon), p.substr(colon + 1));
+    if (names.empty()) names.emplace_back(kind, name.empty() ? (probe.name.empty() ? "?" : probe.name) : name);
+    for (const auto& [k, n] : names)
+      fmt::print("{}\t{}\t{}\tplugin {} {}\tAPI {}\t{}\tok\n", k, n, file, probe.name.empty() ? "?" : probe.name,
+                 probe.version.empty() ? "?" : probe.version, probe.api_version, probe.compiler.empty() ? "?" : probe.compiler);
+  };
+  // A file's kind and name from its file name, for one that declares nothing (or is refused).
+  auto from_file_name = [](const std::string& file) -> std::pair<std::string, std::string> {
+    std::string stem = std::filesystem::path(file).stem().string();
+    for (const char* kind : {"stage", "summarizer", "checker"})
+      if (std::string prefix = std::string("compactor_") + kind + "_"; stem.rfind(prefix, 0) == 0) return {kind, stem.substr(prefix.size())};
+    return {"stage", ""};
   };
   std::set<std::string> seen;
-  for (const auto& [kind, prefix] : {std::pair<std::string, std::string>{"stage", "compactor_stage_"},
-                                     {"summarizer", "compactor_summarizer_"},
-                                     {"checker", "compactor_checker_"}})
-    for (const auto& file : list_plugin_files(dirs, prefix)) {
-      seen.insert(std::filesystem::weakly_canonical(file).string());
-      std::string stem = std::filesystem::path(file).stem().string();
-      list(kind, file, stem.substr(prefix.size()));
-    }
+  for (const auto& file : list_plugin_files(dirs, "compactor_")) {
+    seen.insert(std::filesystem::weakly_canonical(file).string());
+    auto [kind, name] = from_file_name(file);
+    list(kind, file, name);
+  }
   for (const auto& file : named) {
     if (!seen.insert(std::filesystem::weakly_canonical(file).string()).second) continue;
-    std::string stem = std::filesystem::path(file).stem().string();
-    std::string kind = stem.rfind("compactor_summarizer_", 0) == 0 ? "summarizer" : stem.rfind("compactor_checker_", 0) == 0 ? "checker" : "stage";
-    list(kind, file, "");
+    list(from_file_name(file).first, file, "");
   }
-  if (listed == 0) fmt::print(stderr, "compactor plugins: no compactor_stage_*, compactor_summarizer_* or compactor_checker_*.so in any searched folder\n");
+  if (listed == 0) fmt::print(stderr, "compactor plugins: no compactor_*.so plugin in any searched folder\n");
   return exit_code;
 }
 

@@ -3,13 +3,13 @@
 #include "commands.hpp"
 #include "config_loading.hpp"
 
-#include "compactor/atomic_file.hpp"
-#include "compactor/child_run.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/importers.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/pipeline.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "host/atomic_file.hpp"
+#include "host/child_run.hpp"
+#include "model/conversation_reader.hpp"
+#include "import/importers.hpp"
+#include "host/exit_code.hpp"
+#include "host/pipeline.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 
@@ -36,9 +36,9 @@ options:
   --input-format auto|anthropic|claude-code|openai
                    how to read the input (default auto); other formats are imported first
 
-exit codes: 0 within budget; 1 still over budget, or a stage was rejected or declined under
-on_violation: abort (the last committed conversation is written); 2 bad input or config
-(nothing written); 3 plugin failure or internal error (nothing written).
+exit codes: 0 within budget; 1 still over budget, or a stage's candidate was rejected (the last
+committed conversation is written; a decline is not an error); 2 bad input or config (nothing
+written); 3 plugin failure or internal error (nothing written).
 )";
 
 int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArgs& args, const std::string& input_path,

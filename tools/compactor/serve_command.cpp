@@ -3,8 +3,8 @@
 #include "commands.hpp"
 #include "serve/serve_server.hpp"
 
-#include "compactor/exit_code.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "host/exit_code.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 #include <spdlog/sinks/stdout_sinks.h>

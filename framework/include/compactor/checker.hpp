@@ -3,6 +3,7 @@
 // either. Checking one conversation on its own is checking it against itself.
 #pragma once
 
+#include "compactor/archive.hpp"
 #include "compactor/conversation.hpp"
 #include "compactor/protected_tail.hpp"
 #include "compactor/size_unit.hpp"
@@ -16,8 +17,6 @@
 
 namespace compactor {
 
-class ArchiveStore;
-
 struct CheckInput {
   const Conversation& before;
   const Conversation& candidate;
@@ -26,7 +25,7 @@ struct CheckInput {
   SizeUnit unit = SizeUnit::chars;    // what no_growth compares
   bool may_touch_tail = false;        // the stage declared it may put receipt markers in the tail
   bool may_grow = false;              // the stage declared its output may be larger
-  const ArchiveStore* archive = nullptr;  // this run's archive (its manifest), when there is one
+  const Archive* archive = nullptr;       // this run's archive (its manifest), when there is one
 };
 
 class Checker {

@@ -46,7 +46,8 @@ class Conversation {
   const ConversationFrame& frame() const { return *frame_; }
   InputFormat format() const { return frame_->format; }
 
-  // Messages plus `system` and `tools`: what a budget measures. Tokens are 0 without a meter.
+  // Messages plus `system` and `tools`: what a budget measures. Tokens come from the frame's
+  // meter, or are chars / 4 when it has none (the host always sets the configured meter).
   Sizes sizes() const { return sizes_; }
   std::uint64_t size_in(SizeUnit unit) const { return sizes_.in(unit); }
   // One message's size in a unit (tokens through this conversation's meter, cached).

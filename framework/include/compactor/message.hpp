@@ -49,17 +49,14 @@ class Message {
 
   // The bytes this message is written as.
   std::string_view raw() const { return raw_; }
-  // Chars and bytes; `tokens` is 0 here: a message's tokens depend on the meter, so ask the
-  // conversation (Conversation::size_of).
-  const Sizes& sizes() const { return sizes_; }
+  // Chars and bytes (media blocks count kMediaBlockSize). Tokens depend on the meter: ask the
+  // conversation (Conversation::size_of), the one place that counts them.
+  std::uint64_t chars() const { return chars_; }
+  std::uint64_t bytes() const { return bytes_; }
 
   bool has_tool_use() const { return has_kind(BlockKind::tool_use); }
   bool has_tool_result() const { return has_kind(BlockKind::tool_result); }
   bool has_kind(BlockKind kind) const;
-
-  // The count a Meter cached for this message: its tag in the top bits, 0 when none (Meter::tokens).
-  std::uint64_t cached_tokens() const { return cached_tokens_.load(std::memory_order_relaxed); }
-  void cache_tokens(std::uint64_t tagged) const { cached_tokens_.store(tagged, std::memory_order_relaxed); }
 
   // Concatenated text of the text blocks (string content included), separated by "\n".
   std::string text() const;
@@ -83,7 +80,11 @@ class Message {
   std::vector<Block> blocks_;
   std::shared_ptr<const std::string> buffer_;  // owns raw_ (input buffer, or own serialization)
   std::string_view raw_;
-  Sizes sizes_;
+  std::uint64_t chars_ = 0;
+  std::uint64_t bytes_ = 0;
+  // The count a Meter cached for this message, its tag in the top bits (0: none). Only Meter
+  // reads and writes it (Meter::tokens), so a plugin cannot poison it.
+  friend class Meter;
   mutable std::atomic<std::uint64_t> cached_tokens_{0};
 };
 

@@ -1,19 +1,14 @@
 // A meter counts tokens for `budget.unit: tokens`. Each message's count is cached in the message
 // (tagged with the meter that made it), so a run recounts only the messages a stage changed.
-// Kinds: chars4 (chars/4, the usual guess), cl100k and o200k (OpenAI's tokenizers, exact),
-// claude-legacy (@anthropic-ai/tokenizer, exact for Claude 1–2, close for later models), and
-// calibrated (a linear fit of an exact meter to the usage Claude Code recorded, made by
-// `compactor calibrate`).
+// The host makes the configured one (meter/meter_kinds.hpp); a stage reaches it only through
+// Conversation::size_of and size_in.
 #pragma once
 
 #include "compactor/error.hpp"
 #include "compactor/message.hpp"
 
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <string_view>
-#include <vector>
 
 namespace compactor {
 
@@ -43,16 +38,5 @@ class Meter {
  private:
   std::uint64_t cache_tag_;  // in the top bits of a message's cached count
 };
-
-struct MeterSpec {
-  std::string kind;      // one of meter_kinds()
-  std::string file;      // calibrated: the fit (required); exact kinds: the rank file (optional)
-  std::string family;    // calibrated: which model family's fit; empty = the fit's default
-};
-
-std::vector<std::string_view> meter_kinds();
-
-// Loads a meter; the error names the file and what is wrong with it.
-Expected<std::shared_ptr<const Meter>> make_meter(const MeterSpec& spec);
 
 }  // namespace compactor

@@ -3,7 +3,11 @@
 // registered from the descriptor's callback, never from static constructors.
 //
 //   static void register_stages(compactor::PluginRegistrar& r) { r.add_stage({...}); }
-//   COMPACTOR_PLUGIN("my_plugin", "1.0.0", register_stages)
+//   COMPACTOR_PLUGIN("my_plugin", "1.0.0", "stage:my_stage", register_stages)
+//
+// The third argument names, space-separated, everything the plugin registers ("stage:a stage:b
+// checker:c summarizer:d"): the host reads it from the file without running plugin code, to find a
+// stage in a file of several and to list plugins, and refuses a plugin that registers otherwise.
 #pragma once
 
 #include "compactor/build_fingerprint.hpp"
@@ -35,11 +39,12 @@ struct compactor_plugin_descriptor {
 };
 }
 
-// Beside the entry, the name, version and compiler as plain bytes ("NAME\0VERSION\0COMPILER"),
-// which `compactor plugins` and the loader's refusals read from the file without loading it.
-#define COMPACTOR_PLUGIN(NAME, VERSION, REGISTER_FN)                                                  \
+// Beside the entry, the name, version, compiler and what it provides as plain bytes
+// ("NAME\0VERSION\0COMPILER\0PROVIDES"), which `compactor plugins`, the search for a stage and the
+// loader's refusals read from the file without loading it.
+#define COMPACTOR_PLUGIN(NAME, VERSION, PROVIDES, REGISTER_FN)                                        \
   extern "C" __attribute__((visibility("default"), used)) const char compactor_plugin_info[] =        \
-      NAME "\0" VERSION "\0" COMPACTOR_COMPILER;                                                     \
+      NAME "\0" VERSION "\0" COMPACTOR_COMPILER "\0" PROVIDES;                                       \
   extern "C" __attribute__((visibility("default"))) const compactor_plugin_descriptor*                \
   COMPACTOR_ENTRY_SYMBOL(void) {                                                                      \
     static const compactor_plugin_descriptor descriptor{COMPACTOR_FP_API, NAME, VERSION,              \

@@ -22,4 +22,8 @@ struct ProtectedTail {
 // than asked, the whole conversation after its first message is protected; 0 protects nothing.
 ProtectedTail compute_protected_tail(const Conversation& conversation, std::size_t exchanges);
 
+// Moves a cut back until it starts a turn group: never at results whose call is before it,
+// never inside an assistant turn split over several messages. Not below `floor`.
+std::size_t align_cut(const Conversation& conversation, std::size_t cut, std::size_t floor);
+
 }  // namespace compactor

@@ -4,6 +4,7 @@
 // checks the candidate before committing it.
 #pragma once
 
+#include "compactor/archive.hpp"
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
 #include "compactor/param_schema.hpp"
@@ -20,8 +21,7 @@
 
 namespace compactor {
 
-class ArchiveStore;  // the archive service (Stages 1 of 2)
-class Summarizer;    // the summarizer service (Stages 2 of 2)
+class Summarizer;
 
 struct Budget {
   SizeUnit unit = SizeUnit::chars;
@@ -33,7 +33,7 @@ struct StageContext {
   Budget budget;
   ProtectedTail tail;                 // of the committed conversation
   std::vector<std::string> requests;  // the active request's texts (compactor/active_request.hpp), verbatim; empty when none
-  ArchiveStore* archive = nullptr;    // put() what you remove; name the receipt in the marker
+  Archive* archive = nullptr;         // put() what you remove; name the receipt in the marker
   Summarizer* summarizer = nullptr;   // null unless configured
   StageLogger* log = nullptr;         // never null when the host calls a stage
 
@@ -42,18 +42,25 @@ struct StageContext {
   bool over_target(const Conversation& c) const { return size(c) > budget.target; }
 };
 
+// A candidate is the list of messages the stage proposes; the host puts them in the committed
+// conversation's frame (the request body's `system`, `tools`, `model`… and the input's layout), so
+// a stage cannot drop or change the frame, whatever Conversation it built the list in.
 class StageResult {
  public:
-  static StageResult candidate(Conversation conversation) { return StageResult(std::move(conversation), {}); }
+  static StageResult candidate(std::vector<MessagePtr> messages) { return StageResult(std::move(messages), {}); }
+  static StageResult candidate(const Conversation& conversation) { return candidate(conversation.messages()); }
   static StageResult decline(std::string reason) { return StageResult(std::nullopt, std::move(reason)); }
 
   bool declined() const { return !candidate_.has_value(); }
-  const Conversation& conversation() const { return *candidate_; }
+  const std::vector<MessagePtr>& messages() const { return *candidate_; }
+  // The candidate in the frame of the conversation the stage was given.
+  Conversation in_frame_of(const Conversation& committed) const { return committed.with_messages(*candidate_); }
   const std::string& reason() const { return reason_; }
 
  private:
-  StageResult(std::optional<Conversation> c, std::string reason) : candidate_(std::move(c)), reason_(std::move(reason)) {}
-  std::optional<Conversation> candidate_;
+  StageResult(std::optional<std::vector<MessagePtr>> m, std::string reason)
+      : candidate_(std::move(m)), reason_(std::move(reason)) {}
+  std::optional<std::vector<MessagePtr>> candidate_;
   std::string reason_;
 };
 

@@ -3,7 +3,7 @@
 // long or truncated, and replace the older part with one user message that quotes the active
 // request verbatim, marks the summary as untrusted reference, names the snapshot's receipt, says
 // that earlier permissions do not authorize new actions, and records (machine-readably) how many
-// summaries the history has had — so limits hold across runs. A history that already starts with
+// summaries the history has had — so limits hold across runs (the text: summary_format.hpp). A history that already starts with
 // a summary gets a rolling one: the previous summary message is part of what is summarized (and
 // archived), so a history of any length holds at most one summary. Any failure is a decline: the
 // conversation stays as it was.
@@ -12,24 +12,13 @@
 #include "compactor/param_schema.hpp"
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
+#include "compactor/summary_format.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace compactor {
-
-struct SummaryState {
-  int count = 0;                 // summaries so far (0: the history has none)
-  bool reactive = false;         // the newest was a reactive compaction
-  std::uint64_t base = 0;        // the history's size right after it, in `base_unit`
-  std::string base_unit;         // "chars", "bytes" or "tokens"; empty when not recorded
-  std::vector<std::string> requests;  // the requests it quoted, in conversation order
-  std::string summary;           // the summary text itself (between its delimiters)
-};
-
-// Read from the first message, where a summary message always is.
-SummaryState read_summary_state(const Conversation& conversation);
 
 struct CompactionPlan {
   std::size_t end = 0;            // summarize messages [0, end); keep the rest verbatim
@@ -45,14 +34,5 @@ ParamSchema summary_params();
 CompactionPlan plan_from(const ParamValues& params);
 
 StageResult compact_with_summary(const Conversation& committed, const StageContext& context, const CompactionPlan& plan);
-
-// Whether messages [0, end) already say how to restore archived content: the history starts with
-// a summary, or a Compactor marker (`[compactor …`) comes before `end`. Markers are short and say
-// it once: the oldest one (or the summary) carries the instruction.
-bool restore_told_before(const Conversation& conversation, std::size_t end);
-
-// Moves a cut back until it starts a turn group: never at results whose call is before it,
-// never inside an assistant turn split over several messages. Not below `floor`.
-std::size_t align_cut(const Conversation& conversation, std::size_t cut, std::size_t floor);
 
 }  // namespace compactor

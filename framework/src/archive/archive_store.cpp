@@ -1,4 +1,4 @@
-#include "compactor/archive_store.hpp"
+#include "archive/archive_store.hpp"
 
 #include <openssl/evp.h>
 

@@ -1,4 +1,4 @@
-#include "compactor/file_system.hpp"
+#include "archive/file_system.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

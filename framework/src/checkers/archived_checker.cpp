@@ -3,9 +3,9 @@
 // that the candidate names. Only the messages the stage replaced are looked at: a removed message
 // is paired, in order, with the added message of the same shape (role, block kinds and ids) that
 // replaced it; a removed message with no such partner was dropped.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
-#include "compactor/archive_store.hpp"
+#include "archive/archive_store.hpp"
 #include "compactor/message_edit.hpp"
 
 #include <unordered_set>

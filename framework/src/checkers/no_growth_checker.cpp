@@ -1,5 +1,5 @@
 // no_growth: a candidate is not larger than its input, unless its stage declares it may be.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 namespace compactor::detail {
 namespace {

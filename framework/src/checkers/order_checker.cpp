@@ -2,7 +2,7 @@
 // same bytes) must come after every kept message that came before it in the input; a replaced
 // message stays in its place because whatever is around it keeps its order. Swapping two whole
 // tool exchanges passes every pairing rule, and changes what the model reads happened first.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 #include <optional>
 #include <string_view>

@@ -1,7 +1,7 @@
 // pairs_unchanged: a kept pair is unchanged except the tool_result's content — the tool_use's id,
 // name and input and the result's tool_use_id and is_error stay. Only messages the stage
 // replaced are looked at.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 #include <unordered_map>
 

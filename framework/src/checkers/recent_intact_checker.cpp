@@ -1,7 +1,7 @@
 // recent_intact: the protected tail stays verbatim. A stage that declares it may touch the tail
 // may only replace tool_result content there (with a receipt marker; the archived checker
 // verifies the receipt).
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 namespace compactor::detail {
 namespace {

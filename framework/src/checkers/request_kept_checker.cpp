@@ -1,6 +1,6 @@
 // request_kept: each text of the active request survives verbatim, as a message of its own or
 // quoted whole in a summary.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 namespace compactor::detail {
 namespace {

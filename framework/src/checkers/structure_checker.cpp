@@ -1,5 +1,5 @@
 // structure: what the API requires of the message sequence itself.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 namespace compactor::detail {
 namespace {

@@ -1,7 +1,7 @@
 // thinking_unchanged: thinking and redacted_thinking blocks are never modified (the API rejects
 // modified ones). They may leave with their whole message from old turns, but the last assistant
 // turn of an open tool loop keeps them.
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 #include <unordered_map>
 

@@ -1,6 +1,6 @@
 // unique_ids: every tool_use has an id, unique in the conversation, matching the API's pattern
 // ^[a-zA-Z0-9_-]+$ (histories carried over from other providers break this).
-#include "checker_support.hpp"
+#include "checkers/checker_support.hpp"
 
 #include <unordered_map>
 

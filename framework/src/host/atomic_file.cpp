@@ -1,4 +1,4 @@
-#include "compactor/atomic_file.hpp"
+#include "host/atomic_file.hpp"
 
 #include <cerrno>
 #include <cstdio>

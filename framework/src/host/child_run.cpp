@@ -1,6 +1,6 @@
-#include "compactor/child_run.hpp"
+#include "host/child_run.hpp"
 
-#include "compactor/archive_store.hpp"
+#include "archive/archive_store.hpp"
 
 #include <fmt/core.h>
 

@@ -1,8 +1,8 @@
-#include "compactor/pipeline.hpp"
+#include "host/pipeline.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/archive_store.hpp"
-#include "compactor/builtin_checkers.hpp"
+#include "model/active_request.hpp"
+#include "archive/archive_store.hpp"
+#include "checkers/builtin_checkers.hpp"
 
 #include <chrono>
 
@@ -189,8 +189,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.stages.push_back(std::move(sr));
       continue;
     }
-    Conversation candidate = result->conversation();  // copies message pointers only
-    if (metered && candidate.frame().meter != config_->meter) candidate = candidate.with_meter(config_->meter);
+    Conversation candidate = result->in_frame_of(committed);  // copies message pointers only
     if (same_messages(candidate, committed)) {
       archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
       sr.status = StageStatus::unchanged;

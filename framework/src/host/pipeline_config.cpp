@@ -1,10 +1,10 @@
-#include "compactor/pipeline_config.hpp"
+#include "host/pipeline_config.hpp"
 
-#include "compactor/conversation_reader.hpp"
+#include "model/conversation_reader.hpp"
 
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/plugin_discovery.hpp"
-#include "yaml_reader.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "loader/plugin_discovery.hpp"
+#include "host/yaml_reader.hpp"
 
 #include <fmt/core.h>
 
@@ -306,7 +306,7 @@ void ConfigLoader::resolve_checkers() {
   for (const auto& [node, path] : checker_nodes_) {
     const std::string name = node.as<std::string>();
     if (make_builtin_checker(name) != nullptr || registry.find_checker(name) != nullptr) continue;
-    if (auto file = find_plugin_file(checker_file_name(name), search_dirs())) {
+    if (auto file = find_provider("checker", name, search_dirs())) {
       auto loaded = registry.load(*file);
       if (!loaded) {
         r_.error(node, path, loaded.error().message);
@@ -362,7 +362,7 @@ void ConfigLoader::read_summarizer(const YAML::Node& root) {
       return;
     }
   } else if (registry.find_summarizer(config_.summarizer_kind) == nullptr) {
-    file = find_plugin_file(summarizer_file_name(config_.summarizer_kind), search_dirs());
+    file = find_provider("summarizer", config_.summarizer_kind, search_dirs());
   }
   if (file) {
     auto loaded = registry.load(*file);
@@ -428,7 +428,13 @@ void ConfigLoader::check_summary_lengths() {
 const std::string& ConfigLoader::known_stages() {
   if (!known_stages_) {
     std::set<std::string> known;
-    for (const auto& f : list_stage_files(search_dirs())) known.insert(stage_of_file(f));
+    // Every stage a plugin file declares (several per file are found by any of their names).
+    for (const auto& f : list_plugin_files(search_dirs(), "compactor_")) {
+      PluginProbe probe = probe_plugin(f);
+      for (const auto& p : probe.provides)
+        if (p.rfind("stage:", 0) == 0) known.insert(p.substr(6));
+      if (probe.provides.empty() && f.find("compactor_stage_") != std::string::npos) known.insert(stage_of_file(f));
+    }
     for (const auto& n : PluginRegistry::instance().stage_names()) known.insert(n);
     known_stages_ = known.empty() ? "none" : list(std::vector<std::string>(known.begin(), known.end()));
   }
@@ -516,7 +522,7 @@ void ConfigLoader::resolve_stage(PipelineEntryConfig& entry, const std::optional
     entry.registered = found;
     return;
   }
-  if (auto found_file = find_stage_file(entry.stage, search_dirs())) {
+  if (auto found_file = find_provider("stage", entry.stage, search_dirs())) {
     auto loaded = registry.load(*found_file);
     if (!loaded) {
       r_.error(entry.location, join_path(entry.yaml_path, "stage"), loaded.error().message);

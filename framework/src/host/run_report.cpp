@@ -1,4 +1,4 @@
-#include "compactor/run_report.hpp"
+#include "host/run_report.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

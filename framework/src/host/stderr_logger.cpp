@@ -1,4 +1,4 @@
-#include "compactor/stderr_logger.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>

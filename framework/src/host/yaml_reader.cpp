@@ -1,4 +1,4 @@
-#include "yaml_reader.hpp"
+#include "host/yaml_reader.hpp"
 
 #include <charconv>
 #include <map>

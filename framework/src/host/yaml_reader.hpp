@@ -5,7 +5,7 @@
 #pragma once
 
 #include "compactor/param_schema.hpp"
-#include "compactor/pipeline_config.hpp"
+#include "host/pipeline_config.hpp"
 
 #include <yaml-cpp/yaml.h>
 

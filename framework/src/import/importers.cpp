@@ -1,7 +1,7 @@
-#include "compactor/importers.hpp"
+#include "import/importers.hpp"
 
-#include "compactor/conversation_reader.hpp"
-#include "field_types.hpp"
+#include "model/conversation_reader.hpp"
+#include "model/field_types.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>

@@ -1,6 +1,6 @@
-#include "compactor/calibration_fit.hpp"
+#include "meter/calibration_fit.hpp"
 
-#include "compactor/conversation_reader.hpp"
+#include "model/conversation_reader.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

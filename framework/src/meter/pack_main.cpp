@@ -1,7 +1,7 @@
 // compactor_meter_pack KIND RANK_FILE OUT: writes the packed form of a rank file (Tokenizer::pack),
 // which Tokenizer::load maps instead of parsing the text. Run at build time for each rank file.
-#include "compactor/atomic_file.hpp"
-#include "compactor/tokenizer.hpp"
+#include "host/atomic_file.hpp"
+#include "meter/tokenizer.hpp"
 
 #include <cstdio>
 #include <string>

@@ -1,4 +1,4 @@
-#include "compactor/tokenizer.hpp"
+#include "meter/tokenizer.hpp"
 
 #include "meter/pretokenizer.hpp"
 #include "meter/rank_table.hpp"

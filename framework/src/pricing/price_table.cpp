@@ -1,4 +1,4 @@
-#include "compactor/price_table.hpp"
+#include "pricing/price_table.hpp"
 
 #include <yaml-cpp/yaml.h>
 

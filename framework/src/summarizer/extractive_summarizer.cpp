@@ -1,4 +1,4 @@
-#include "compactor/active_request.hpp"
+#include "model/active_request.hpp"
 #include "compactor/summary_compaction.hpp"
 #include "compactor/summarizer.hpp"
 

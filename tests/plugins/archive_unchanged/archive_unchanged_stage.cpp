@@ -1,6 +1,6 @@
 // archive_unchanged: a test-only stage that archives a piece of the conversation and then returns
 // it unchanged, so tests can show that an unchanged stage's blobs are dropped like a decline's.
-#include "compactor/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/plugin.hpp"
 
 namespace {
@@ -25,4 +25,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("archive_unchanged", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("archive_unchanged", "0.1.0", "stage:archive_unchanged", register_stages)

@@ -2,8 +2,8 @@
 // loaded as plugins and pointed at a real HTTP server on loopback that the test starts: the exact
 // request each sends, and what each response, fault and limit becomes. No test reaches outside
 // the machine, and none needs a key.
-#include "compactor/pipeline_config.hpp"
-#include "compactor/plugin_loader.hpp"
+#include "host/pipeline_config.hpp"
+#include "loader/plugin_loader.hpp"
 #include "support/loopback_http_server.hpp"
 #include "support/test_support.hpp"
 

@@ -29,4 +29,4 @@ void register_checkers(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("keeps_first", "0.1.0", register_checkers)
+COMPACTOR_PLUGIN("keeps_first", "0.1.0", "checker:keeps_first", register_checkers)

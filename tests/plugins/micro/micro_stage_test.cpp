@@ -1,10 +1,10 @@
 // The micro stage, loaded from its real plugin file.
 #include "support/test_support.hpp"
 
-#include "compactor/active_request.hpp"
-#include "compactor/archive_store.hpp"
-#include "compactor/builtin_checkers.hpp"
-#include "compactor/plugin_loader.hpp"
+#include "model/active_request.hpp"
+#include "archive/archive_store.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "loader/plugin_loader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -46,11 +46,12 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   if (!r || r->declined()) throw std::runtime_error("micro did not return a candidate");
   // Whatever micro returns must pass every checker.
   auto requests = find_active_request(c).texts;  // CheckInput only views it
-  CheckInput in{c, r->conversation(), ctx.tail, requests};
+  Conversation out = r->in_frame_of(c);
+  CheckInput in{c, out, ctx.tail, requests};
   in.archive = &archive;
   auto v = run_checkers(make_builtin_checkers(), in);
   EXPECT_TRUE(v.empty()) << v.front().to_string();
-  return r->conversation();
+  return out;
 }
 
 // user ask; then n exchanges, each one tool call with a result of `size` chars; then a final

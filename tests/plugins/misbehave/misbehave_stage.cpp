@@ -1,7 +1,7 @@
 // TEST ONLY: a stage that archives a blob (so the run has a temporary file) and then takes the
 // process down in the way its `mode` says, to prove the host survives it: exit(0), abort,
 // a segfault, a stack overflow, or an endless loop.
-#include "compactor/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/plugin.hpp"
 
 #include <csignal>
@@ -50,4 +50,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("misbehave", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("misbehave", "0.1.0", "stage:misbehave", register_stages)

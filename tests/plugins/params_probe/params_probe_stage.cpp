@@ -33,4 +33,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("params_probe", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("params_probe", "0.1.0", "stage:params_probe", register_stages)

@@ -31,4 +31,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("split_pair", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("split_pair", "0.1.0", "stage:split_pair", register_stages)

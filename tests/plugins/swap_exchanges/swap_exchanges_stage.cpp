@@ -34,4 +34,4 @@ void register_stages(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("swap_exchanges", "0.1.0", register_stages)
+COMPACTOR_PLUGIN("swap_exchanges", "0.1.0", "stage:swap_exchanges", register_stages)

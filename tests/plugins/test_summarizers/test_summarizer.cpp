@@ -38,4 +38,4 @@ void register_plugin(PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("test_summarizer_" TEST_SUMMARIZER_MODE, "0.1.0", register_plugin)
+COMPACTOR_PLUGIN("test_summarizer_" TEST_SUMMARIZER_MODE, "0.1.0", "summarizer:test_" TEST_SUMMARIZER_MODE, register_plugin)

@@ -29,4 +29,4 @@ void register_stages(compactor::PluginRegistrar& registrar) {
 
 }  // namespace
 
-COMPACTOR_PLUGIN("sample", "1.0.0", register_stages)
+COMPACTOR_PLUGIN("sample", "1.0.0", "stage:sample", register_stages)

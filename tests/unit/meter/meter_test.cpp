@@ -1,9 +1,9 @@
 // Meters in conversations: counts cached per message (a derived conversation recounts only what
 // changed), the system and tools of a request body, and `compactor calibrate` recovering a known
 // law from synthetic Claude Code logs whose usage it generated.
-#include "compactor/calibration_fit.hpp"
-#include "compactor/meter.hpp"
-#include "compactor/tokenizer.hpp"
+#include "meter/calibration_fit.hpp"
+#include "meter/meter_kinds.hpp"
+#include "meter/tokenizer.hpp"
 #include "support/test_support.hpp"
 
 #include <boost/json.hpp>

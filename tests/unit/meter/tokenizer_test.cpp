@@ -1,7 +1,7 @@
 // The exact tokenizers against their references: every vector of gpt-tokenizer's TestPlans.txt
 // (generated with OpenAI's tiktoken), round trips, Claude's NFKC and special tokens, and the
 // long-piece merge against the short-piece one.
-#include "compactor/tokenizer.hpp"
+#include "meter/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

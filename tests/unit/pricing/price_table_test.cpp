@@ -1,6 +1,6 @@
 // The price table: lookups by model id, family and name; costs worked out by hand from the
 // shipped table's figures; located errors for every malformed entry.
-#include "compactor/price_table.hpp"
+#include "pricing/price_table.hpp"
 
 #include <gtest/gtest.h>
 

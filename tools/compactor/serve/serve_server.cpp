@@ -3,13 +3,13 @@
 #include "serve_metrics.hpp"
 #include "serve_state.hpp"
 
-#include "compactor/child_run.hpp"
-#include "compactor/conversation_reader.hpp"
-#include "compactor/exit_code.hpp"
-#include "compactor/importers.hpp"
-#include "compactor/pipeline.hpp"
-#include "compactor/pipeline_config.hpp"
-#include "compactor/stderr_logger.hpp"
+#include "host/child_run.hpp"
+#include "model/conversation_reader.hpp"
+#include "host/exit_code.hpp"
+#include "import/importers.hpp"
+#include "host/pipeline.hpp"
+#include "host/pipeline_config.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>

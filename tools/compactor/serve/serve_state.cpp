@@ -1,8 +1,8 @@
 #include "serve_state.hpp"
 
-#include "compactor/archive_store.hpp"
-#include "compactor/atomic_file.hpp"
-#include "compactor/conversation_reader.hpp"
+#include "archive/archive_store.hpp"
+#include "host/atomic_file.hpp"
+#include "model/conversation_reader.hpp"
 
 
 #include <sys/stat.h>

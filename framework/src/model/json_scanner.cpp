@@ -1,4 +1,4 @@
-#include "json_scanner.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>

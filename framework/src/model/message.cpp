@@ -1,8 +1,8 @@
 #include "compactor/message.hpp"
 
-#include "compactor/conversation_reader.hpp"
-#include "field_types.hpp"
-#include "json_scanner.hpp"
+#include "model/conversation_reader.hpp"
+#include "model/field_types.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -144,8 +144,8 @@ Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<
   message->raw_ = raw;
   std::uint64_t media = media_blocks * kMediaBlockSize;
   std::uint64_t bytes = raw.size(), chars = count_code_points(raw);
-  message->sizes_.bytes = bytes - std::min(bytes, media_payload) + media;
-  message->sizes_.chars = chars - std::min(chars, media_payload) + media;
+  message->bytes_ = bytes - std::min(bytes, media_payload) + media;
+  message->chars_ = chars - std::min(chars, media_payload) + media;
   return MessagePtr(std::move(message));
 }
 

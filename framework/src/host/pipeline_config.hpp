@@ -4,10 +4,10 @@
 // line: `file:line:col: yaml.path: expected …, got …`.
 #pragma once
 
-#include "compactor/meter.hpp"
+#include "meter/meter_kinds.hpp"
 #include "compactor/param_schema.hpp"
-#include "compactor/plugin_loader.hpp"
-#include "compactor/price_table.hpp"
+#include "loader/plugin_loader.hpp"
+#include "pricing/price_table.hpp"
 #include "compactor/stage.hpp"
 
 #include <optional>

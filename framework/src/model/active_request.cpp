@@ -1,6 +1,6 @@
-#include "compactor/active_request.hpp"
+#include "model/active_request.hpp"
 
-#include "compactor/summary_compaction.hpp"
+#include "compactor/summary_format.hpp"
 
 #include <array>
 

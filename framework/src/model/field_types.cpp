@@ -1,4 +1,4 @@
-#include "field_types.hpp"
+#include "model/field_types.hpp"
 
 #include "compactor/block.hpp"
 

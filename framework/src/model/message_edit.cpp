@@ -1,6 +1,6 @@
 #include "compactor/message_edit.hpp"
 
-#include "json_scanner.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json/serialize.hpp>
 

@@ -4,6 +4,10 @@
 #include <boost/json/serialize.hpp>
 
 namespace compactor {
+namespace {
+// Without a meter, tokens are the usual guess (chars / 4, as the chars4 meter counts): never 0.
+std::uint64_t chars4(std::uint64_t chars) { return (chars + 3) / 4; }
+}  // namespace
 
 std::string_view to_string(InputFormat format) {
   switch (format) {
@@ -25,15 +29,21 @@ Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::
     : frame_(std::move(frame)), messages_(std::move(messages)) {
   sizes_ = frame_->fixed;
   const Meter* meter = frame_->meter.get();
+  if (meter == nullptr) sizes_.tokens = chars4(sizes_.chars);
   for (const MessagePtr& m : messages_) {
-    sizes_ += m->sizes();
-    if (meter != nullptr) sizes_.tokens += meter->tokens(*m);
+    sizes_.chars += m->chars();
+    sizes_.bytes += m->bytes();
+    sizes_.tokens += meter != nullptr ? meter->tokens(*m) : chars4(m->chars());
   }
 }
 
 std::uint64_t Conversation::size_of(const Message& message, SizeUnit unit) const {
-  if (unit != SizeUnit::tokens) return message.sizes().in(unit);
-  return frame_->meter ? frame_->meter->tokens(message) : 0;
+  switch (unit) {
+    case SizeUnit::chars: return message.chars();
+    case SizeUnit::bytes: return message.bytes();
+    case SizeUnit::tokens: return frame_->meter ? frame_->meter->tokens(message) : chars4(message.chars());
+  }
+  return 0;
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include "compactor/stage.hpp"
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,12 +29,19 @@ struct PluginProbe {
   std::string name;         // from the plugin's info bytes, when it has them
   std::string version;
   std::string compiler;     // "gcc 12.2", "clang 14.0"; empty for plugins built before it was recorded
+  std::vector<std::string> provides;  // "stage:micro", "checker:x", "summarizer:y", as the file declares
+  bool provides_named(std::string_view kind, std::string_view wanted) const;
 };
 // Refused before anything else: a file that it or its folder lets every user write, or that
 // belongs to another user who is not root (it may have been planted); the environment variable
 // set to 1 loads such files anyway.
 inline constexpr const char* kTrustPluginsVariable = "COMPACTOR_TRUST_PLUGINS";
 PluginProbe probe_plugin(const std::string& file);
+
+// The file in `dirs` that provides `kind` ("stage", "summarizer", "checker") `name`: the file named
+// for it (compactor_stage_<name>.so…) first, else the first plugin file whose declared names
+// include it (a file with several stages). Read from the files, no plugin code runs.
+std::optional<std::string> find_provider(std::string_view kind, const std::string& name, const std::vector<std::string>& dirs);
 
 struct LoadedPlugin {
   std::string file;  // the real path
@@ -71,8 +80,11 @@ class PluginRegistry {
   // one line naming the file.
   Expected<const LoadedPlugin*> load(const std::string& file);
 
-  // For stages compiled into the host or a test program.
+  // For stages and checkers compiled into the host or a test program. A second in-process one of
+  // the same name replaces the first (the test kit registers the stage each test gives it); a
+  // plugin's is never replaced.
   Expected<const RegisteredStage*> add_builtin(StageInfo info);
+  Expected<const RegisteredChecker*> add_builtin_checker(CheckerInfo info);
 
   const RegisteredStage* find_stage(const std::string& name) const;
   std::vector<std::string> stage_names() const;
@@ -91,7 +103,8 @@ class PluginRegistry {
   std::vector<std::unique_ptr<StageInfo>> builtins_;
   std::map<std::string, RegisteredSummarizer> summarizers_;    // by kind
   std::vector<std::unique_ptr<SummarizerInfo>> builtin_summarizers_;
-  std::map<std::string, RegisteredChecker> checkers_;          // by name (plugin checkers only)
+  std::map<std::string, RegisteredChecker> checkers_;          // by name (plugin and in-process checkers)
+  std::vector<std::unique_ptr<CheckerInfo>> builtin_checkers_;
 };
 
 // A plugin checker, every call guarded: an exception becomes a violation naming it and its file

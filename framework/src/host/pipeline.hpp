@@ -5,9 +5,9 @@
 #pragma once
 
 #include "compactor/checker.hpp"
-#include "compactor/file_system.hpp"
-#include "compactor/pipeline_config.hpp"
-#include "compactor/run_report.hpp"
+#include "archive/file_system.hpp"
+#include "host/pipeline_config.hpp"
+#include "host/run_report.hpp"
 #include "compactor/summarizer.hpp"
 
 #include <functional>

@@ -1,9 +1,9 @@
-#include "compactor/conversation_reader.hpp"
+#include "model/conversation_reader.hpp"
 
 #include "compactor/large_buffer.hpp"
 
-#include "field_types.hpp"
-#include "json_scanner.hpp"
+#include "model/field_types.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>

@@ -13,8 +13,9 @@
 
 #include <sys/types.h>
 
+#include "compactor/archive.hpp"
 #include "compactor/error.hpp"
-#include "compactor/file_system.hpp"
+#include "archive/file_system.hpp"
 
 #include <map>
 #include <optional>
@@ -24,27 +25,7 @@
 
 namespace compactor {
 
-// "sha256:" + 64 lowercase hex digits.
-std::string receipt_of(std::string_view bytes);
-bool is_receipt(std::string_view text);
-// Every receipt in a text, in order.
-std::vector<std::string> find_receipts(std::string_view text);
-
-// Bytes and their receipt, hashed once: a stage that needs the receipt before it decides to
-// archive (to build and size its marker) hands the same hash to put(). Only receipt_of makes one.
-class HashedBlob {
- public:
-  explicit HashedBlob(std::string bytes) : bytes_(std::move(bytes)), receipt_(receipt_of(bytes_)) {}
-  const std::string& bytes() const { return bytes_; }
-  const std::string& receipt() const { return receipt_; }
-
- private:
-  friend class ArchiveStore;
-  std::string bytes_;
-  std::string receipt_;
-};
-
-class ArchiveStore {
+class ArchiveStore final : public Archive {
  public:
   explicit ArchiveStore(std::string dir, FileSystem& fs = real_file_system());
   ~ArchiveStore();  // rolls back what was neither committed nor rolled back
@@ -52,16 +33,11 @@ class ArchiveStore {
   ArchiveStore(const ArchiveStore&) = delete;
   ArchiveStore& operator=(const ArchiveStore&) = delete;
 
-  // Archives `bytes` and returns the receipt. An error names the path and the errno text.
-  Expected<std::string> put(std::string_view bytes);
-  // The same, keeping `bytes` without a copy (a stage's snapshot of many messages).
-  Expected<std::string> put(std::string&& bytes);
+  Expected<std::string> put(std::string_view bytes) override;
+  Expected<std::string> put(std::string&& bytes) override;
+  Expected<std::string> put(HashedBlob&& blob) override;
   Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
-  // The same without hashing again.
-  Expected<std::string> put(HashedBlob&& blob);
-
-  // The bytes this run archived under `receipt`, or null.
-  const std::string* find(std::string_view receipt) const;
+  const std::string* find(std::string_view receipt) const override;
 
   // Makes every blob of this run durable and visible (see above).
   Expected<bool> commit();

@@ -19,4 +19,17 @@ ProtectedTail compute_protected_tail(const Conversation& conversation, std::size
   return tail;
 }
 
+std::size_t align_cut(const Conversation& c, std::size_t cut, std::size_t floor) {
+  while (cut > floor && cut < c.size()) {
+    const Message& m = c[cut];
+    const Message& prev = c[cut - 1];
+    bool answers_previous = m.role() == Role::user && m.has_tool_result();
+    bool splits_turn = m.role() == Role::assistant && prev.role() == Role::assistant;
+    bool splits_answer = m.role() == Role::user && prev.role() == Role::user && prev.has_tool_result();
+    if (!answers_previous && !splits_turn && !splits_answer) break;
+    --cut;
+  }
+  return cut;
+}
+
 }  // namespace compactor

@@ -1,6 +1,7 @@
-#include "compactor/plugin_loader.hpp"
+#include "loader/plugin_loader.hpp"
 
-#include "compactor/builtin_checkers.hpp"
+#include "checkers/builtin_checkers.hpp"
+#include "loader/plugin_discovery.hpp"
 
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 namespace compactor {
 namespace {
@@ -320,7 +322,14 @@ PluginProbe probe_plugin(const std::string& file) {
     if (nul != std::string::npos) {
       std::size_t nul2 = info->find('\0', nul + 1);
       probe.version = info->substr(nul + 1, nul2 - nul - 1);
-      if (nul2 != std::string::npos) probe.compiler = info->substr(nul2 + 1, info->find('\0', nul2 + 1) - nul2 - 1);
+      if (nul2 != std::string::npos) {
+        std::size_t nul3 = info->find('\0', nul2 + 1);
+        probe.compiler = info->substr(nul2 + 1, nul3 - nul2 - 1);
+        if (nul3 != std::string::npos) {
+          std::istringstream names(info->substr(nul3 + 1, info->find('\0', nul3 + 1) - nul3 - 1));
+          for (std::string n; names >> n;) probe.provides.push_back(n);
+        }
+      }
     }
   }
   if (probe.fingerprint != kBuildFingerprint) {
@@ -434,6 +443,22 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
     if (auto it = stages_.find(s.name); it != stages_.end())
       return fail("stage \"" + s.name + "\" is registered by both " + it->second.file() + " and " + real);
   }
+  // What it registers must be what its file declares (the names the host reads without loading).
+  if (!probe.provides.empty()) {
+    std::set<std::string> declared(probe.provides.begin(), probe.provides.end()), registered;
+    for (const StageInfo& s : registrar.stages) registered.insert("stage:" + s.name);
+    for (const SummarizerInfo& s : registrar.summarizers) registered.insert("summarizer:" + s.name);
+    for (const CheckerInfo& c : registrar.checkers) registered.insert("checker:" + c.name);
+    if (declared != registered) {
+      auto joined = [](const std::set<std::string>& set) {
+        std::string out;
+        for (const auto& n : set) out += (out.empty() ? "" : " ") + n;
+        return out.empty() ? std::string("nothing") : out;
+      };
+      return fail(file + ": plugin " + l.plugin.name + " declares \"" + joined(declared) + "\" in COMPACTOR_PLUGIN but registers \"" +
+                  joined(registered) + "\"");
+    }
+  }
   for (StageInfo& s : registrar.stages) {
     l.stages.push_back(std::make_unique<StageInfo>(std::move(s)));
     l.plugin.stages.push_back(l.stages.back()->name);
@@ -452,8 +477,18 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
   return &l.plugin;
 }
 
+Expected<const RegisteredChecker*> PluginRegistry::add_builtin_checker(CheckerInfo info) {
+  if (make_builtin_checker(info.name) != nullptr) return Error{"checker \"" + info.name + "\" is the name of a built-in checker"};
+  if (auto it = checkers_.find(info.name); it != checkers_.end() && it->second.plugin != nullptr)
+    return Error{"checker \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  builtin_checkers_.push_back(std::make_unique<CheckerInfo>(std::move(info)));
+  RegisteredChecker& r = checkers_[builtin_checkers_.back()->name];
+  r = RegisteredChecker{builtin_checkers_.back().get(), nullptr};
+  return &r;
+}
+
 Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo info) {
-  if (auto it = stages_.find(info.name); it != stages_.end())
+  if (auto it = stages_.find(info.name); it != stages_.end() && it->second.plugin != nullptr)
     return Error{"stage \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
   builtins_.push_back(std::make_unique<StageInfo>(std::move(info)));
   RegisteredStage& r = stages_[builtins_.back()->name];
@@ -532,6 +567,24 @@ Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, c
     return Error{"stage " + stage.info->name + " (" + stage.file() + "): run threw: " +
                  describe_exception(std::current_exception())};
   }
+}
+
+bool PluginProbe::provides_named(std::string_view kind, std::string_view wanted) const {
+  for (const std::string& p : provides)
+    if (p.size() == kind.size() + 1 + wanted.size() && p.compare(0, kind.size(), kind) == 0 && p[kind.size()] == ':' &&
+        p.compare(kind.size() + 1, wanted.size(), wanted) == 0)
+      return true;
+  return false;
+}
+
+std::optional<std::string> find_provider(std::string_view kind, const std::string& name, const std::vector<std::string>& dirs) {
+  std::string file_name = kind == "summarizer" ? summarizer_file_name(name)
+                          : kind == "checker"  ? checker_file_name(name)
+                                               : stage_file_name(name);
+  if (auto named = find_plugin_file(file_name, dirs)) return named;
+  for (const std::string& file : list_plugin_files(dirs, "compactor_"))
+    if (probe_plugin(file).provides_named(kind, name)) return file;
+  return std::nullopt;
 }
 
 }  // namespace compactor

@@ -1,4 +1,4 @@
-#include "compactor/builtin_checkers.hpp"
+#include "checkers/builtin_checkers.hpp"
 
 #include "checkers/checker_support.hpp"
 

@@ -1,4 +1,4 @@
-#include "compactor/plugin_discovery.hpp"
+#include "loader/plugin_discovery.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,7 +1,7 @@
-#include "compactor/meter.hpp"
+#include "meter/meter_kinds.hpp"
 
-#include "compactor/tokenizer.hpp"
-#include "compactor/calibration_fit.hpp"
+#include "meter/tokenizer.hpp"
+#include "meter/calibration_fit.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -10,40 +10,6 @@
 
 namespace compactor {
 namespace {
-
-// A cached count: the meter's tag in the top 24 bits, the count in the low 40.
-constexpr int kCountBits = 40;
-constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kCountBits) - 1;
-
-std::uint64_t next_cache_tag() {
-  static std::atomic<std::uint64_t> next{1};
-  return (next++ & 0xFFFFFF) << kCountBits;
-}
-
-std::uint64_t count_json(const Meter& meter, const boost::json::value& value) {
-  if (const auto* s = value.if_string()) return meter.count_text(*s);
-  return meter.count_text(boost::json::serialize(value));
-}
-
-// tool_result content: a string, or blocks of text and images.
-std::uint64_t count_result_content(const Meter& meter, const boost::json::value* content) {
-  if (content == nullptr) return 0;
-  const auto* blocks = content->if_array();
-  if (blocks == nullptr) return count_json(meter, *content);
-  std::uint64_t n = 0;
-  for (const auto& b : *blocks) {
-    const auto* o = b.if_object();
-    const auto* type = o && o->contains("type") ? o->at("type").if_string() : nullptr;
-    if (type && (*type == "image" || *type == "document"))
-      n += kMediaBlockTokens;
-    else if (type && *type == "text" && o->contains("text") && o->at("text").is_string())
-      n += meter.count_text(o->at("text").get_string());
-    else
-      n += count_json(meter, b);
-  }
-  return n;
-}
-
 class CharsMeter final : public Meter {
  public:
   std::string_view kind() const override { return "chars4"; }
@@ -51,7 +17,7 @@ class CharsMeter final : public Meter {
 
  protected:
   // The message's JSON chars, as Compactor's chars unit counts them (images at 6,400), over 4.
-  std::uint64_t count_message(const Message& m) const override { return (m.sizes().chars + 3) / 4; }
+  std::uint64_t count_message(const Message& m) const override { return (m.chars() + 3) / 4; }
 };
 
 class TokenizerMeter final : public Meter {
@@ -110,40 +76,6 @@ Expected<std::shared_ptr<const Meter>> exact_meter(std::string_view kind, const 
 }
 
 }  // namespace
-
-Meter::Meter() : cache_tag_(next_cache_tag()) {}
-
-std::uint64_t Meter::tokens(const Message& message) const {
-  std::uint64_t cached = message.cached_tokens();
-  if ((cached & ~kCountMask) == cache_tag_) return cached & kCountMask;
-  std::uint64_t n = count_message(message);
-  message.cache_tokens(cache_tag_ | (n & kCountMask));
-  return n;
-}
-
-std::uint64_t Meter::count_message(const Message& message) const {
-  std::uint64_t n = 0;
-  for (const Block& b : message.blocks()) {
-    switch (b.kind()) {
-      case BlockKind::text: n += count_text(b.text()); break;
-      case BlockKind::thinking: n += count_text(b.thinking()); break;
-      case BlockKind::redacted_thinking: n += count_text(b.string_field("data")); break;
-      case BlockKind::image:
-      case BlockKind::document: n += kMediaBlockTokens; break;
-      case BlockKind::tool_use:
-      case BlockKind::server_tool_use:
-        n += count_text(b.name());
-        if (b.input() != nullptr) n += count_json(*this, *b.input());
-        break;
-      case BlockKind::tool_result:
-      case BlockKind::server_tool_result: n += count_result_content(*this, b.content()); break;
-      case BlockKind::other:
-        if (b.json() != nullptr) n += count_text(boost::json::serialize(*b.json()));
-        break;
-    }
-  }
-  return n;
-}
 
 std::vector<std::string_view> meter_kinds() { return {"chars4", "cl100k", "o200k", "claude-legacy", "calibrated"}; }
 

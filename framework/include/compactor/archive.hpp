@@ -1,0 +1,51 @@
+// What a stage sees of the archive that makes every removal recoverable: put the exact bytes you
+// remove or shorten, get a receipt (`sha256:<hex>`) to name in your marker. Committing, rolling
+// back and the files belong to the host (a stage's puts are taken back when its candidate is not
+// committed). `compactor restore <receipt>` gives the bytes back.
+#pragma once
+
+#include "compactor/error.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+// "sha256:" + 64 lowercase hex digits.
+std::string receipt_of(std::string_view bytes);
+bool is_receipt(std::string_view text);
+// Every receipt in a text, in order.
+std::vector<std::string> find_receipts(std::string_view text);
+
+// Bytes and their receipt, hashed once: a stage that needs the receipt before it decides to
+// archive (to build and size its marker) hands the same hash to put(). Only receipt_of makes one.
+class HashedBlob {
+ public:
+  explicit HashedBlob(std::string bytes) : bytes_(std::move(bytes)), receipt_(receipt_of(bytes_)) {}
+  const std::string& bytes() const { return bytes_; }
+  const std::string& receipt() const { return receipt_; }
+
+ private:
+  friend class ArchiveStore;
+  std::string bytes_;
+  std::string receipt_;
+};
+
+class Archive {
+ public:
+  virtual ~Archive() = default;
+
+  // Archives `bytes` and returns the receipt; an error names the path and the errno text.
+  virtual Expected<std::string> put(std::string_view bytes) = 0;
+  // The same, keeping `bytes` without a copy (a stage's snapshot of many messages).
+  virtual Expected<std::string> put(std::string&& bytes) = 0;
+  // The same without hashing again.
+  virtual Expected<std::string> put(HashedBlob&& blob) = 0;
+  Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
+
+  // The bytes this run archived under `receipt`, or null (what the `archived` checker reads).
+  virtual const std::string* find(std::string_view receipt) const = 0;
+};
+
+}  // namespace compactor

@@ -1,0 +1,47 @@
+// The summary message: the first message of a compacted history, written by the summarizing
+// stages and read back by the host, the stages and the next summary. One user message that quotes
+// the active request verbatim, marks the summary as untrusted reference, names the snapshot's
+// receipt, says that earlier permissions do not authorize new actions, and records
+// (machine-readably) how many summaries the history has had and its size right after.
+#pragma once
+
+#include "compactor/conversation.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+struct SummaryMessage {
+  bool reactive = false;               // "[compactor reactive summary]" rather than "[compactor summary]"
+  std::vector<std::string> requests;   // quoted verbatim, in conversation order
+  std::string_view summary;            // the summary text itself
+  std::size_t summarized = 0;          // how many earlier messages it stands for
+  std::string receipt;                 // the archived snapshot of the history it replaces
+  int count = 1;                       // summaries so far, this one included
+  std::string_view unit;               // "chars", "bytes" or "tokens"
+  std::uint64_t base = 0;              // the history's size right after it, in `unit`
+};
+
+std::string summary_message_text(const SummaryMessage& message);
+
+struct SummaryState {
+  int count = 0;                 // summaries so far (0: the history has none)
+  bool reactive = false;         // the newest was a reactive compaction
+  std::uint64_t base = 0;        // the history's size right after it, in `base_unit`
+  std::string base_unit;         // "chars", "bytes" or "tokens"; empty when not recorded
+  std::vector<std::string> requests;  // the requests it quoted, in conversation order
+  std::string summary;           // the summary text itself (between its delimiters)
+};
+
+// Read from the first message, where a summary message always is.
+SummaryState read_summary_state(const Conversation& conversation);
+
+// Whether messages [0, end) already say how to restore archived content: the history starts with
+// a summary, or a Compactor marker (`[compactor …`) comes before `end`. Markers are short and say
+// it once: the oldest one (or the summary) carries the instruction.
+bool restore_told_before(const Conversation& conversation, std::size_t end);
+
+}  // namespace compactor
