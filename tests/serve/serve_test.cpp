@@ -504,6 +504,7 @@ TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarnin
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, test::openai_reply("ok"));
   EXPECT_NE(r.headers["x-compactor-warning"].find("repairs"), std::string::npos) << r.headers["x-compactor-warning"];
+  EXPECT_EQ(r.headers["x-compactor-status"], "refused");
   ASSERT_EQ(upstream.requests().size(), 1u);
   EXPECT_EQ(upstream.requests()[0].target, "/v1/chat/completions");
   EXPECT_EQ(upstream.requests()[0].body, body);

@@ -754,7 +754,7 @@ class Server {
     bool ran = false;  // the history was importable and the pipeline ran on it
     Compaction::Result result = Compaction::failed;
     std::string body;     // what to forward
-    std::string status;   // x-compactor-status, when known
+    std::string status;   // x-compactor-status
     std::string warning;  // x-compactor-warning
   };
   OpenAiOutcome compact_openai(const Loaded& loaded, const std::string& body, bool prompt_too_long, const std::string& route);
@@ -867,6 +867,7 @@ Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::st
                                              const std::string& route) {
   OpenAiOutcome o;
   o.body = body;
+  o.status = "refused";  // until the pipeline has run
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
   std::optional<MessageSpans> spans;
@@ -896,14 +897,17 @@ Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::st
   o.ran = true;
   o.result = c.result;
   if (c.result == Compaction::compacted) {
+    o.status = "failed";  // unless the compacted messages map back onto the client's
     if (auto compacted = compactor_.parse(c.body, o.warning))
       if (auto rebuilt = openai_body(*compacted, *imported, body, *spans)) {
         o.body = std::move(*rebuilt);
         o.status = "compacted";
       }
+    if (o.status == "failed" && o.warning.empty()) o.warning = "pipeline output not mapped back to OpenAI messages, forwarded unchanged";
   } else if (c.result == Compaction::unchanged) {
     o.status = "unchanged";
   } else {
+    o.status = c.result == Compaction::refused ? "refused" : "failed";
     o.warning = c.warning;
   }
   return o;
@@ -920,7 +924,7 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
     extra.emplace_back("x-compactor-warning", header_safe(o.warning));
     if (!o.ran) metrics_.add("compactor_serve_requests_total", "route=\"chat_completions\",outcome=\"refused\"");
   }
-  if (!o.status.empty()) extra.emplace_back("x-compactor-status", o.status);
+  extra.emplace_back("x-compactor-status", o.status);
   Headers headers = headers_of(req);
   Upstream u = forward(client, url, "POST", headers, o.body, loaded.serve.request_timeout_ms, extra);
   if (o.ran && context_refusal(u)) {
