@@ -398,7 +398,24 @@ TEST(Serve, APipelineThatCrashesFailsOpenOrIsRejectedAndTheServerLivesOn) {
     EXPECT_EQ(r.status, 500);
     EXPECT_EQ(json::parse(r.body).at("type"), "error");
     EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
+    // The OpenAI route the same, in OpenAI's error shape.
+    const std::string chat = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    r = call(serve.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+    EXPECT_EQ(json::parse(r.body).at("error").at("type"), "server_error");
     EXPECT_TRUE(upstream.requests().empty());
+  }
+  {
+    // Failing open on the OpenAI route: the client's body, as it came.
+    LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", crash), upstream.base_url());
+    const std::string chat = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    Reply r = call(serve.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+    ASSERT_EQ(upstream.requests().size(), 1u);
+    EXPECT_EQ(upstream.requests()[0].body, chat);
   }
   fs::remove_all(dir);
 }

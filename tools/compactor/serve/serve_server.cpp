@@ -918,6 +918,13 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
   std::string base = loaded.openai_upstream.empty() ? loaded.upstream : loaded.openai_upstream;
   std::string url = base + std::string(req.target());
   OpenAiOutcome o = compact_openai(loaded, body, false, "chat_completions");
+  if (o.ran && o.result == Compaction::failed && loaded.serve.reject_on_failure) {
+    spdlog::warn("serve: POST {}: {}", std::string(req.target()), o.warning);
+    respond(client, 500,
+            json::serialize(json::object{{"error", json::object{{"message", "compactor serve: " + o.warning}, {"type", "server_error"}}}}),
+            "application/json", {{"x-compactor-status", "failed"}});
+    return;
+  }
   Headers extra;
   if (!o.warning.empty()) {
     spdlog::warn("serve: POST {}: {}", std::string(req.target()), o.warning);
