@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace {
 
@@ -39,6 +40,42 @@ bool is_marker(std::string_view text) {
   return text.substr(0, kMarkerPrefix.size()) == kMarkerPrefix || text.substr(0, kLegacyMarkerPrefix.size()) == kLegacyMarkerPrefix;
 }
 
+// with_result_contents (compactor/message_edit.hpp) without copying the contents it replaces:
+// the copy is built key by key in the same order, so it is the same object and the same bytes,
+// but a result of many kilobytes is not copied only to be dropped.
+Expected<MessagePtr> with_markers(const Message& message, const std::vector<std::pair<std::size_t, std::string>>& markers) {
+  if (message.content_is_string()) return Error{"the message has string content, so no tool_result blocks"};
+  for (const auto& [index, marker] : markers)
+    if (index >= message.blocks().size() || message.blocks()[index].kind() != BlockKind::tool_result)
+      return Error{"content." + std::to_string(index) + " is not a tool_result block"};
+  boost::json::object copy;
+  copy.reserve(message.json().size());
+  for (const auto& field : message.json()) {
+    if (field.key() != "content") {
+      copy.emplace(field.key(), field.value());
+      continue;
+    }
+    const boost::json::array& blocks = field.value().get_array();
+    boost::json::array out;
+    out.reserve(blocks.size());
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      auto marker = std::find_if(markers.begin(), markers.end(), [&](const auto& m) { return m.first == i; });
+      if (marker == markers.end()) {
+        out.push_back(blocks[i]);
+        continue;
+      }
+      boost::json::object block;
+      block.reserve(blocks[i].get_object().size() + 1);
+      for (const auto& f : blocks[i].get_object())
+        if (f.key() == "content") block.emplace("content", marker->second);
+        else block.emplace(f.key(), f.value());
+      if (!block.contains("content")) block.emplace("content", marker->second);
+      out.push_back(std::move(block));
+    }
+    copy.emplace("content", std::move(out));
+  }
+  return Message::from_json(std::move(copy));
+}
 
 class MicroStage final : public Stage {
  public:
@@ -93,16 +130,31 @@ class MicroStage final : public Stage {
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
     std::size_t replaced = 0;
+    // Each result is hashed once: its receipt names the marker (built again for the restore
+    // instruction, or with a message's second-round results) and the same hash goes to put().
+    struct Hashed {
+      std::optional<HashedBlob> blob;  // until archived
+      std::string receipt;
+    };
+    std::map<const char*, Hashed> hashed;  // by the result's bytes in the committed history
+    auto receipt = [&](const Edit& e) -> const std::string& {
+      Hashed& h = hashed[e.original.data()];
+      if (h.receipt.empty()) {
+        h.blob.emplace(std::string(e.original));
+        h.receipt = h.blob->receipt();
+      }
+      return h.receipt;
+    };
     // One message's results replaced by markers (the first with the restore instruction), or
     // nullopt when that would not make the message smaller in the budget's unit: in tokens, a
     // marker's hex receipt can cost more than a short result.
     auto edit = [&](std::size_t index, const std::vector<Edit>& replacements, bool instruction) -> Expected<std::optional<MessagePtr>> {
-      std::vector<std::pair<std::size_t, boost::json::value>> contents;
+      std::vector<std::pair<std::size_t, std::string>> markers;
       for (std::size_t k = 0; k < replacements.size(); ++k) {
         const Edit& e = replacements[k];
-        contents.emplace_back(e.block, boost::json::value(marker_text(e.chars, receipt_of(e.original), instruction && k == 0)));
+        markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0));
       }
-      auto edited = with_result_contents(*committed.messages()[index], std::move(contents));
+      auto edited = with_markers(*committed.messages()[index], markers);
       if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
       if (committed.size_of(**edited, context.budget.unit) >= committed.size_of(committed[index], context.budget.unit))
         return std::optional<MessagePtr>();
@@ -122,8 +174,13 @@ class MicroStage final : public Stage {
         if (!edited) return StageResult::decline(edited.error().message);
         if (!*edited) continue;
         // Archive before the marker can be committed: its receipt must hold the original.
-        for (const Edit& e : it->second)
-          if (auto receipt = context.archive->put(e.original); !receipt) return StageResult::decline(receipt.error().message);
+        for (const Edit& e : it->second) {
+          Hashed& h = hashed[e.original.data()];
+          if (!h.blob) continue;  // archived already
+          auto put = context.archive->put(std::move(*h.blob));
+          h.blob.reset();
+          if (!put) return StageResult::decline(put.error().message);
+        }
         size = size - committed.size_of(*messages[index], context.budget.unit) + committed.size_of(***edited, context.budget.unit);
         messages[index] = std::move(**edited);
         replaced += it->second.size();

@@ -7,6 +7,7 @@
 #include "bench_replay.hpp"
 
 #include "model/conversation_reader.hpp"
+#include "import/importers.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
 
@@ -397,7 +398,24 @@ TEST(Serve, APipelineThatCrashesFailsOpenOrIsRejectedAndTheServerLivesOn) {
     EXPECT_EQ(r.status, 500);
     EXPECT_EQ(json::parse(r.body).at("type"), "error");
     EXPECT_EQ(json::parse(r.body).at("error").at("type"), "api_error");
+    // The OpenAI route the same, in OpenAI's error shape.
+    const std::string chat = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    r = call(serve.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+    EXPECT_EQ(json::parse(r.body).at("error").at("type"), "server_error");
     EXPECT_TRUE(upstream.requests().empty());
+  }
+  {
+    // Failing open on the OpenAI route: the client's body, as it came.
+    LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", crash), upstream.base_url());
+    const std::string chat = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    Reply r = call(serve.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+    ASSERT_EQ(upstream.requests().size(), 1u);
+    EXPECT_EQ(upstream.requests()[0].body, chat);
   }
   fs::remove_all(dir);
 }
@@ -503,11 +521,107 @@ TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarnin
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, test::openai_reply("ok"));
   EXPECT_NE(r.headers["x-compactor-warning"].find("repairs"), std::string::npos) << r.headers["x-compactor-warning"];
+  EXPECT_EQ(r.headers["x-compactor-status"], "refused");
   ASSERT_EQ(upstream.requests().size(), 1u);
   EXPECT_EQ(upstream.requests()[0].target, "/v1/chat/completions");
   EXPECT_EQ(upstream.requests()[0].body, body);
   EXPECT_EQ(upstream.requests()[0].headers["authorization"], "Bearer sk-openai-test");
   fs::remove_all(dir);
+}
+
+// The session as OpenAI chat messages, each written the way a client might write it (a space
+// around the role's colon), and a final user message with escapes a re-serialization would
+// rewrite; `items` gets each message's bytes.
+std::string openai_body(const Conversation& session, std::vector<std::string>& items, const std::string& extra_fields = "") {
+  json::array messages = json::parse(export_openai(session)).as_array();
+  for (const auto& m : messages) {
+    std::string raw = json::serialize(m);
+    EXPECT_EQ(raw.rfind(R"({"role":)", 0), 0u) << raw;
+    items.push_back(R"({ "role" : )" + raw.substr(8));
+  }
+  items.push_back(R"({"role":"user","content":"caf\u00e9 \/ go on"})");
+  std::string body = R"({"model": "gpt-4o", "temperature": 1.0,)" + extra_fields + R"( "messages" : [)";
+  for (std::size_t i = 0; i < items.size(); ++i) body += (i ? ",\n  " : "") + items[i];
+  return body + "] }";
+}
+
+TEST(Serve, OnTheOpenAiRouteUntouchedMessagesGoOutAsTheClientsOwnBytes) {
+  fs::path dir = fresh_dir("openai-bytes");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  std::vector<std::string> items;
+  const std::string body = openai_body(session, items);
+  LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "compacted");
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  const std::string sent = upstream.requests()[0].body;
+  EXPECT_LT(sent.size(), body.size() / 2);
+  // The fields around the messages are the client's bytes (1.0 stays 1.0).
+  EXPECT_EQ(sent.rfind(R"({"model": "gpt-4o", "temperature": 1.0, "messages" : [)", 0), 0u) << sent.substr(0, 80);
+  EXPECT_EQ(sent.substr(sent.size() - 3), "] }");
+  // Every forwarded message equal in value to one of the client's is that message's exact bytes.
+  std::vector<json::value> originals;
+  for (const auto& item : items) originals.push_back(json::parse(item));
+  std::size_t untouched = 0;
+  const json::value forwarded = json::parse(sent);
+  for (const auto& m : forwarded.at("messages").as_array()) {
+    auto same = std::find(originals.begin(), originals.end(), m);
+    if (same == originals.end()) continue;
+    ++untouched;
+    EXPECT_NE(sent.find(items[static_cast<std::size_t>(same - originals.begin())]), std::string::npos)
+        << "re-serialized: " << json::serialize(m);
+  }
+  EXPECT_GE(untouched, 2u);  // the newest exchange at least
+  EXPECT_NE(sent.find(R"("caf\u00e9 \/ go on")"), std::string::npos);
+  // What went out imports without a repair.
+  auto imported = import_openai(json::serialize(json::parse(sent).at("messages")), "sent");
+  ASSERT_TRUE(imported) << imported.error().message;
+  EXPECT_TRUE(imported->report.repairs.empty());
+  fs::remove_all(dir);
+}
+
+TEST(Serve, AContextLengthExceededRefusalOnTheOpenAiRouteRunsOnPromptTooLongAndRetriesOnce) {
+  fs::path dir = fresh_dir("openai-ptl");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  std::vector<std::string> items;
+  const std::string body = openai_body(session, items);
+  const std::string refusal =
+      R"({"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",)"
+      R"("type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})";
+  const std::string pipeline = "pipeline:\n  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"
+                               "on_prompt_too_long:\n  - stage: reactive_compact\n    params: {keep_messages: 5}\n";
+  {
+    LoopbackHttpServer upstream({{400, {}, refusal}, {200, {}, test::openai_reply("ok")}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", pipeline), upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/chat/completions", body, {{"authorization", "Bearer sk-openai-test"}});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, test::openai_reply("ok"));
+    EXPECT_EQ(r.headers["x-compactor-status"], "retried");
+    auto got = upstream.requests();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].body, body);  // nothing to do before the call
+    EXPECT_LT(got[1].body.size(), got[0].body.size() / 2);
+    EXPECT_EQ(got[1].headers["authorization"], "Bearer sk-openai-test");
+    auto imported = import_openai(json::serialize(json::parse(got[1].body).at("messages")), "retry");
+    ASSERT_TRUE(imported) << imported.error().message;
+    EXPECT_TRUE(imported->report.repairs.empty());
+    EXPECT_NE(got[1].body.find(R"("caf\u00e9 \/ go on")"), std::string::npos);
+  }
+  {
+    // A second refusal goes back to the client as the upstream sent it (a fresh archive: no state).
+    fs::create_directories(dir / "second");
+    dir = dir / "second";
+    LoopbackHttpServer upstream({{400, {{"x-request-id", "req_2"}}, refusal}, {400, {{"x-request-id", "req_3"}}, refusal}});
+    ServeProcess serve(dir, write_config(dir, "", "c.yaml", pipeline), upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/chat/completions", body);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.body, refusal);
+    EXPECT_EQ(r.headers["x-request-id"], "req_3");
+    EXPECT_EQ(upstream.requests().size(), 2u);
+  }
+  fs::remove_all(dir.parent_path());
 }
 
 TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {

@@ -598,16 +598,116 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
 
 // ---------------------------------------------------------------------------------------------
 
-// The OpenAI messages to send for a compacted conversation: each message the pipeline left as it
-// was goes out as the client's own message(s) it was imported from (and the system messages
-// before the first one); only what a stage built is exported. Nothing when the mapping is unclear.
-std::optional<json::array> openai_messages(const Conversation& compacted, const ImportResult& imported,
-                                           const json::array& original) {
+// The byte spans of a request's top-level "messages" array: where it opens and closes, and each
+// element's exact bytes. Nothing when the body is not an object with such an array (the body was
+// parsed before, so this only finds spans; a later duplicate key wins, as in the parse).
+struct MessageSpans {
+  std::size_t open = 0, close = 0;  // the '[' and the ']'
+  std::vector<std::string_view> items;
+};
+
+std::optional<MessageSpans> message_spans(std::string_view body) {
+  std::size_t p = 0;
+  auto space = [&] {
+    while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\r' || body[p] == '\t')) ++p;
+  };
+  auto skip_string = [&] {  // at the opening quote; after it, past the closing one
+    for (++p; p < body.size(); ++p) {
+      if (body[p] == '\\') ++p;
+      else if (body[p] == '"') {
+        ++p;
+        return true;
+      }
+    }
+    return false;
+  };
+  auto skip_value = [&] {
+    space();
+    if (p >= body.size()) return false;
+    if (body[p] == '"') return skip_string();
+    if (body[p] == '{' || body[p] == '[') {
+      int depth = 0;
+      while (p < body.size()) {
+        char c = body[p];
+        if (c == '"') {
+          if (!skip_string()) return false;
+          continue;
+        }
+        if (c == '{' || c == '[') ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0) {
+          ++p;
+          return true;
+        }
+        ++p;
+      }
+      return false;
+    }
+    while (p < body.size() && body[p] != ',' && body[p] != '}' && body[p] != ']' && body[p] != ' ' && body[p] != '\n' &&
+           body[p] != '\r' && body[p] != '\t')
+      ++p;
+    return true;
+  };
+  std::optional<MessageSpans> found;
+  space();
+  if (p >= body.size() || body[p] != '{') return std::nullopt;
+  ++p;
+  for (;;) {
+    space();
+    if (p >= body.size()) return std::nullopt;
+    if (body[p] == '}') return found;
+    if (body[p] == ',') {
+      ++p;
+      continue;
+    }
+    if (body[p] != '"') return std::nullopt;
+    std::size_t key = p;
+    if (!skip_string()) return std::nullopt;
+    bool is_messages = body.substr(key, p - key) == "\"messages\"";
+    space();
+    if (p >= body.size() || body[p] != ':') return std::nullopt;
+    ++p;
+    space();
+    if (!is_messages || p >= body.size() || body[p] != '[') {
+      if (!skip_value()) return std::nullopt;
+      continue;
+    }
+    MessageSpans spans;
+    spans.open = p++;
+    for (;;) {
+      space();
+      if (p >= body.size()) return std::nullopt;
+      if (body[p] == ']') break;
+      if (body[p] == ',') {
+        ++p;
+        continue;
+      }
+      std::size_t start = p;
+      if (!skip_value()) return std::nullopt;
+      spans.items.push_back(body.substr(start, p - start));
+    }
+    spans.close = p++;
+    found = std::move(spans);
+  }
+}
+
+// The OpenAI body to send for a compacted conversation: the client's body around a new messages
+// array, in which each message the pipeline left as it was goes out as the exact bytes of the
+// client's own message(s) it was imported from (and the system messages before the first one);
+// only what a stage built is exported. Nothing when the mapping is unclear.
+std::optional<std::string> openai_body(const Conversation& compacted, const ImportResult& imported, std::string_view body,
+                                       const MessageSpans& spans) {
   const std::vector<MessagePtr>& source = imported.conversation->messages();
   const std::vector<std::size_t>& lines = imported.message_lines;
+  const std::vector<std::string_view>& original = spans.items;
   if (lines.size() != source.size() || source.empty()) return std::nullopt;
-  json::array out;
-  for (std::size_t k = 0; k < lines[0] && k < original.size(); ++k) out.push_back(original[k]);
+  std::string out(body.substr(0, spans.open + 1));
+  bool first = true;
+  auto add = [&](std::string_view bytes) {
+    if (!first) out += ',';
+    out += bytes;
+    first = false;
+  };
+  for (std::size_t k = 0; k < lines[0] && k < original.size(); ++k) add(original[k]);
   std::size_t next = 0;
   for (const MessagePtr& m : compacted.messages()) {
     std::size_t found = source.size();
@@ -618,15 +718,16 @@ std::optional<json::array> openai_messages(const Conversation& compacted, const 
       }
     if (found < source.size()) {
       std::size_t end = found + 1 < lines.size() ? lines[found + 1] : original.size();
-      for (std::size_t k = lines[found]; k < end && k < original.size(); ++k) out.push_back(original[k]);
+      for (std::size_t k = lines[found]; k < end && k < original.size(); ++k) add(original[k]);
       next = found + 1;
       continue;
     }
     boost::system::error_code ec;
     json::value part = json::parse(export_openai(Conversation::from_messages({m})), ec);
     if (ec || !part.is_array()) return std::nullopt;
-    for (auto& e : part.as_array()) out.push_back(std::move(e));
+    for (const auto& e : part.as_array()) add(json::serialize(e));
   }
+  out += body.substr(spans.close);
   return out;
 }
 
@@ -649,6 +750,14 @@ class Server {
   void handle(Client& client, http::request<http::string_body>& req);
   void messages(Client& client, http::request<http::string_body>& req, const Loaded& loaded);
   void chat_completions(Client& client, http::request<http::string_body>& req, const Loaded& loaded);
+  struct OpenAiOutcome {
+    bool ran = false;  // the history was importable and the pipeline ran on it
+    Compaction::Result result = Compaction::failed;
+    std::string body;     // what to forward
+    std::string status;   // x-compactor-status
+    std::string warning;  // x-compactor-warning
+  };
+  OpenAiOutcome compact_openai(const Loaded& loaded, const std::string& body, bool prompt_too_long, const std::string& route);
   void pass_through(Client& client, http::request<http::string_body>& req, const Loaded& loaded, const std::string& base,
                     const std::string& route);
   Headers headers_of(const http::request<http::string_body>& req) const;
@@ -752,59 +861,91 @@ void Server::messages(Client& client, http::request<http::string_body>& req, con
                c.state_us, c.stages_us, c.child_us, forward_us);
 }
 
-void Server::chat_completions(Client& client, http::request<http::string_body>& req, const Loaded& loaded) {
-  // OpenAI format: the messages go through the OpenAI importer, the pipeline, and the exporter.
-  const std::string& body = req.body();
-  std::string base = loaded.openai_upstream.empty() ? loaded.upstream : loaded.openai_upstream;
-  std::string url = base + std::string(req.target());
-  Headers extra;
-  std::string out = body;
+// The OpenAI route's compaction of one body: the messages go through the OpenAI importer, the
+// pipeline, and (for what a stage built) the exporter.
+Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::string& body, bool prompt_too_long,
+                                             const std::string& route) {
+  OpenAiOutcome o;
+  o.body = body;
+  o.status = "refused";  // until the pipeline has run
   boost::system::error_code ec;
   json::value doc = json::parse(body, ec);
-  std::string warning;
-  bool recorded = false;
-  if (ec || !doc.is_object() || !doc.as_object().contains("messages")) {
-    warning = "input refused, forwarded unchanged: not an OpenAI chat request with messages";
-  } else {
-    auto imported = import_openai(json::serialize(doc.as_object().at("messages")), "request");
-    if (!imported) {
-      warning = "input refused, forwarded unchanged: " + first_line(imported.error().message);
-    } else if (!imported->conversation || !imported->report.repairs.empty() || imported->report.fields_dropped > 0) {
-      // Never repaired silently: what the importer would have to change goes out as it came.
-      const auto& r = imported->report;
-      warning = !imported->conversation ? "input refused, forwarded unchanged: no messages to compact"
+  std::optional<MessageSpans> spans;
+  if (!ec && doc.is_object() && doc.as_object().contains("messages")) spans = message_spans(body);
+  if (!spans) {
+    o.warning = "input refused, forwarded unchanged: not an OpenAI chat request with messages";
+    return o;
+  }
+  auto imported = import_openai(json::serialize(doc.as_object().at("messages")), "request");
+  if (!imported) {
+    o.warning = "input refused, forwarded unchanged: " + first_line(imported.error().message);
+    return o;
+  }
+  if (!imported->conversation || !imported->report.repairs.empty() || imported->report.fields_dropped > 0) {
+    // Never repaired silently: what the importer would have to change goes out as it came.
+    const auto& r = imported->report;
+    o.warning = !imported->conversation ? "input refused, forwarded unchanged: no messages to compact"
                 : !r.repairs.empty()
                     ? fmt::format("input refused, forwarded unchanged: the history would need {} repairs (first: {} at message {})",
                                   r.repairs.size(), r.repairs.front().kind, r.repairs.front().line)
                     : fmt::format("input refused, forwarded unchanged: {} fields the Anthropic form cannot carry", r.fields_dropped);
-    } else {
-      // The imported conversation (its system lifted into `system`, which the budget counts).
-      std::string anthropic = imported->conversation->serialize();
-      Compaction c = compactor_.run(loaded, anthropic, false, std::nullopt);
-      record_compaction(c, "chat_completions");
-      recorded = true;
-      if (c.result == Compaction::compacted) {
-        auto compacted = compactor_.parse(c.body, warning);
-        if (compacted) {
-          if (auto rebuilt = openai_messages(*compacted, *imported, doc.as_object().at("messages").as_array())) {
-            doc.as_object()["messages"] = std::move(*rebuilt);
-            out = json::serialize(doc);
-            extra.emplace_back("x-compactor-status", "compacted");
-          }
-        }
-      } else if (c.result != Compaction::unchanged) {
-        warning = c.warning;
-      } else {
-        extra.emplace_back("x-compactor-status", "unchanged");
+    return o;
+  }
+  // The imported conversation (its system lifted into `system`, which the budget counts).
+  Compaction c = compactor_.run(loaded, imported->conversation->serialize(), prompt_too_long, std::nullopt);
+  record_compaction(c, route);
+  o.ran = true;
+  o.result = c.result;
+  if (c.result == Compaction::compacted) {
+    o.status = "failed";  // unless the compacted messages map back onto the client's
+    if (auto compacted = compactor_.parse(c.body, o.warning))
+      if (auto rebuilt = openai_body(*compacted, *imported, body, *spans)) {
+        o.body = std::move(*rebuilt);
+        o.status = "compacted";
       }
+    if (o.status == "failed" && o.warning.empty()) o.warning = "pipeline output not mapped back to OpenAI messages, forwarded unchanged";
+  } else if (c.result == Compaction::unchanged) {
+    o.status = "unchanged";
+  } else {
+    o.status = c.result == Compaction::refused ? "refused" : "failed";
+    o.warning = c.warning;
+  }
+  return o;
+}
+
+void Server::chat_completions(Client& client, http::request<http::string_body>& req, const Loaded& loaded) {
+  const std::string& body = req.body();
+  std::string base = loaded.openai_upstream.empty() ? loaded.upstream : loaded.openai_upstream;
+  std::string url = base + std::string(req.target());
+  OpenAiOutcome o = compact_openai(loaded, body, false, "chat_completions");
+  if (o.ran && o.result == Compaction::failed && loaded.serve.reject_on_failure) {
+    spdlog::warn("serve: POST {}: {}", std::string(req.target()), o.warning);
+    respond(client, 500,
+            json::serialize(json::object{{"error", json::object{{"message", "compactor serve: " + o.warning}, {"type", "server_error"}}}}),
+            "application/json", {{"x-compactor-status", "failed"}});
+    return;
+  }
+  Headers extra;
+  if (!o.warning.empty()) {
+    spdlog::warn("serve: POST {}: {}", std::string(req.target()), o.warning);
+    extra.emplace_back("x-compactor-warning", header_safe(o.warning));
+    if (!o.ran) metrics_.add("compactor_serve_requests_total", "route=\"chat_completions\",outcome=\"refused\"");
+  }
+  extra.emplace_back("x-compactor-status", o.status);
+  Headers headers = headers_of(req);
+  Upstream u = forward(client, url, "POST", headers, o.body, loaded.serve.request_timeout_ms, extra);
+  if (o.ran && context_refusal(u)) {
+    // The upstream refused the context (context_length_exceeded): on_prompt_too_long on what was
+    // sent, and one retry; a second refusal goes back as the upstream sent it.
+    metrics_.add("compactor_serve_retries_total", "");
+    OpenAiOutcome r = compact_openai(loaded, body, true, "chat_completions_retry");
+    // Sending what was just refused again would only be refused again.
+    if ((r.result == Compaction::compacted || r.result == Compaction::unchanged) && r.body != o.body) {
+      spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once",
+                   std::string(req.target()));
+      u = forward(client, url, "POST", headers, r.body, loaded.serve.request_timeout_ms, {{"x-compactor-status", "retried"}});
     }
   }
-  if (!warning.empty()) {
-    spdlog::warn("serve: POST {}: {}", std::string(req.target()), warning);
-    extra.emplace_back("x-compactor-warning", header_safe(warning));
-    if (!recorded) metrics_.add("compactor_serve_requests_total", "route=\"chat_completions\",outcome=\"refused\"");
-  }
-  Upstream u = forward(client, url, "POST", headers_of(req), out, loaded.serve.request_timeout_ms, extra);
   if (!u.curl_error.empty() || u.status / 100 != 2)
     metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
   finish(client, u);
