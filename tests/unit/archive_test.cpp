@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,16 @@ std::vector<std::string> temp_files(const fs::path& dir) {
   return out;
 }
 
+// The packs of an archive folder (<dir>/pack/<64 hex>.pack), sorted.
+std::vector<fs::path> packs_in(const fs::path& archive_dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(archive_dir / "pack", ec))
+    if (e.path().extension() == ".pack") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 TEST(ArchiveStore, PutCommitRestoreAndDeduplicate) {
   fs::path dir = scratch("basic");
   std::string archive_dir = (dir / "a").string();
@@ -47,13 +58,46 @@ TEST(ArchiveStore, PutCommitRestoreAndDeduplicate) {
   EXPECT_FALSE(fs::exists(store.path_of(*r1)));  // not visible before commit
   ASSERT_TRUE(store.commit().ok());
   EXPECT_TRUE(temp_files(dir).empty());
-  EXPECT_EQ((fs::status(store.path_of(*r1)).permissions() & fs::perms::all), fs::perms::owner_read | fs::perms::owner_write);
+  // One pack per run, private; no loose file.
+  auto packs = packs_in(archive_dir);
+  ASSERT_EQ(packs.size(), 1u);
+  EXPECT_EQ(packs[0].filename().string().size(), 64u + 5u);
+  EXPECT_FALSE(fs::exists(store.path_of(*r1)));
+  EXPECT_EQ((fs::status(packs[0]).permissions() & fs::perms::all), fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ((fs::status(archive_dir).permissions() & fs::perms::all), fs::perms::owner_all);
+  EXPECT_EQ((fs::status(fs::path(archive_dir) / "pack").permissions() & fs::perms::all), fs::perms::owner_all);
   EXPECT_EQ(*restore_blob(archive_dir, *r1), "\"hello\"");
-  // A second store finds the blob already there: success without writing.
+  // A second store packing the same blobs the same way names its pack the same: either file serves.
   ArchiveStore again(archive_dir);
   EXPECT_EQ(*again.put("\"hello\""), *r1);
   ASSERT_TRUE(again.commit().ok());
+  EXPECT_EQ(packs_in(archive_dir), packs);
+  EXPECT_EQ(*restore_blob(archive_dir, *r1), "\"hello\"");
+  // A store whose every blob was taken back leaves no pack and no temporary.
+  {
+    ArchiveStore taken_back(archive_dir);
+    ArchiveStore::Mark mark = taken_back.mark();
+    ASSERT_TRUE(taken_back.put("\"gone\"").ok());
+    taken_back.revert_to(mark);
+    ASSERT_TRUE(taken_back.commit().ok());
+  }
+  EXPECT_EQ(packs_in(archive_dir), packs);
+  EXPECT_TRUE(temp_files(dir).empty());
+  EXPECT_FALSE(restore_blob(archive_dir, receipt_of("\"gone\"")).ok());
+  // Blobs taken back stay in the pack's file but not in its index.
+  {
+    ArchiveStore partly(archive_dir);
+    ASSERT_TRUE(partly.put("kept 1").ok());
+    ArchiveStore::Mark mark = partly.mark();
+    ASSERT_TRUE(partly.put("taken back").ok());
+    partly.revert_to(mark);
+    ASSERT_TRUE(partly.put("kept 2").ok());
+    ASSERT_TRUE(partly.commit().ok());
+  }
+  EXPECT_EQ(packs_in(archive_dir).size(), 2u);
+  EXPECT_EQ(*restore_blob(archive_dir, receipt_of("kept 1")), "kept 1");
+  EXPECT_EQ(*restore_blob(archive_dir, receipt_of("kept 2")), "kept 2");
+  EXPECT_FALSE(restore_blob(archive_dir, receipt_of("taken back")).ok());
   fs::remove_all(dir);
 }
 
@@ -67,6 +111,17 @@ TEST(ArchiveStore, RestoreRefusesWhatItCannotVerify) {
   std::string other = receipt_of("nothing");
   EXPECT_EQ(restore_blob(dir.string(), other).error().message,
             store.path_of(other) + ": no such blob in the archive " + dir.string() + " (No such file or directory)");
+  // A pack whose bytes were changed gives nothing for the changed blob.
+  auto packs = packs_in(dir);
+  ASSERT_EQ(packs.size(), 1u);
+  std::string pack = test::read_file(packs[0].string());
+  ASSERT_EQ(pack.rfind("[1,2,3]", 0), 0u);
+  pack[5] = '4';
+  std::ofstream(packs[0], std::ios::trunc | std::ios::binary) << pack;
+  EXPECT_EQ(restore_blob(dir.string(), receipt).error().message,
+            store.path_of(receipt) + ": no such blob in the archive " + dir.string() + " (No such file or directory)");
+  // A loose file at a blob's name is read first, and verified.
+  fs::create_directories(fs::path(store.path_of(receipt)).parent_path());
   std::ofstream(store.path_of(receipt), std::ios::trunc) << "[1,2,4]";
   EXPECT_EQ(restore_blob(dir.string(), receipt).error().message,
             store.path_of(receipt) + ": the blob does not match its hash (the archive is corrupted)");
@@ -180,7 +235,8 @@ TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
   fs::path dir = scratch(std::string("fault-") + f.name);
   std::string archive_dir = (dir / "archive").string();
   Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
-  FaultyFileSystem faulty(f.fault, f.err, 2, archive_dir);  // the second write / open fails
+  // The second write fails; the folder vanishes before the run's one open (of its pack).
+  FaultyFileSystem faulty(f.fault, f.err, f.fault == FaultyFileSystem::Fault::vanish_before_open ? 1 : 2, archive_dir);
   QuietLogger log;
   Conversation input = four_results();
   RunOptions options;
@@ -326,14 +382,21 @@ namespace {
 
 TEST(ArchiveCommands, GcRemovesOnlyBlobsOlderThanTheGivenDays) {
   fs::path dir = scratch("gc");
+  // Two runs, two packs; the first one's is made 10 days old.
   ArchiveStore store((dir / "a").string());
-  std::string old_receipt = *store.put("old bytes"), new_receipt = *store.put("new bytes");
+  std::string old_receipt = *store.put("old bytes");
   ASSERT_TRUE(store.commit().ok());
-  fs::last_write_time(store.path_of(old_receipt), fs::file_time_type::clock::now() - std::chrono::hours(24 * 10));
+  auto old_pack = packs_in(dir / "a");
+  ASSERT_EQ(old_pack.size(), 1u);
+  fs::last_write_time(old_pack[0], fs::file_time_type::clock::now() - std::chrono::hours(24 * 10));
+  ArchiveStore later((dir / "a").string());
+  std::string new_receipt = *later.put("new bytes");
+  ASSERT_TRUE(later.commit().ok());
+  ASSERT_EQ(packs_in(dir / "a").size(), 2u);
   auto r = test::run_cli({"archive", "gc", "--keep-days", "7", "--archive", (dir / "a").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "archive gc " + (dir / "a").string() + ": removed 1 file(s) older than 7 day(s), kept 1\n");
-  EXPECT_FALSE(fs::exists(store.path_of(old_receipt)));
+  EXPECT_FALSE(fs::exists(old_pack[0]));
   auto restored = test::run_cli({"restore", new_receipt, "--archive", (dir / "a").string()});
   EXPECT_EQ(restored.exit_code, 0);
   EXPECT_EQ(restored.out, "new bytes");
@@ -354,6 +417,7 @@ TEST(ArchiveTrust, AFileAlreadyAtABlobsNameIsVerifiedAndReplacedWhenWrong) {
     ASSERT_TRUE(store.commit().ok());
   }
   std::string path = ArchiveStore(archive_dir).path_of(receipt);
+  fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::trunc) << "corrupted";
   {
     ArchiveStore store(archive_dir);
@@ -423,7 +487,9 @@ TEST(ArchiveTrust, GcIsBoundedAndTouchesOnlyTheArchivesOwnFiles) {
     receipt = *store.put("kept bytes");
     ASSERT_TRUE(store.commit().ok());
   }
-  std::string blob = ArchiveStore(archive.string()).path_of(receipt);
+  auto packs = packs_in(archive);
+  ASSERT_EQ(packs.size(), 1u);
+  std::string blob = packs[0].string();  // the run's pack holds it
   auto old = fs::file_time_type::clock::now() - std::chrono::hours(24 * 400);
   // Files that are not the archive's: old, but never removed.
   std::ofstream(archive / "notes.txt") << "mine";
@@ -434,18 +500,23 @@ TEST(ArchiveTrust, GcIsBoundedAndTouchesOnlyTheArchivesOwnFiles) {
   pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);
-  std::string dead_temp = blob + ".tmp." + std::to_string(child) + ".0";
-  std::string live_temp = blob + ".tmp." + std::to_string(::getpid()) + ".0";
+  std::string dead_temp = (archive / "pack" / ("pack.tmp." + std::to_string(child) + ".0")).string();
+  std::string live_temp = (archive / "pack" / ("pack.tmp." + std::to_string(::getpid()) + ".0")).string();
+  // … and a loose blob's temporary of the process that is gone.
+  fs::create_directories(archive / "ab");
+  std::string dead_loose = (archive / "ab" / ("ab" + std::string(62, '0') + ".tmp." + std::to_string(child) + ".1")).string();
   std::ofstream(dead_temp) << "x";
   std::ofstream(live_temp) << "x";
+  std::ofstream(dead_loose) << "x";
 
   auto r = test::run_cli({"archive", "gc", "--keep-days", "60000", "--archive", archive.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "compactor archive gc: --keep-days takes a whole number of days from 0 to 36500");
   r = test::run_cli({"archive", "gc", "--keep-days", "7", "--archive", archive.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "archive gc " + archive.string() + ": removed 1 file(s) older than 7 day(s) or left by a process that is gone (1), kept 2\n");
+  EXPECT_EQ(r.out, "archive gc " + archive.string() + ": removed 2 file(s) older than 7 day(s) or left by a process that is gone (2), kept 2\n");
   EXPECT_FALSE(fs::exists(dead_temp));
+  EXPECT_FALSE(fs::exists(dead_loose));
   EXPECT_TRUE(fs::exists(live_temp));
   EXPECT_TRUE(fs::exists(blob));
   EXPECT_TRUE(fs::exists(archive / "notes.txt"));

@@ -57,8 +57,10 @@ std::string cli() {
 }
 
 // Runs argv (no shell) in `cwd` with stdout and stderr to /dev/null; the exit status, and the
-// CPU seconds (user + system) of the process and the children it waited for in `cpu`.
-int run_process(const std::vector<std::string>& args, const fs::path& cwd, double* cpu = nullptr) {
+// CPU seconds (user + system) of the process and the children it waited for in `cpu`, and the
+// largest resident set of the process or any child it waited for (the pipeline's) in `max_rss_mb`.
+int run_process(const std::vector<std::string>& args, const fs::path& cwd, double* cpu = nullptr,
+                double* max_rss_mb = nullptr) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -77,6 +79,7 @@ int run_process(const std::vector<std::string>& args, const fs::path& cwd, doubl
   if (cpu != nullptr)
     *cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
            static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  if (max_rss_mb != nullptr) *max_rss_mb = static_cast<double>(usage.ru_maxrss) / 1e3;  // KB → MB
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -149,7 +152,7 @@ void BM_RunVsFloor(benchmark::State& state) {
   const fs::path config = fs::path(COMPACTOR_CONFIGS_DIR) / "bench-400k.yaml";
   // Wall time is what a caller waits; CPU time (user + system) is what the machine spends, and
   // is the steadier figure when other work shares the cores.
-  std::vector<double> floors, runs, ratios, floor_cpus, run_cpus, cpu_ratios;
+  std::vector<double> floors, runs, ratios, floor_cpus, run_cpus, cpu_ratios, rss;
   int round = 0;
   for (auto _ : state) {
     // Each round runs in a fresh folder, so the archive's blobs are really written.
@@ -159,11 +162,11 @@ void BM_RunVsFloor(benchmark::State& state) {
     auto t0 = Clock::now();
     floor_once(in, cwd / "floor.json");
     double floor = seconds_since(t0), floor_cpu = cpu_seconds() - c0;
-    double run_cpu = 0;
+    double run_cpu = 0, run_rss = 0;
     auto t1 = Clock::now();
     int code = run_process({cli(), "run", "--config", config.string(), "--input", in.string(), "--output",
                             (cwd / "out.json").string()},
-                           cwd, &run_cpu);
+                           cwd, &run_cpu, &run_rss);
     double run = seconds_since(t1);
     if (code > 1) {
       state.SkipWithError("compactor run failed");
@@ -176,6 +179,7 @@ void BM_RunVsFloor(benchmark::State& state) {
     floor_cpus.push_back(floor_cpu);
     run_cpus.push_back(run_cpu);
     cpu_ratios.push_back(run_cpu / floor_cpu);
+    rss.push_back(run_rss);
     std::error_code ec;
     fs::remove_all(cwd, ec);
   }
@@ -186,6 +190,9 @@ void BM_RunVsFloor(benchmark::State& state) {
   state.counters["floor_cpu_ms"] = median(floor_cpus) * 1e3;
   state.counters["run_cpu_ms"] = median(run_cpus) * 1e3;
   state.counters["cpu_ratio"] = median(cpu_ratios);
+  // Peak memory of the run (its largest process) over the input's size.
+  state.counters["peak_MB"] = median(rss);
+  state.counters["peak_ratio"] = median(rss) / (static_cast<double>(fs::file_size(in)) / 1e6);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * fs::file_size(in)));
 }
 // Exchanges giving sessions of 3.76, 12.9 and 57.0 MB with seed 17.

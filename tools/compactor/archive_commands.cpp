@@ -32,9 +32,10 @@ Exit 0, or 2 when the receipt is malformed, not in the archive, or the blob does
 constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR]
 
 Removes the blobs (and stale temporary files) of the archive whose last modification is more than
-N days old (0 to 36500), and at once the temporary files of a run whose process is gone. Only
-the archive's own files are touched: <2 hex>/<64 hex> blobs and their .tmp.<pid>.<n>
-temporaries; symbolic links are not followed. A removed blob can no longer be restored: run it only for conversations you no longer
+N days old (0 to 36500), and at once the temporary files of a run whose process is gone. A run's
+blobs are one pack, removed whole by its age. Only the archive's own files are touched:
+<2 hex>/<64 hex> blobs, pack/<64 hex>.pack packs and their .tmp.<pid>.<n> temporaries; symbolic
+links are not followed. A removed blob can no longer be restored: run it only for conversations you no longer
 need to recover, and keep N above the age of any conversation still in use.
 )";
 
@@ -122,9 +123,32 @@ int archive_command(int argc, char** argv) {
   auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(24 * days);
   std::size_t removed = 0, kept = 0, dead = 0;
   // Only what the archive writes is touched: <dir>/<2 hex>/<64 hex> blobs and their temporaries
-  // <64 hex>.tmp.<pid>.<n>; symbolic links are never followed, other files never removed.
+  // <64 hex>.tmp.<pid>.<n>, <dir>/pack/<64 hex>.pack packs and their pack.tmp.<pid>.<n>; symbolic
+  // links are never followed, other files never removed.
+  auto remove_if_stale = [&](const fs::directory_entry& e, std::optional<pid_t> owner) {
+    // A temporary whose process is gone is never renamed into place: removed whatever its age.
+    bool orphan = owner && ::kill(*owner, 0) != 0 && errno == ESRCH;
+    if (orphan || e.last_write_time() < cutoff) {
+      if (fs::remove(e.path(), ec)) ++removed, dead += orphan;
+    } else {
+      ++kept;
+    }
+  };
   for (const auto& fan : fs::directory_iterator(dir, ec)) {
     std::string prefix = fan.path().filename().string();
+    if (prefix == "pack" && !fan.is_symlink() && fan.is_directory()) {
+      // Packs (<64 hex>.pack, a run's blobs) go whole, by their age; pack.tmp.<pid>.<n> as above.
+      std::error_code inner;
+      for (const auto& e : fs::directory_iterator(fan.path(), inner)) {
+        std::string name = e.path().filename().string();
+        if (e.is_symlink() || !e.is_regular_file()) continue;
+        if (name.size() == 64 + 5 && name.ends_with(".pack") && all_hex(name.substr(0, 64))) remove_if_stale(e, std::nullopt);
+        else if (name.starts_with("pack.tmp.")) {
+          if (auto owner = temp_owner(name.substr(4))) remove_if_stale(e, owner);
+        }
+      }
+      continue;
+    }
     if (fan.is_symlink() || !fan.is_directory() || prefix.size() != 2 || !all_hex(prefix)) continue;
     std::error_code inner;
     for (const auto& e : fs::directory_iterator(fan.path(), inner)) {
@@ -135,13 +159,7 @@ int archive_command(int argc, char** argv) {
       bool blob = name.size() == 64;
       std::optional<pid_t> owner = blob ? std::nullopt : temp_owner(name.substr(64));
       if (!blob && !owner) continue;
-      // A temporary whose process is gone is never renamed into place: removed whatever its age.
-      bool orphan = owner && ::kill(*owner, 0) != 0 && errno == ESRCH;
-      if (orphan || e.last_write_time() < cutoff) {
-        if (fs::remove(e.path(), ec)) ++removed, dead += orphan;
-      } else {
-        ++kept;
-      }
+      remove_if_stale(e, owner);
     }
   }
   fmt::print("archive gc {}: removed {} file(s) older than {} day(s){}, kept {}\n", dir.string(), removed, days,

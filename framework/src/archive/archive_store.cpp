@@ -3,6 +3,9 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <mutex>
 #include <filesystem>
 #include <cerrno>
 #include <cstdio>
@@ -63,6 +66,137 @@ Expected<std::string> read_regular_file(const std::string& path, std::uint64_t m
 }  // namespace
 
 namespace {
+
+constexpr std::string_view kPackFolder = "pack";
+constexpr std::string_view kPackSuffix = ".pack";
+constexpr std::string_view kPackTrailer = "compactor-pack 1 ";  // + 20 digits (the index's offset) + '\n'
+constexpr std::size_t kTrailerSize = 17 + 20 + 1;
+
+// Where one blob sits in a pack.
+struct PackEntry {
+  std::string pack;  // the pack's path
+  std::uint64_t offset = 0, length = 0;
+};
+
+// The packs this process has read the index of, per archive folder: packs are immutable once in
+// place (a pack renamed over another under the same name has the same index), so an index is
+// read once; a pack that gc removed is found missing when its blob is read.
+struct PackIndexCache {
+  std::mutex mutex;
+  std::map<std::string, std::map<std::string, PackEntry, std::less<>>, std::less<>> by_dir;  // dir → hex → entry
+  std::map<std::string, std::map<std::string, bool, std::less<>>, std::less<>> seen;         // dir → pack names read
+};
+
+PackIndexCache& pack_cache() {
+  static PackIndexCache cache;
+  return cache;
+}
+
+bool parse_u64(std::string_view text, std::uint64_t& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// Reads the index of the pack at `path` into `into` (hex → entry); a pack that is not a regular
+// file, or whose trailer or index does not parse, adds nothing.
+void read_pack_index(const std::string& path, std::map<std::string, PackEntry, std::less<>>& into) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return;
+  struct stat st {};
+  std::string trailer(kTrailerSize, '\0'), index;
+  std::uint64_t index_at = 0, size = 0;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) >= kTrailerSize;
+  if (ok) {
+    size = static_cast<std::uint64_t>(st.st_size);
+    ok = ::pread(fd, trailer.data(), kTrailerSize, static_cast<off_t>(size - kTrailerSize)) == static_cast<ssize_t>(kTrailerSize) &&
+         trailer.compare(0, kPackTrailer.size(), kPackTrailer) == 0 && trailer.back() == '\n' &&
+         parse_u64(std::string_view(trailer).substr(kPackTrailer.size(), 20), index_at) && index_at <= size - kTrailerSize;
+  }
+  if (ok) {
+    index.resize(static_cast<std::size_t>(size - kTrailerSize - index_at));
+    ok = index.empty() || ::pread(fd, index.data(), index.size(), static_cast<off_t>(index_at)) == static_cast<ssize_t>(index.size());
+  }
+  ::close(fd);
+  if (!ok) return;
+  // "<64 hex> <offset> <length>\n" per blob
+  std::string_view rest = index;
+  while (!rest.empty()) {
+    std::size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos) return;
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
+    std::size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+    PackEntry e{path, 0, 0};
+    if (a != 64 || b == std::string_view::npos || !parse_u64(line.substr(a + 1, b - a - 1), e.offset) ||
+        !parse_u64(line.substr(b + 1), e.length) || e.offset > index_at || e.length > index_at - e.offset)
+      return;
+    bool hex = true;
+    for (char c : line.substr(0, 64)) hex = hex && is_hex(c);
+    if (hex) into.emplace(std::string(line.substr(0, 64)), std::move(e));
+  }
+}
+
+// Where `hex` is packed in `dir`, reading the index of every pack not read yet when it is not
+// known.
+std::optional<PackEntry> find_packed(const std::string& dir, const std::string& hex) {
+  PackIndexCache& cache = pack_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  auto& known = cache.by_dir[dir];
+  if (auto it = known.find(hex); it != known.end()) return it->second;
+  auto& seen = cache.seen[dir];
+  const std::string folder = dir + "/" + std::string(kPackFolder);
+  std::error_code ec;
+  if (std::filesystem::is_symlink(folder, ec)) return std::nullopt;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() != 64 + kPackSuffix.size() || !name.ends_with(kPackSuffix) || seen.count(name)) continue;
+    seen.emplace(name, true);
+    read_pack_index(e.path().string(), known);
+  }
+  if (auto it = known.find(hex); it != known.end()) return it->second;
+  return std::nullopt;
+}
+
+// Drops what is known of `dir`'s packs, so that the next lookup reads every index there again.
+void forget_packs(const std::string& dir) {
+  PackIndexCache& cache = pack_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.by_dir.erase(dir);
+  cache.seen.erase(dir);
+}
+
+// The bytes `entry` locates, if they hash to `receipt`.
+std::optional<std::string> read_packed(const PackEntry& entry, std::string_view receipt) {
+  int fd = ::open(entry.pack.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::string out;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && entry.offset + entry.length <= static_cast<std::uint64_t>(st.st_size);
+  if (ok) {
+    out.resize(static_cast<std::size_t>(entry.length));
+    std::size_t done = 0;
+    while (ok && done < out.size()) {
+      ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(entry.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ok = false;
+      else done += static_cast<std::size_t>(n);
+    }
+  }
+  ::close(fd);
+  if (!ok || receipt_of(out) != receipt) return std::nullopt;
+  return out;
+}
+
+// The blob `hex` from a pack of `dir`, verified; nullopt when no pack holds it intact. What this
+// process knew of the folder may be stale (gc removed a pack, or the folder was made anew): on a
+// miss it reads every index there again, once.
+std::optional<std::string> restore_packed(const std::string& dir, const std::string& hex, std::string_view receipt) {
+  if (auto entry = find_packed(dir, hex))
+    if (auto bytes = read_packed(*entry, receipt)) return bytes;
+  forget_packs(dir);
+  if (auto entry = find_packed(dir, hex)) return read_packed(*entry, receipt);
+  return std::nullopt;
+}
 
 // Whether `path` is a regular file (not through a link) holding exactly `bytes`, compared a
 // chunk at a time so that checking a 1 GB blob costs no 1 GB copy.
@@ -127,11 +261,12 @@ Expected<bool> ArchiveStore::ensure_folder(const std::string& path) {
   // A stat first: mkdir of a folder that exists fails with EEXIST, but costs a dozen times more
   // (in a bench replay, each call's store finds every folder there already).
   if (fs_.exists(path)) return true;
-  if (fs_.mkdir(path, 0700) != 0 && errno != EEXIST) return errno_error("create folder", path, errno);
+  if (fs_.mkdir(path, 0700) == 0) made_folders_.push_back(path);
+  else if (errno != EEXIST) return errno_error("create folder", path, errno);
   return true;
 }
 
-Expected<bool> ArchiveStore::ensure_folders_for(const std::string& parent, unsigned fan) {
+Expected<bool> ArchiveStore::ensure_archive_folder() {
   if (!folders_made_) {
     // The archive folder and each folder above it that is missing.
     for (std::size_t slash = dir_.find('/', 1); slash != std::string::npos; slash = dir_.find('/', slash + 1))
@@ -139,12 +274,7 @@ Expected<bool> ArchiveStore::ensure_folders_for(const std::string& parent, unsig
     if (auto r = ensure_folder(dir_); !r) return r.error();
     folders_made_ = true;
   }
-  if (auto r = check_folder_owner(); !r) return r.error();
-  if (!fans_made_[fan]) {
-    if (auto r = ensure_folder(parent); !r) return r.error();
-    fans_made_[fan] = true;
-  }
-  return true;
+  return check_folder_owner();
 }
 
 Expected<bool> ArchiveStore::check_folder_owner() {
@@ -191,45 +321,100 @@ void remove_temp_blobs_of(const std::string& dir, pid_t pid) {
 
 Expected<bool> ArchiveStore::write_blob(const std::string& receipt, std::string_view bytes) {
   std::string final_path = path_of(receipt);
-  // A file already at the blob's name is the blob only if it holds these very bytes; a corrupted
-  // or planted one (a symlink to /dev/null) is replaced.
-  bool intact = fs_.exists(final_path) && regular_file_holds(final_path, bytes);
-  if (!intact) {
-    // Parent folders, then the blob under a temporary name nobody else can be using.
-    std::string parent = final_path.substr(0, final_path.rfind('/'));
-    const unsigned fan = static_cast<unsigned>(std::stoul(receipt.substr(kPrefix.size(), 2), nullptr, 16));
-    if (auto r = ensure_folders_for(parent, fan); !r) return r.error();
-    std::string temp = final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(pending_.size());
+  // A file already at the blob's loose name is the blob only if it holds these very bytes; a
+  // corrupted or planted one (a symlink to /dev/null) is replaced by the blob, loose, so that
+  // restore (which reads a loose blob first) finds the right bytes there.
+  struct stat st {};
+  if (::lstat(final_path.c_str(), &st) == 0) {
+    if (regular_file_holds(final_path, bytes)) return true;
+    return write_loose(final_path, bytes);
+  }
+  return append_to_pack(receipt, bytes);
+}
+
+Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, std::string_view bytes) {
+  if (pack_fd_ < 0) {
+    const std::string folder = dir_ + "/" + std::string(kPackFolder);
+    if (!folders_made_ || !pack_folder_made_) {
+      if (auto r = ensure_archive_folder(); !r) return r.error();
+      if (auto r = ensure_folder(folder); !r) return r.error();
+      pack_folder_made_ = true;
+    } else if (auto r = check_folder_owner(); !r) {
+      return r.error();
+    }
+    // Unique within the process (threads share the pid) and across processes (the pid).
+    static std::atomic<std::uint64_t> packs{0};
+    std::string temp = folder + "/pack.tmp." + std::to_string(::getpid()) + "." + std::to_string(packs++);
     int fd = fs_.open_exclusive(temp, 0600);
     if (fd < 0) {
       int err = errno;
-      // A folder went away during the run: this put fails, as it did when folders were made on
-      // every put, and the next one makes them again.
+      // A folder went away during the run: this put fails, and the next one makes them again.
       if (err == ENOENT) {
         folders_made_ = false;
+        pack_folder_made_ = false;
         fans_made_.assign(256, false);
       }
       return errno_error("create", temp, err);
     }
-    std::string_view rest = bytes;
-    while (!rest.empty()) {
-      ssize_t n = fs_.write(fd, rest.data(), rest.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int err = n < 0 ? errno : EIO;
-        fs_.close(fd);
-        fs_.unlink(temp);
-        return errno_error(n < 0 ? "write" : "write (short write)", temp, err);
-      }
-      rest.remove_prefix(static_cast<std::size_t>(n));
-    }
-    if (fs_.close(fd) != 0) {
-      int err = errno;
-      fs_.unlink(temp);
-      return errno_error("close", temp, err);
-    }
-    pending_.push_back({temp, final_path});
+    pack_fd_ = fd;
+    pack_temp_ = temp;
+    pack_size_ = 0;
   }
+  const std::uint64_t offset = pack_size_;
+  std::string_view rest = bytes;
+  while (!rest.empty()) {
+    ssize_t n = fs_.write(pack_fd_, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // What was written of this blob stays in the pack, unindexed; the offset stays exact.
+      return errno_error(n < 0 ? "write" : "write (short write)", pack_temp_, n < 0 ? errno : EIO);
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+    pack_size_ += static_cast<std::uint64_t>(n);
+  }
+  packed_.push_back({receipt, offset, static_cast<std::uint64_t>(bytes.size())});
+  return true;
+}
+
+Expected<bool> ArchiveStore::write_loose(const std::string& final_path, std::string_view bytes) {
+  // Parent folders, then the blob under a temporary name nobody else can be using.
+  std::string parent = final_path.substr(0, final_path.rfind('/'));
+  const std::string hex = final_path.substr(final_path.size() - 64);
+  const unsigned fan = static_cast<unsigned>(std::stoul(hex.substr(0, 2), nullptr, 16));
+  if (auto r = ensure_archive_folder(); !r) return r.error();
+  if (!fans_made_[fan]) {
+    if (auto r = ensure_folder(parent); !r) return r.error();
+    fans_made_[fan] = true;
+  }
+  std::string temp = final_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(pending_.size());
+  int fd = fs_.open_exclusive(temp, 0600);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      folders_made_ = false;
+      pack_folder_made_ = false;
+      fans_made_.assign(256, false);
+    }
+    return errno_error("create", temp, err);
+  }
+  std::string_view rest = bytes;
+  while (!rest.empty()) {
+    ssize_t n = fs_.write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      fs_.close(fd);
+      fs_.unlink(temp);
+      return errno_error(n < 0 ? "write" : "write (short write)", temp, err);
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (fs_.close(fd) != 0) {
+    int err = errno;
+    fs_.unlink(temp);
+    return errno_error("close", temp, err);
+  }
+  pending_.push_back({temp, final_path});
   return true;
 }
 
@@ -238,9 +423,65 @@ const std::string* ArchiveStore::find(std::string_view receipt) const {
   return it == manifest_.end() ? nullptr : &it->second;
 }
 
+Expected<bool> ArchiveStore::commit_pack() {
+  if (pack_fd_ < 0) return true;
+  if (packed_.empty()) {  // every blob was taken back: nothing to keep
+    drop_pack();
+    return true;
+  }
+  // The index, then the trailer that locates it; the pack is named by their hash, so two runs
+  // that pack the same blobs the same way write the same name, and either file serves.
+  std::string tail;
+  tail.reserve(packed_.size() * 90 + kTrailerSize);
+  for (const Packed& p : packed_)
+    tail += p.receipt.substr(kPrefix.size()) + " " + std::to_string(p.offset) + " " + std::to_string(p.length) + "\n";
+  char digits[21];
+  std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(pack_size_));
+  tail += std::string(kPackTrailer) + digits + "\n";
+  std::string_view rest = tail;
+  while (!rest.empty()) {
+    ssize_t n = fs_.write(pack_fd_, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Error e = errno_error(n < 0 ? "write" : "write (short write)", pack_temp_, n < 0 ? errno : EIO);
+      rollback();
+      return e;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  int fd = pack_fd_;
+  pack_fd_ = -1;
+  if (fs_.close(fd) != 0) {
+    Error e = errno_error("close", pack_temp_, errno);
+    rollback();
+    return e;
+  }
+  const std::string final_path = dir_ + "/" + std::string(kPackFolder) + "/" + receipt_of(tail).substr(kPrefix.size()) +
+                                 std::string(kPackSuffix);
+  pending_.push_back({pack_temp_, final_path});
+  pack_temp_.clear();
+  return true;
+}
+
+void ArchiveStore::drop_pack() {
+  if (pack_fd_ >= 0) fs_.close(pack_fd_);
+  pack_fd_ = -1;
+  if (!pack_temp_.empty()) fs_.unlink(pack_temp_);
+  pack_temp_.clear();
+  packed_.clear();
+  pack_size_ = 0;
+}
+
 Expected<bool> ArchiveStore::commit() {
+  const bool loose = !pending_.empty();  // loose blobs pending before the pack joins them
+  if (auto packed = commit_pack(); !packed) return packed.error();
   if (pending_.empty()) return true;
-  if (fs_.sync_filesystem(dir_) != 0) {
+  // With one pack and no loose blob, its data is flushed with one fsync and its name, after the
+  // rename, with an fsync of the pack folder and the archive folder (and of the folder above each
+  // folder this store made, whose names must reach the disk too): nothing else needs to, and other processes'
+  // writes are not waited for, as syncfs would. Loose blobs take the whole file system, twice.
+  const bool narrow = !loose;
+  if ((narrow ? fs_.sync_file(pending_.back().temp) : fs_.sync_filesystem(dir_)) != 0) {
     Error e = errno_error("sync", dir_, errno);
     rollback();
     return e;
@@ -255,7 +496,21 @@ Expected<bool> ArchiveStore::commit() {
     p.temp.clear();
   }
   pending_.clear();
-  if (fs_.sync_filesystem(dir_) != 0) return errno_error("sync", dir_, errno);
+  if (!narrow) {
+    if (fs_.sync_filesystem(dir_) != 0) return errno_error("sync", dir_, errno);
+    return true;
+  }
+  // The pack folder (the pack's name) and the archive folder (the pack folder's, which another
+  // process may have made and not yet flushed).
+  std::vector<std::string> folders{dir_ + "/" + std::string(kPackFolder), dir_};
+  for (const std::string& made : made_folders_) {
+    std::size_t slash = made.rfind('/');
+    folders.push_back(slash == std::string::npos ? "." : slash == 0 ? "/" : made.substr(0, slash));
+  }
+  std::sort(folders.begin(), folders.end());
+  folders.erase(std::unique(folders.begin(), folders.end()), folders.end());
+  for (const std::string& folder : folders)
+    if (fs_.sync_file(folder) != 0) return errno_error("sync", folder, errno);
   return true;
 }
 
@@ -263,11 +518,15 @@ void ArchiveStore::revert_to(Mark mark) {
   for (std::size_t i = mark.pending; i < pending_.size(); ++i)
     if (!pending_[i].temp.empty()) fs_.unlink(pending_[i].temp);
   if (pending_.size() > mark.pending) pending_.resize(mark.pending);
+  // Packed blobs taken back stay in the pack's file, out of its index.
+  for (std::size_t i = added_.size(); i > mark.receipts; --i)
+    if (!packed_.empty() && packed_.back().receipt == added_[i - 1]) packed_.pop_back();
   for (std::size_t i = mark.receipts; i < added_.size(); ++i) manifest_.erase(added_[i]);
   if (added_.size() > mark.receipts) added_.resize(mark.receipts);
 }
 
 void ArchiveStore::rollback() {
+  drop_pack();
   for (Pending& p : pending_)
     if (!p.temp.empty()) fs_.unlink(p.temp);
   pending_.clear();
@@ -279,8 +538,12 @@ Expected<std::string> restore_blob(const std::string& dir, std::string_view rece
   std::string hex(receipt.substr(kPrefix.size()));
   std::string path = dir + "/" + hex.substr(0, 2) + "/" + hex;
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0)
-    return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(errno) + ")"};
+  if (::lstat(path.c_str(), &st) != 0) {
+    // Not loose: in a pack, or nowhere.
+    int err = errno;
+    if (auto packed = restore_packed(dir, hex, receipt)) return std::move(*packed);
+    return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(err) + ")"};
+  }
   auto read = read_regular_file(path, UINT64_MAX);
   if (!read) return read.error();
   std::string out = std::move(read).value();

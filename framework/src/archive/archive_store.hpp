@@ -3,12 +3,17 @@
 // Blobs are content-addressed (names come only from hashes, never from ids): a blob already there
 // with the same hash is success, so two processes can share a folder.
 //
-// Writes are batched for durability: put() creates each blob exclusively under a temporary name
-// (mode 0600, folders 0700) and writes it; commit(), which the host calls before it writes its
-// output, syncs the file system once (every blob's data), renames each blob into place, and syncs
-// once more (the renames): two syncs per run, however many blobs. rollback() removes the
-// temporaries of a run that will write nothing. The manifest of
-// this run (receipt → bytes) lets the `archived` checker verify a candidate without reading disk.
+// A store writes one pack per run: put() appends each blob to one file created exclusively under a
+// temporary name (<dir>/pack/pack.tmp.<pid>.<n>, mode 0600, folders 0700); commit(), which the
+// host calls before it writes its output, appends the pack's index (receipt, offset, length of
+// every blob kept), syncs it, renames the pack into place under the hash of its
+// index (<dir>/pack/<hex>.pack) and syncs once more: one file and two syncs per run, however many
+// blobs (the pack, then its folder and those above folders it made, with fsync; the whole file
+// system, syncfs, when it wrote a loose blob). Blobs of a stage taken back stay in the file as unindexed bytes. rollback() removes the
+// temporary of a run that will write nothing. restore_blob() reads a loose blob (<dir>/<xx>/<hex>,
+// the layout before packs, still written to replace a wrong file at a blob's name) or finds the
+// receipt in a pack's index. The manifest of this run (receipt → bytes) lets the `archived`
+// checker verify a candidate without reading disk.
 #pragma once
 
 #include <sys/types.h>
@@ -17,6 +22,7 @@
 #include "compactor/error.hpp"
 #include "archive/file_system.hpp"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,20 +59,29 @@ class ArchiveStore final : public Archive {
   void revert_to(Mark mark);
 
   const std::string& dir() const { return dir_; }
-  // Where a receipt's blob lives: <dir>/<first two hex digits>/<hex>.
+  // Where a receipt's loose blob lives: <dir>/<first two hex digits>/<hex>.
   std::string path_of(std::string_view receipt) const;
 
  private:
-  struct Pending {
+  struct Pending {  // a loose blob (replacing a wrong file at its name), renamed at commit
     std::string temp;
     std::string final;
   };
+  struct Packed {  // a blob in this run's pack
+    std::string receipt;
+    std::uint64_t offset = 0, length = 0;
+  };
   Expected<bool> ensure_folder(const std::string& path);
-  // The archive folder (and those above it) and the blob's fan-out folder, each made and checked
-  // once per store rather than on every put.
-  Expected<bool> ensure_folders_for(const std::string& parent, unsigned fan);
-  // Writes the blob under a temporary name unless an intact copy is already in place.
+  // The archive folder (and those above it), made and checked once per store rather than on
+  // every put; the pack folder and each fan-out folder likewise, as first used.
+  Expected<bool> ensure_archive_folder();
+  // Writes the blob: into this run's pack, or loose under a temporary name when a wrong file is at
+  // its name; nothing when an intact loose copy is already in place.
   Expected<bool> write_blob(const std::string& receipt, std::string_view bytes);
+  Expected<bool> write_loose(const std::string& final_path, std::string_view bytes);
+  Expected<bool> append_to_pack(const std::string& receipt, std::string_view bytes);
+  Expected<bool> commit_pack();
+  void drop_pack();
   Expected<bool> check_folder_owner();
 
   std::string dir_;
@@ -74,8 +89,14 @@ class ArchiveStore final : public Archive {
   std::map<std::string, std::string, std::less<>> manifest_;  // receipt → bytes
   std::vector<std::string> added_;                             // receipts in the order they came
   std::vector<Pending> pending_;
+  std::vector<Packed> packed_;  // indexed blobs of the pack, in the order they came
+  std::string pack_temp_;       // the pack's temporary name, once opened
+  int pack_fd_ = -1;
+  std::uint64_t pack_size_ = 0;  // bytes written to the pack (unindexed ones included)
   bool folder_checked_ = false;
   bool folders_made_ = false;
+  bool pack_folder_made_ = false;
+  std::vector<std::string> made_folders_;  // folders this store created: their names must reach the disk too
   std::vector<bool> fans_made_ = std::vector<bool>(256);
 };
 
@@ -83,8 +104,8 @@ class ArchiveStore final : public Archive {
 // (malformed receipt, no such blob, hash mismatch) and where.
 Expected<std::string> restore_blob(const std::string& dir, std::string_view receipt);
 
-// Removes the temporary blobs (<dir>/<xx>/<hex>.tmp.<pid>.<n>) a process that is gone left behind,
-// and nothing else; `compactor run` calls it when its pipeline child died.
+// Removes the temporary blobs and packs (<dir>/<xx>/<hex>.tmp.<pid>.<n>,
+// <dir>/pack/pack.tmp.<pid>.<n>) a process that is gone left behind, and nothing else; `compactor run` calls it when its pipeline child died.
 void remove_temp_blobs_of(const std::string& dir, pid_t pid);
 
 }  // namespace compactor

@@ -1,5 +1,6 @@
 #include "archive/file_system.hpp"
 
+#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,9 +19,18 @@ class PosixFileSystem final : public FileSystem {
   int mkdir(const std::string& path, int mode) override { return ::mkdir(path.c_str(), static_cast<mode_t>(mode)); }
   int unlink(const std::string& path) override { return ::unlink(path.c_str()); }
   int sync_filesystem(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // a folder or a file: any one of the file system
     if (fd < 0) return -1;
     int rc = ::syncfs(fd);
+    int err = errno;
+    ::close(fd);
+    errno = err;
+    return rc;
+  }
+  int sync_file(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = ::fsync(fd);
     int err = errno;
     ::close(fd);
     errno = err;

@@ -21,6 +21,9 @@ class FileSystem {
   // Flushes everything written to the file system holding `path` (syncfs): one call makes a whole
   // run's blobs, or its renames, durable.
   virtual int sync_filesystem(const std::string& path) = 0;
+  // Flushes one file or folder (fsync): its data and metadata, or a folder's entries. By default
+  // the whole file system, which flushes at least as much.
+  virtual int sync_file(const std::string& path) { return sync_filesystem(path); }
   virtual bool exists(const std::string& path) = 0;
 };
 

@@ -1,0 +1,102 @@
+// libcurl, loaded when `compactor serve` first calls it rather than when any command starts.
+// Linked, libcurl and the ~30 libraries it needs (TLS, Kerberos, LDAP, SSH…) cost every process
+// about 9 ms of CPU in the dynamic loader (issue 17: most of the fixed cost of `compactor run`,
+// which never makes a request). These definitions stand in for the few functions serve uses and
+// forward to libcurl.so.4 opened with dlopen on first use; serve's code is unchanged. When the
+// library cannot be opened, curl_global_init and curl_easy_init fail as libcurl documents
+// (CURLE_FAILED_INIT, a null handle), which serve reports as it reports any client failure.
+#define CURL_DISABLE_TYPECHECK 1
+#include <curl/curl.h>
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <type_traits>
+#include <mutex>
+
+namespace {
+
+struct Curl {
+  CURLcode (*global_init)(long) = nullptr;
+  CURL* (*easy_init)() = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
+  curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
+  void (*slist_free_all)(curl_slist*) = nullptr;
+  bool loaded = false;
+};
+
+const Curl& curl() {
+  static Curl c;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      return fn != nullptr;
+    };
+    c.loaded = get(c.global_init, "curl_global_init") && get(c.easy_init, "curl_easy_init") &&
+               get(c.easy_setopt, "curl_easy_setopt") && get(c.easy_perform, "curl_easy_perform") &&
+               get(c.easy_cleanup, "curl_easy_cleanup") && get(c.easy_strerror, "curl_easy_strerror") &&
+               get(c.slist_append, "curl_slist_append") && get(c.slist_free_all, "curl_slist_free_all");
+  });
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+CURLcode curl_global_init(long flags) { return curl().loaded ? curl().global_init(flags) : CURLE_FAILED_INIT; }
+
+CURL* curl_easy_init() { return curl().loaded ? curl().easy_init() : nullptr; }
+
+// One argument follows the option, of the type the option's number range says (curl.h):
+// long, object pointer, function pointer, curl_off_t, or blob pointer.
+CURLcode curl_easy_setopt(CURL* handle, CURLoption option, ...) {
+  if (!curl().loaded) return CURLE_FAILED_INIT;
+  va_list ap;
+  va_start(ap, option);
+  CURLcode rc;
+  if (option < CURLOPTTYPE_OBJECTPOINT) {
+    long v = va_arg(ap, long);
+    rc = curl().easy_setopt(handle, option, v);
+  } else if (option < CURLOPTTYPE_FUNCTIONPOINT) {
+    void* v = va_arg(ap, void*);
+    rc = curl().easy_setopt(handle, option, v);
+  } else if (option < CURLOPTTYPE_OFF_T) {
+    void (*v)() = va_arg(ap, void (*)());
+    rc = curl().easy_setopt(handle, option, v);
+  } else if (option < CURLOPTTYPE_BLOB) {
+    curl_off_t v = va_arg(ap, curl_off_t);
+    rc = curl().easy_setopt(handle, option, v);
+  } else {
+    void* v = va_arg(ap, void*);
+    rc = curl().easy_setopt(handle, option, v);
+  }
+  va_end(ap);
+  return rc;
+}
+
+CURLcode curl_easy_perform(CURL* handle) { return curl().loaded ? curl().easy_perform(handle) : CURLE_FAILED_INIT; }
+
+void curl_easy_cleanup(CURL* handle) {
+  if (curl().loaded) curl().easy_cleanup(handle);
+}
+
+const char* curl_easy_strerror(CURLcode code) {
+  return curl().loaded ? curl().easy_strerror(code) : "libcurl.so.4 could not be loaded";
+}
+
+curl_slist* curl_slist_append(curl_slist* list, const char* text) {
+  return curl().loaded ? curl().slist_append(list, text) : nullptr;
+}
+
+void curl_slist_free_all(curl_slist* list) {
+  if (curl().loaded) curl().slist_free_all(list);
+}
+
+}  // extern "C"
