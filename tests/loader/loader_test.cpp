@@ -7,6 +7,10 @@
 #include "loader/plugin_discovery.hpp"
 #include "loader/plugin_loader.hpp"
 
+#include "compactor/archive.hpp"
+#include "compactor/message_edit.hpp"
+#include "compactor/testkit.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -274,6 +278,62 @@ TEST(Discovery, FindsStageFilesInSearchOrder) {
   EXPECT_EQ(find_stage_file("nothing_here", dirs), std::nullopt);
   auto all = list_stage_files(dirs);
   EXPECT_EQ(all, std::vector<std::string>{dirs[0] + "/compactor_stage_fixture_duplicate.so"});
+}
+
+TEST(Discovery, AStageInAFileOfSeveralIsFoundByItsNameWithoutLoadingIt) {
+  std::vector<std::string> dirs = {std::string(FIXTURE_DIR) + "/two"};
+  std::string file = dirs[0] + "/compactor_stage_fixture_two_stages.so";
+  PluginProbe probe = probe_plugin(file);
+  EXPECT_EQ(probe.provides, (std::vector<std::string>{"stage:fixture_first", "stage:fixture_second"}));
+  EXPECT_EQ(find_provider("stage", "fixture_second", dirs), file);
+  EXPECT_EQ(find_provider("stage", "fixture_first", dirs), file);
+  EXPECT_EQ(find_provider("checker", "fixture_first", dirs), std::nullopt);
+  EXPECT_EQ(find_provider("stage", "fixture_third", dirs), std::nullopt);
+  ASSERT_TRUE(PluginRegistry::instance().load(file).ok());
+  EXPECT_NE(PluginRegistry::instance().find_stage("fixture_second"), nullptr);
+  // Listed a line per stage, from the file alone.
+  auto r = test::run_cli({"plugins", "--plugin-dir", dirs[0]});
+  EXPECT_NE(r.out.find("stage\tfixture_first\t" + file + "\tplugin fixture_two_stages 1.0.0\tAPI "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stage\tfixture_second\t" + file + "\tplugin fixture_two_stages 1.0.0\tAPI "), std::string::npos) << r.out;
+}
+
+TEST(Loader, APluginRegisteringOtherThanItDeclaresIsRefused) {
+  std::string file = std::string(FIXTURE_DIR) + "/undeclared/compactor_stage_fixture_undeclared.so";
+  EXPECT_EQ(load_error(file), file + ": plugin fixture_undeclared declares \"stage:fixture_declared\" in COMPACTOR_PLUGIN but "
+                                     "registers \"stage:fixture_undeclared\"");
+  EXPECT_EQ(PluginRegistry::instance().find_stage("fixture_undeclared"), nullptr);
+}
+
+// A stage that builds its candidate in a fresh frame (a bare messages array) still cannot drop
+// the request body's system, tools or model: the host puts its messages in the committed frame.
+class FreshFrameStage final : public Stage {
+ public:
+  StageResult run(const Conversation& c, const StageContext& context) override {
+    std::vector<MessagePtr> messages = c.messages();
+    std::string receipt = context.archive->put(std::string(raw_block_field(c[2], 0, "content"))).value();
+    messages[2] = with_result_contents(c[2], {{0, boost::json::string("[gone; archived as " + receipt + "]")}}).value();
+    return StageResult::candidate(Conversation::from_messages(std::move(messages)));
+  }
+};
+
+TEST(StageResult, AFreshFrameCannotDropTheRequestBody) {
+  Conversation input = testkit::ConversationBuilder()
+                           .system("Be brief.")
+                           .tool("Read", "reads a file")
+                           .user("Summarize the file.")
+                           .tool_call("toolu_1", "Read", {{"file_path", "a"}}, std::string(500, 'a'))
+                           .assistant("It is all a's.")
+                           .build();
+  StageInfo info;
+  info.name = "fresh_frame";
+  info.create = factory_of<FreshFrameStage>();
+  testkit::StageRunOptions options;
+  options.recent_exchanges = 0;
+  testkit::StageRun run = testkit::run_stage_checked(info, input, options);
+  ASSERT_EQ(run.status, "committed") << run.reason;
+  std::string out = run.serialized();
+  EXPECT_EQ(out.rfind("{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":1024,\"system\":\"Be brief.\",\"tools\":[{\"name\":\"Read\"", 0), 0u) << out;
+  EXPECT_NE(out.find("[gone; archived as sha256:"), std::string::npos) << out;
 }
 
 #ifdef COMPACTOR_TEST_SANITIZED

@@ -28,6 +28,15 @@ TEST(Conversation, RealSessionsRoundTripByteIdentical) {
   }
 }
 
+// Tokens come from the conversation, never 0: without a meter they are the message's chars / 4,
+// rounded up (the usual guess, as the chars4 meter counts): 38 chars, 10 tokens.
+TEST(Conversation, TokensWithoutAMeterAreCharsOverFour) {
+  Conversation c = Conversation::from_messages({test::message_or_die(R"({"role":"user","content":"abcdefghij"})")});
+  EXPECT_EQ(c[0].chars(), 38u);  // {"role":"user","content":"abcdefghij"}
+  EXPECT_EQ(c.size_of(c[0], SizeUnit::tokens), 10u);
+  EXPECT_EQ(c.size_in(SizeUnit::tokens), 10u);
+}
+
 TEST(Conversation, OneMessageEditSharesEveryOtherMessage) {
   std::string text = test::read_file(test::real_session_files().front());
   auto c = test::parse_or_die(text);
