@@ -5,7 +5,7 @@
 // replaced it; a removed message with no such partner was dropped.
 #include "checkers/checker_support.hpp"
 
-#include "archive/archive_store.hpp"
+#include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
 
 #include <unordered_set>

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""The framework's parts and who includes whom: the public SDK headers include only SDK headers,
+and a part of framework/src includes only its own and the parts below it (no cycle).
+usage: check_layers.py FRAMEWORK_DIR [--print]"""
+import os, re, sys
+# Bottom to top. The SDK headers (include/compactor) are below every part.
+LAYERS = ['model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'pricing', 'loader', 'host']
+root = sys.argv[1]
+inc = re.compile(r'^#include "([^"]+)"', re.M)
+problems, edges = [], {}
+sdk = os.path.join(root, 'include', 'compactor')
+for name in sorted(os.listdir(sdk)):
+    for target in inc.findall(open(os.path.join(sdk, name)).read()):
+        if not target.startswith('compactor/'):
+            problems.append(f'include/compactor/{name} includes "{target}", which is not an SDK header')
+src = os.path.join(root, 'src')
+for part in sorted(os.listdir(src)):
+    if not os.path.isdir(os.path.join(src, part)):
+        problems.append(f'src/{part}: every source belongs in a part folder')
+        continue
+    if part not in LAYERS:
+        problems.append(f'src/{part}: not a known part (add it to LAYERS in {sys.argv[0]})')
+        continue
+    for name in sorted(os.listdir(os.path.join(src, part))):
+        for target in inc.findall(open(os.path.join(src, part, name)).read()):
+            other = target.split('/')[0]
+            if other == 'compactor':
+                continue
+            edges.setdefault(part, set()).add(other)
+            if other not in LAYERS:
+                problems.append(f'src/{part}/{name} includes "{target}" from no part')
+            elif LAYERS.index(other) > LAYERS.index(part):
+                problems.append(f'src/{part}/{name} includes "{target}": {other} is above {part}')
+if '--print' in sys.argv:
+    for part in LAYERS:
+        below = sorted(edges.get(part, set()) - {part}, key=LAYERS.index)
+        print(f'{part:<11} includes: SDK' + (', ' + ', '.join(below) if below else ''))
+for p in problems:
+    print('FAIL:', p, file=sys.stderr)
+sys.exit(1 if problems else 0)
