@@ -113,7 +113,7 @@ std::optional<compactor::Pipeline> make_pipeline(const std::filesystem::path& di
 // folder, so every blob is really written (the folders are removed only at the end: removing
 // thousands of files between iterations slows ext4's next creations and would measure that).
 // With `in_child`, the run and the serialization happen in a forked child as `compactor run` does
-// them (compactor/child_run.hpp): the difference to the same benchmark without is the isolation's
+// them (host/child_run.hpp): the difference to the same benchmark without is the isolation's
 // cost per run.
 void run_pipeline_benchmark(benchmark::State& state, const std::string& stages, int scale, bool in_child = false) {
   using namespace compactor;

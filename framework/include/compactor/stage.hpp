@@ -32,7 +32,7 @@ struct Budget {
 struct StageContext {
   Budget budget;
   ProtectedTail tail;                 // of the committed conversation
-  std::vector<std::string> requests;  // the active request's texts (compactor/active_request.hpp), verbatim; empty when none
+  std::vector<std::string> requests;  // the active request's texts (the substantive prompt, then the newest), verbatim; empty when none
   Archive* archive = nullptr;         // put() what you remove; name the receipt in the marker
   Summarizer* summarizer = nullptr;   // null unless configured
   StageLogger* log = nullptr;         // never null when the host calls a stage

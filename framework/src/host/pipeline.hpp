@@ -25,7 +25,7 @@ struct RunOptions {
   FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
   std::optional<std::string> archive_dir;  // instead of the config's (benchmarks archive to scratch)
   // Called around every stage that runs (not a skipped one), so a supervisor knows which stage
-  // and plugin to blame if the process dies or hangs (compactor/child_run.hpp).
+  // and plugin to blame if the process dies or hangs (host/child_run.hpp).
   std::function<void(const std::string& stage, const std::string& plugin_file)> on_stage_start;
   std::function<void()> on_stage_end;
 };

@@ -309,7 +309,7 @@ bool context_refusal(const Upstream& u) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Running the pipeline: in a forked child (compactor/child_run.hpp), one at a time, so a plugin
+// Running the pipeline: in a forked child (host/child_run.hpp), one at a time, so a plugin
 // that crashes or hangs fails this request open and the server lives on. The child writes a
 // one-line JSON outcome and the body to send into a memfd the parent reads after it ends.
 
