@@ -57,7 +57,7 @@ struct StageRunOptions {
 
 struct StageRun {
   std::string status;                   // committed | unchanged | declined | rejected | failed
-  std::string reason;                   // why declined or failed
+  std::string reason;                   // why declined or failed (empty when rejected)
   std::vector<std::string> violations;  // one line each, when rejected
   Conversation output;                  // what the host holds after the stage (the input unless committed)
   std::string archive_dir;              // where its puts were committed (`compactor restore --archive`)
@@ -68,7 +68,7 @@ struct StageRun {
 // `on_violation: abort`): the stage's params validated with its defaults, the protected tail and
 // active request computed, every enabled checker run on its candidate, the archive committed
 // only when the candidate is. Throws std::runtime_error when the host refuses the setup (an
-// unknown param, a checker name it does not know).
+// unknown param, a required one not given, a checker name it does not know).
 StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, const StageRunOptions& options = {});
 
 // A stage registered by the plugin file `file` (loaded by the real loader, with its fingerprint
