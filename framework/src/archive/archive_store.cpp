@@ -349,11 +349,7 @@ Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, std::str
     if (fd < 0) {
       int err = errno;
       // A folder went away during the run: this put fails, and the next one makes them again.
-      if (err == ENOENT) {
-        folders_made_ = false;
-        pack_folder_made_ = false;
-        fans_made_.assign(256, false);
-      }
+      if (err == ENOENT) forget_folders();
       return errno_error("create", temp, err);
     }
     pack_fd_ = fd;
@@ -361,19 +357,27 @@ Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, std::str
     pack_size_ = 0;
   }
   const std::uint64_t offset = pack_size_;
-  std::string_view rest = bytes;
-  while (!rest.empty()) {
-    ssize_t n = fs_.write(pack_fd_, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      // What was written of this blob stays in the pack, unindexed; the offset stays exact.
-      return errno_error(n < 0 ? "write" : "write (short write)", pack_temp_, n < 0 ? errno : EIO);
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
-    pack_size_ += static_cast<std::uint64_t>(n);
-  }
+  // What was written of a failed blob stays in the pack, unindexed; the offset stays exact.
+  if (auto r = write_all(pack_fd_, bytes, pack_temp_, &pack_size_); !r) return r.error();
   packed_.push_back({receipt, offset, static_cast<std::uint64_t>(bytes.size())});
   return true;
+}
+
+Expected<bool> ArchiveStore::write_all(int fd, std::string_view bytes, const std::string& path, std::uint64_t* written) {
+  while (!bytes.empty()) {
+    ssize_t n = fs_.write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return errno_error(n < 0 ? "write" : "write (short write)", path, n < 0 ? errno : EIO);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    if (written != nullptr) *written += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+void ArchiveStore::forget_folders() {
+  folders_made_ = false;
+  pack_folder_made_ = false;
+  fans_made_.assign(256, false);
 }
 
 Expected<bool> ArchiveStore::write_loose(const std::string& final_path, std::string_view bytes) {
@@ -390,24 +394,13 @@ Expected<bool> ArchiveStore::write_loose(const std::string& final_path, std::str
   int fd = fs_.open_exclusive(temp, 0600);
   if (fd < 0) {
     int err = errno;
-    if (err == ENOENT) {
-      folders_made_ = false;
-      pack_folder_made_ = false;
-      fans_made_.assign(256, false);
-    }
+    if (err == ENOENT) forget_folders();
     return errno_error("create", temp, err);
   }
-  std::string_view rest = bytes;
-  while (!rest.empty()) {
-    ssize_t n = fs_.write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      fs_.close(fd);
-      fs_.unlink(temp);
-      return errno_error(n < 0 ? "write" : "write (short write)", temp, err);
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+  if (auto r = write_all(fd, bytes, temp); !r) {
+    fs_.close(fd);
+    fs_.unlink(temp);
+    return r.error();
   }
   if (fs_.close(fd) != 0) {
     int err = errno;
@@ -438,16 +431,9 @@ Expected<bool> ArchiveStore::commit_pack() {
   char digits[21];
   std::snprintf(digits, sizeof digits, "%020llu", static_cast<unsigned long long>(pack_size_));
   tail += std::string(kPackTrailer) + digits + "\n";
-  std::string_view rest = tail;
-  while (!rest.empty()) {
-    ssize_t n = fs_.write(pack_fd_, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Error e = errno_error(n < 0 ? "write" : "write (short write)", pack_temp_, n < 0 ? errno : EIO);
-      rollback();
-      return e;
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
+  if (auto r = write_all(pack_fd_, tail, pack_temp_); !r) {
+    rollback();
+    return r.error();
   }
   int fd = pack_fd_;
   pack_fd_ = -1;

@@ -79,6 +79,10 @@ class ArchiveStore final : public Archive {
   // its name; nothing when an intact loose copy is already in place.
   Expected<bool> write_blob(const std::string& receipt, std::string_view bytes);
   Expected<bool> write_loose(const std::string& final_path, std::string_view bytes);
+  // Every byte, retrying EINTR; `written` (when given) counts what reached the file, even on failure.
+  Expected<bool> write_all(int fd, std::string_view bytes, const std::string& path, std::uint64_t* written = nullptr);
+  // A folder went away during the run: make each again when next needed.
+  void forget_folders();
   Expected<bool> append_to_pack(const std::string& receipt, std::string_view bytes);
   Expected<bool> commit_pack();
   void drop_pack();
