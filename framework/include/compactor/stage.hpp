@@ -47,20 +47,39 @@ struct StageContext {
 // a stage cannot drop or change the frame, whatever Conversation it built the list in.
 class StageResult {
  public:
-  static StageResult candidate(std::vector<MessagePtr> messages) { return StageResult(std::move(messages), {}); }
-  static StageResult candidate(const Conversation& conversation) { return candidate(conversation.messages()); }
-  static StageResult decline(std::string reason) { return StageResult(std::nullopt, std::move(reason)); }
+  static StageResult candidate(std::vector<MessagePtr> messages) {
+    StageResult r;
+    r.messages_ = std::move(messages);
+    r.candidate_ = true;
+    return r;
+  }
+  static StageResult candidate(Conversation conversation) {
+    StageResult r;
+    r.built_ = std::move(conversation);
+    r.candidate_ = true;
+    return r;
+  }
+  static StageResult decline(std::string reason) {
+    StageResult r;
+    r.reason_ = std::move(reason);
+    return r;
+  }
 
-  bool declined() const { return !candidate_.has_value(); }
-  const std::vector<MessagePtr>& messages() const { return *candidate_; }
-  // The candidate in the frame of the conversation the stage was given.
-  Conversation in_frame_of(const Conversation& committed) const { return committed.with_messages(*candidate_); }
+  bool declined() const { return !candidate_; }
+  const std::vector<MessagePtr>& messages() const { return built_ ? built_->messages() : messages_; }
+  // The candidate in the frame of the conversation the stage was given (as built when the stage
+  // already made it in that very frame, so its sizes are not summed again).
+  Conversation in_frame_of(const Conversation& committed) const {
+    if (built_ && &built_->frame() == &committed.frame()) return *built_;
+    return committed.with_messages(messages());
+  }
   const std::string& reason() const { return reason_; }
 
  private:
-  StageResult(std::optional<std::vector<MessagePtr>> m, std::string reason)
-      : candidate_(std::move(m)), reason_(std::move(reason)) {}
-  std::optional<std::vector<MessagePtr>> candidate_;
+  StageResult() = default;
+  bool candidate_ = false;
+  std::vector<MessagePtr> messages_;
+  std::optional<Conversation> built_;
   std::string reason_;
 };
 
