@@ -225,11 +225,17 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   std::map<std::string, std::string> blobs;
 
   std::vector<MessagePtr> held;  // the history the agent holds: what it sent last, and what came since
+  std::vector<std::size_t> held_slots;  // where its system entries sit (the session's first ones)
+  const std::vector<SystemEntry>& entries = original.frame().system_entries;
   std::optional<Conversation> previous;
   std::size_t next = 0;
   for (std::size_t c = 0; c < answers.size(); ++c) {
+    // The entries that came with the new messages (up to just before the answer) join the held
+    // history after them, as the agent sent them.
+    for (std::size_t k = held_slots.size(); k < entries.size() && entries[k].slot <= answers[c]; ++k)
+      held_slots.push_back(held.size() + (entries[k].slot - next));
     for (; next < answers[c]; ++next) held.push_back(original.messages()[next]);
-    const Conversation input = original.with_messages(held);
+    const Conversation input = original.with_first_system_entries(held_slots.size(), held, held_slots);
     CallRecord call;
     Conversation sent = input;
     auto run = [&](bool prompt_too_long) {
@@ -325,6 +331,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     out.calls.push_back(std::move(call));
     if (setup.on_call) setup.on_call(c, sent);
     held = sent.messages();
+    held_slots = sent.system_slots();
     previous = std::move(sent);
   }
   // Prices are linear in tokens: the session's cost is the cost of its totals.

@@ -67,8 +67,10 @@ int check_command(int argc, char** argv) {
     users += m->role() == Role::user;
     for (const Block& b : m->blocks()) pairs += b.kind() == BlockKind::tool_use;
   }
-  fmt::print("OK {}: {} messages ({} user, {} assistant), {} tool pairs, {} chars, {} bytes ({})\n", source, c.size(),
-             users, c.size() - users, pairs, c.sizes().chars, c.sizes().bytes, to_string(c.format()));
+  const std::size_t entries = c.system_slots().size();
+  std::string with_entries = entries == 0 ? "" : fmt::format(" and {} system entr{}", entries, entries == 1 ? "y" : "ies");
+  fmt::print("OK {}: {} messages ({} user, {} assistant){}, {} tool pairs, {} chars, {} bytes ({})\n", source, c.size(),
+             users, c.size() - users, with_entries, pairs, c.sizes().chars, c.sizes().bytes, to_string(c.format()));
   return kExitOk;
 }
 

@@ -17,6 +17,15 @@ namespace compactor {
 enum class InputFormat { messages_array, request_body, jsonl };
 std::string_view to_string(InputFormat format);
 
+// A `role: "system"` entry inside `messages` (Claude Code's mid-conversation system text). The
+// host owns them: a stage never sees one among `messages()`, so none is ever summarized, cut or
+// taken for the user's request. Each is written back verbatim at its slot: the number of
+// messages before it. The frame's buffer owns its bytes.
+struct SystemEntry {
+  std::string_view raw;   // the entry's JSON, as the input has it
+  std::size_t slot = 0;   // its slot in the input (messages before it, system entries not counted)
+};
+
 // What surrounds the messages in the input, shared by every conversation derived from it.
 struct ConversationFrame {
   InputFormat format = InputFormat::messages_array;
@@ -25,8 +34,9 @@ struct ConversationFrame {
   std::string_view separator = ",";           // between messages (taken from the input)
   std::string_view suffix;                    // after the last message
   std::vector<MessagePtr> original;           // the messages as parsed: unchanged → input bytes
-  Sizes fixed;                                // `system` and `tools` of a request body
-  std::vector<std::string_view> fixed_json;   // their JSON, for a meter to count
+  Sizes fixed;                                // `system`, `tools` and the system entries
+  std::vector<std::string_view> fixed_json;   // their JSON (an entry's content), for a meter to count
+  std::vector<SystemEntry> system_entries;    // in input order
   std::shared_ptr<const Meter> meter;         // counts `tokens` when set (budget.unit: tokens)
 };
 
@@ -36,8 +46,22 @@ class Conversation {
   static Conversation from_messages(std::vector<MessagePtr> messages);
   Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages);
 
-  // The same frame around other messages: how a stage returns its candidate.
+  // The same frame around other messages: how a stage returns its candidate. The system entries
+  // are placed again (see system_slots()); the host places them from the committed conversation
+  // after every stage whatever the stage did, so a stage can neither drop nor move one.
   Conversation with_messages(std::vector<MessagePtr> messages) const;
+  // The same conversation with the system entries placed again from `before`: each after the
+  // message it followed there if that message is still here and the slot is valid, else at the
+  // first valid slot from where the messages after it went, in order and never two in one slot;
+  // kUnplaced when there is none (the structure checker refuses such a candidate).
+  Conversation with_system_entries_placed_from(const Conversation& before) const;
+  // Host use (serve): these messages with the system entries at exactly these slots (one per
+  // frame entry); an invalid slot is kept as kUnplaced.
+  Conversation with_messages_at(std::vector<MessagePtr> messages, std::vector<std::size_t> slots) const;
+  // Host use (a replay of a session call by call): the same with only the frame's first `count`
+  // system entries (the others, and their sizes, left out of a copy of the frame).
+  Conversation with_first_system_entries(std::size_t count, std::vector<MessagePtr> messages,
+                                         std::vector<std::size_t> slots) const;
 
   const std::vector<MessagePtr>& messages() const { return messages_; }
   std::size_t size() const { return messages_.size(); }
@@ -53,6 +77,15 @@ class Conversation {
   // One message's size in a unit (tokens through this conversation's meter, cached).
   std::uint64_t size_of(const Message& message, SizeUnit unit) const;
 
+  // Where each of the frame's system entries is written (messages before it), in entry order.
+  static constexpr std::size_t kUnplaced = static_cast<std::size_t>(-1);
+  const std::vector<std::size_t>& system_slots() const { return slots_; }
+  bool system_entries_placed() const;
+  // True when an entry may sit at `slot` among `messages`: after a user message (or an
+  // assistant message that ends in a server tool use, without a tool_use to answer), and last
+  // or before an assistant message.
+  static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot);
+
   // The same messages in a frame that counts tokens with `meter`.
   Conversation with_meter(std::shared_ptr<const Meter> meter) const;
 
@@ -66,6 +99,7 @@ class Conversation {
  private:
   std::shared_ptr<const ConversationFrame> frame_;
   std::vector<MessagePtr> messages_;
+  std::vector<std::size_t> slots_;  // one per frame->system_entries
   Sizes sizes_;
 };
 

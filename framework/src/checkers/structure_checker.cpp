@@ -25,6 +25,26 @@ class StructureChecker final : public Checker {
       if (empty && !final_assistant)
         out.push_back(violation(name(), i, "all messages must have non-empty content except for the optional final assistant message"));
     }
+    // The system entries (kept by the host, not in messages()): each at a valid slot, in order.
+    const auto& slots = c.system_slots();
+    std::size_t previous = 0;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      std::size_t slot = slots[k];
+      std::string which = "system entry " + std::to_string(k + 1) + " of " + std::to_string(slots.size());
+      if (slot == Conversation::kUnplaced) {
+        Violation v;
+        v.checker = "structure";
+        v.what = which + " has no valid place left (rule: a system entry follows a user message and is the last "
+                 "entry or is followed by an assistant message); it would be lost";
+        out.push_back(std::move(v));
+        continue;
+      }
+      if (slot <= previous || !Conversation::valid_system_slot(c.messages(), slot))
+        out.push_back(violation(name(), slot - 1, which + " is misplaced after this message (rule: a system entry follows a user "
+                                                  "message, is the last entry or is followed by an assistant message, and "
+                                                  "never touches another system entry)"));
+      previous = slot;
+    }
   }
 };
 

@@ -4,6 +4,7 @@
 #include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace compactor {
@@ -202,6 +203,11 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     check.may_grow = entry.registered->info->may_grow;
     check.archive = &archive;
     auto violations = run_checkers(checkers_, check);
+    // A system entry left without a place is refused even when the config leaves `structure` out:
+    // the host keeps them, so none is ever lost silently.
+    if (!candidate.system_entries_placed() &&
+        std::none_of(violations.begin(), violations.end(), [](const Violation& v) { return v.checker == "structure"; }))
+      make_builtin_checker("structure")->check(check, violations);
     if (!violations.empty()) {
       archive.revert_to(archive_mark);
       sr.status = StageStatus::rejected;

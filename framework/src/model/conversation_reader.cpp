@@ -182,29 +182,93 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
 
   // Every message's problems, one located line each, not just the first.
   std::string problems = std::move(fixed_problems_);
-  std::vector<MessagePtr> messages;
-  messages.reserve(spans.size());
+  auto problem = [&](std::size_t i, std::string_view what) {
+    problems += (problems.empty() ? "" : "\n") + at(spans[i].begin, "messages." + std::to_string(i) + ": " + std::string(what), false).message;
+  };
+  // Each element's value (parsed during the scan, or now), so a system entry is known before its
+  // neighbours are read.
+  std::vector<boost::json::value> values(spans.size());
+  std::vector<bool> fast(spans.size(), false);  // the value came from the scan's fast parser
+  std::vector<std::string_view> roles(spans.size());
   std::size_t next_parsed = 0;
   for (std::size_t i = 0; i < spans.size(); ++i) {
-    std::string_view raw = text_.substr(spans[i].begin, spans[i].end - spans[i].begin);
-    // The value parsed during the scan, if the fast parser took this message.
     while (next_parsed < parsed_.size() && parsed_[next_parsed].begin < spans[i].begin) ++next_parsed;
-    bool have = next_parsed < parsed_.size() && parsed_[next_parsed].begin == spans[i].begin;
-    auto message = have ? Message::from_input(buffer_, raw, std::move(parsed_[next_parsed++].value))
-                        : Message::from_input(buffer_, raw);
+    if (next_parsed < parsed_.size() && parsed_[next_parsed].begin == spans[i].begin) {
+      values[i] = std::move(parsed_[next_parsed++].value);
+      fast[i] = true;
+    } else {
+      boost::json::parse_options po;
+      po.max_depth = 100000;  // depth was enforced by the scanner
+      boost::system::error_code ec;
+      values[i] = boost::json::parse(text_.substr(spans[i].begin, spans[i].end - spans[i].begin), ec, {}, po);
+      if (ec) values[i] = nullptr;
+    }
+    const auto* object = values[i].if_object();
+    const auto* role = object != nullptr ? object->if_contains("role") : nullptr;
+    if (role != nullptr && role->is_string()) roles[i] = role->get_string();
+  }
+  auto is_system = [&](std::size_t i) { return roles[i] == "system"; };
+
+  std::vector<MessagePtr> messages;
+  messages.reserve(spans.size());
+  // The message read at each element (null for a system entry or a refused message).
+  std::vector<const Message*> at_element(spans.size(), nullptr);
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    std::string_view raw = text_.substr(spans[i].begin, spans[i].end - spans[i].begin);
+    if (is_system(i)) {
+      // Claude Code's mid-conversation system text: kept beside the messages, where the
+      // Messages API accepts it (its rules, named in each refusal).
+      if (i == 0) problem(i, "a system entry is never the first message (rule: never first)");
+      else if (is_system(i - 1)) problem(i, "a system entry never follows another system entry (rule: never adjacent)");
+      else if (const Message* prev = at_element[i - 1]; prev != nullptr && prev->role() == Role::assistant &&
+                                                      !(prev->blocks().size() > 0 && prev->blocks().back().kind() == BlockKind::server_tool_use &&
+                                                        !prev->has_tool_use()))
+        problem(i, "a system entry follows a user message (or an assistant message that ends in a server tool use), "
+                   "got an assistant message (rule: after a user turn)");
+      if (i + 1 < spans.size() && roles[i + 1] == "user")
+        problem(i, "a system entry is the last message or is followed by an assistant message, got a user message "
+                   "(rule: before an assistant turn)");
+      const boost::json::object& object = values[i].get_object();
+      const boost::json::value* content = object.if_contains("content");
+      std::string bad;
+      if (content == nullptr) {
+        bad = "it has no \"content\"";
+      } else if (const auto* items = content->if_array()) {
+        for (std::size_t b = 0; b < items->size() && bad.empty(); ++b) {
+          const auto* block = (*items)[b].if_object();
+          const auto* type = block != nullptr ? block->if_contains("type") : nullptr;
+          const auto* text = block != nullptr ? block->if_contains("text") : nullptr;
+          if (type == nullptr || !type->is_string())
+            bad = "content." + std::to_string(b) + " is not a block with a \"type\"";
+          else if (type->get_string() != "text")
+            bad = "content." + std::to_string(b) + " has type \"" + std::string(type->get_string()) + "\"";
+          else if (text == nullptr || !text->is_string())
+            bad = "content." + std::to_string(b) + " has no string \"text\"";
+        }
+      } else if (!content->is_string()) {
+        bad = "its content is neither a string nor an array";
+      }
+      if (!bad.empty()) problem(i, "a system entry's content is a string or text blocks only, but " + bad + " (rule: text only)");
+      frame->system_entries.push_back(SystemEntry{raw, messages.size()});
+      frame->fixed += span_sizes(raw);
+      frame->fixed_json.push_back(raw);
+      continue;
+    }
+    auto message = fast[i] ? Message::from_input(buffer_, raw, std::move(values[i])) : Message::from_input(buffer_, raw);
     if (message) {
+      at_element[i] = message.value().get();
       messages.push_back(std::move(message.value()));
       continue;
     }
     std::string_view lines = message.error().message;
     while (!lines.empty()) {
       std::size_t end = std::min(lines.find('\n'), lines.size());
-      problems += (problems.empty() ? "" : "\n") +
-                  at(spans[i].begin, "messages." + std::to_string(i) + ": " + std::string(lines.substr(0, end)), false).message;
+      problem(i, lines.substr(0, end));
       lines.remove_prefix(std::min(end + 1, lines.size()));
     }
   }
   if (!problems.empty()) return Error{problems};
+  if (messages.empty()) return at(empty_at, "the conversation has no messages besides system entries", true);
   frame->original = messages;
   return Conversation(std::move(frame), std::move(messages));
 }
