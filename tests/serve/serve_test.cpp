@@ -666,21 +666,65 @@ TEST(Serve, ClaudeCodesSystemEntriesAreKeptInPlaceAndUnknownFieldsPassThrough) {
   json::array& messages = sent.at("messages").as_array();
   EXPECT_LT(messages.size(), session.size());
   std::vector<std::size_t> system_at;
-  json::array others;
-  for (std::size_t i = 0; i < messages.size(); ++i) {
+  for (std::size_t i = 0; i < messages.size(); ++i)
     if (messages[i].at("role") == "system") system_at.push_back(i);
-    else others.push_back(messages[i]);
-  }
   ASSERT_EQ(system_at.size(), 2u);
   EXPECT_EQ(messages[system_at[0]], json::parse(early));
   EXPECT_EQ(messages[system_at[1]], json::parse(late));
-  EXPECT_EQ(system_at[1], messages.size() - 3);  // still right before the newest exchange
-  EXPECT_EQ(json::serialize(messages.back()), json::serialize(json::parse(session[session.size() - 1].raw())));
-  // Without the system entries, the forwarded history passes every checker.
-  sent["messages"] = others;
-  std::ofstream(dir / "sent.json") << json::serialize(sent);
+  // The summary took everything before the newest exchange: the early entry follows it, and
+  // the late one cannot sit next to the early one (the API refuses two entries together), so it
+  // goes to the next place the API accepts, after the newest results, at the end.
+  EXPECT_EQ(system_at[0], 1u);
+  EXPECT_EQ(system_at[1], messages.size() - 1);
+  EXPECT_EQ(json::serialize(messages[messages.size() - 2]), json::serialize(json::parse(session[session.size() - 1].raw())));
+  // The forwarded body, system entries and all, passes every checker.
+  std::ofstream(dir / "sent.json") << upstream.requests()[0].body;
   std::string err;
   EXPECT_EQ(check_file(dir / "sent.json", &err), 0) << err;
+  fs::remove_all(dir);
+}
+
+// Continuity with system entries: the next call (the client's uncompacted history, an answer, a
+// new prompt and a new entry) continues from the stored compacted history, which holds the
+// entries at their places: the second forwarded body starts with the first one's messages,
+// entries included, and passes the checkers.
+TEST(Serve, SystemEntriesAreInTheStoredHistoryAndTheNextCallContinuesFromIt) {
+  fs::path dir = fresh_dir("claude-code-continuity");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::vector<std::string> entries = {
+      R"({"role":"system","content":"Available agent types: general-purpose, Explore."})",
+      R"({"role":"system","content":[{"type":"text","text":"The user switched to plan mode."}]})",
+      R"({"role":"system","content":"Token budget: 500 left."})"};
+  std::string messages;
+  for (std::size_t i = 0; i < session.size(); ++i) {
+    if (i == 1) messages += entries[0] + ",";
+    if (i == session.size() - 2) messages += entries[1] + ",";
+    messages += std::string(session[i].raw()) + (i + 1 < session.size() ? "," : "");
+  }
+  const std::string head = R"({"model":"claude-opus-4-8","max_tokens":1024,"messages":[)";
+  const std::string first = head + messages + "]}";
+  const std::string second = head + messages + R"(,{"role":"assistant","content":"Read them all."},)" +
+                             R"({"role":"user","content":"now summarize them"},)" + entries[2] + "]}";
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}, {200, {}, test::anthropic_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", first).headers["x-compactor-status"], "compacted");
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", second).status, 200);
+  ASSERT_EQ(upstream.requests().size(), 2u);
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_state_total{result=\"hit\"} 1"), std::string::npos) << metrics;
+  const json::array sent1 = json::parse(upstream.requests()[0].body).at("messages").as_array();
+  const json::array sent2 = json::parse(upstream.requests()[1].body).at("messages").as_array();
+  ASSERT_EQ(sent2.size(), sent1.size() + 3);
+  for (std::size_t i = 0; i < sent1.size(); ++i) EXPECT_EQ(sent2[i], sent1[i]) << "messages." << i;
+  std::size_t from = 0;
+  for (const std::string& e : entries) {
+    std::size_t at = upstream.requests()[1].body.find(e, from);
+    EXPECT_NE(at, std::string::npos) << "missing or out of order: " << e;
+    if (at != std::string::npos) from = at + e.size();
+  }
+  std::ofstream(dir / "sent2.json") << upstream.requests()[1].body;
+  std::string err;
+  EXPECT_EQ(check_file(dir / "sent2.json", &err), 0) << err;
   fs::remove_all(dir);
 }
 

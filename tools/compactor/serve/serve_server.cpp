@@ -374,92 +374,6 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-// Claude Code sends `role: "system"` entries inside `messages` (mid-conversation system text),
-// which the checkers and the conversation model do not take. The server lifts them out before the
-// pipeline and puts each back, verbatim, before the message it preceded (or, when that message
-// was compacted away, before the next one that is still there, never inside a tool_use/result
-// pair): they are never summarized, never counted as the user's request, and kept in order.
-struct SystemEntries {
-  std::vector<std::pair<std::size_t, std::string>> entries;  // index among the other messages, raw JSON
-};
-
-bool has_system_role(std::string_view body) {
-  auto space = [&](std::size_t q) {
-    while (q < body.size() && (body[q] == ' ' || body[q] == '\n' || body[q] == '\r' || body[q] == '\t')) ++q;
-    return q;
-  };
-  for (std::size_t p = 0; (p = body.find("\"role\"", p)) != std::string_view::npos; p += 6) {
-    std::size_t q = space(p + 6);
-    if (q >= body.size() || body[q] != ':') continue;
-    q = space(q + 1);
-    if (body.compare(q, 8, "\"system\"") == 0) return true;
-  }
-  return false;
-}
-
-// The body without its system entries (re-serialized), or nothing when it has none.
-std::optional<std::string> lift_system_entries(const std::string& body, SystemEntries& lifted) {
-  if (!has_system_role(body)) return std::nullopt;
-  boost::system::error_code ec;
-  json::value doc = json::parse(body, ec);
-  if (ec || !doc.is_object()) return std::nullopt;
-  json::value* messages = doc.as_object().if_contains("messages");
-  if (messages == nullptr || !messages->is_array()) return std::nullopt;
-  json::array kept;
-  for (auto& m : messages->as_array()) {
-    const json::value* role = m.is_object() ? m.as_object().if_contains("role") : nullptr;
-    if (role != nullptr && role->is_string() && role->as_string() == "system")
-      lifted.entries.emplace_back(kept.size(), json::serialize(m));
-    else
-      kept.push_back(std::move(m));
-  }
-  if (lifted.entries.empty()) return std::nullopt;
-  *messages = std::move(kept);
-  return json::serialize(doc);
-}
-
-bool calls_tools(const Message& m) {
-  if (m.role() != Role::assistant) return false;
-  for (const Block& b : m.blocks())
-    if (b.kind() == BlockKind::tool_use) return true;
-  return false;
-}
-
-// The body to send: the request's frame around `sent` (the pipeline's output `out` with the
-// client's breakpoints back), each lifted entry back before its anchor.
-std::string body_with_system_entries(const Conversation& request, const std::vector<MessagePtr>& out,
-                                     const std::vector<MessagePtr>& sent, const std::vector<MessagePtr>& stripped,
-                                     const SystemEntries& lifted) {
-  std::vector<std::vector<const std::string*>> before(out.size() + 1);
-  std::size_t from = 0;
-  for (const auto& [anchor, raw] : lifted.entries) {
-    std::size_t at = out.size();
-    for (std::size_t a = anchor; a < stripped.size() && at == out.size(); ++a)
-      for (std::size_t j = from; j < out.size(); ++j)
-        if (out[j]->raw() == stripped[a]->raw()) {
-          at = j;
-          break;
-        }
-    if (at > 0 && at < out.size() && calls_tools(*out[at - 1])) ++at;  // never between a call and its results
-    before[at].push_back(&raw);
-    from = at;
-  }
-  const ConversationFrame& frame = request.frame();
-  std::string body(frame.prefix);
-  bool first = true;
-  auto add = [&](std::string_view text) {
-    if (!first) body += frame.separator;
-    body += text;
-    first = false;
-  };
-  for (std::size_t i = 0; i <= out.size(); ++i) {
-    for (const std::string* raw : before[i]) add(*raw);
-    if (i < out.size()) add(sent[i]->raw());
-  }
-  body += frame.suffix;
-  return body;
-}
-
 class Compactor {
  public:
   Compaction run(const Loaded& loaded, const std::string& body, bool prompt_too_long_retry,
@@ -486,9 +400,7 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
   Compaction c;
   auto t = Clock::now();
   std::string error;
-  SystemEntries lifted;
-  std::optional<std::string> without_system = parsed ? std::nullopt : lift_system_entries(body, lifted);
-  std::optional<Conversation> request = parsed ? parsed : parse(without_system ? *without_system : body, error);
+  std::optional<Conversation> request = parsed ? parsed : parse(body, error);
   c.parse_us = us_since(t);
   if (!request) {
     c.result = Compaction::refused;
@@ -499,20 +411,35 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
   t = Clock::now();
   const std::vector<MessagePtr>& original = request->messages();
   std::vector<MessagePtr> stripped = without_cache_control(original);
-  std::vector<std::string> hashes = prefix_hashes(stripped);
+  // Claude Code's system entries (kept by the conversation model beside the messages): hashed
+  // and stored with the history, without cache_control as the messages are.
+  std::vector<std::string> entries;
+  for (const SystemEntry& e : request->frame().system_entries) entries.push_back(without_cache_control(e.raw));
+  const std::vector<std::size_t>& slots = request->system_slots();
+  std::vector<std::string> hashes = prefix_hashes(stripped, entries, slots);
   std::vector<MessagePtr> input = stripped;
+  std::vector<std::size_t> input_slots = slots;
   if (auto hit = loaded.state->longest(hashes)) {
-    c.state_hit = true;
-    c.covered = hit->covered;
-    if (!hit->unchanged) {
+    // The stored history holds the entries of the prefix it covers (those up to its end).
+    std::size_t covered_entries = 0;
+    while (covered_entries < slots.size() && slots[covered_entries] <= hit->covered) ++covered_entries;
+    if (hit->unchanged || hit->system_slots.size() == covered_entries) {
+      c.state_hit = true;
+      c.covered = hit->covered;
+    }
+    if (c.state_hit && !hit->unchanged) {
       input = std::move(hit->sent);
+      input_slots = std::move(hit->system_slots);
+      for (std::size_t k = covered_entries; k < slots.size(); ++k) input_slots.push_back(slots[k] - hit->covered + input.size());
       // On a retry after a refusal the stored history for the whole request is what was sent.
       input.insert(input.end(), stripped.begin() + static_cast<std::ptrdiff_t>(hit->covered), stripped.end());
     }
   }
   c.state_us = us_since(t);
-  Conversation in = request->with_messages(input);
+  Conversation in = request->with_messages_at(input, input_slots);
+  // Breakpoints outside the messages (the system prompt, tools, the system entries) count first.
   std::string frame_text = std::string(request->frame().prefix) + std::string(request->frame().suffix);
+  for (const SystemEntry& e : request->frame().system_entries) frame_text += e.raw;
 
   int fd = ::memfd_create("compactor-serve", MFD_CLOEXEC);
   if (fd < 0) {
@@ -543,11 +470,10 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
     std::string out_body;
     if ((r.exit_code == kExitOk || r.exit_code == kExitNotDone) && r.output) {
       const bool changed = r.output->messages() != stripped;
-      if (!key.empty()) state.put(key, r.output->messages(), !changed);
+      if (!key.empty()) state.put(key, r.output->messages(), !changed, entries, r.output->system_slots());
       head["changed"] = changed;
       auto out_messages = restore_breakpoints(r.output->messages(), original, stripped, frame_text);
-      out_body = lifted.entries.empty() ? request->with_messages(out_messages).serialize()
-                                        : body_with_system_entries(*request, r.output->messages(), out_messages, stripped, lifted);
+      out_body = r.output->with_messages_at(std::move(out_messages), r.output->system_slots()).serialize();
     }
     write_all(fd, json::serialize(head) + "\n" + out_body);
     return r.exit_code;

@@ -103,14 +103,26 @@ std::vector<MessagePtr> without_cache_control(const std::vector<MessagePtr>& mes
   return out;
 }
 
-std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped) {
+std::string without_cache_control(std::string_view raw) {
+  if (raw.find("\"cache_control\"") == std::string_view::npos) return std::string(raw);
+  std::optional<std::string> cut = cut_cache_control(raw);
+  return cut ? std::move(*cut) : std::string(raw);
+}
+
+std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped, const std::vector<std::string>& entries,
+                                       const std::vector<std::size_t>& slots) {
   std::vector<std::string> out;
   out.reserve(stripped.size());
   std::string previous = "compactor-serve-state-1";
-  for (const auto& m : stripped) {
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < stripped.size(); ++i) {
     // receipt_of is "sha256:<hex>"; the chain hashes the previous link and this message's hash.
-    std::string link = receipt_of(previous + "\n" + receipt_of(m->raw()));
+    std::string link = receipt_of(previous + "\n" + receipt_of(stripped[i]->raw()));
     previous = link.substr(7);
+    // A system entry after this message joins the chain marked as one (a history without any
+    // hashes as it always did).
+    for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k)
+      previous = receipt_of(previous + "\nsystem\n" + receipt_of(entries[k])).substr(7);
     out.push_back(previous);
   }
   return out;
@@ -126,25 +138,28 @@ std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string
     std::ifstream in(path, std::ios::binary);
     std::stringstream buffer;
     buffer << in.rdbuf();
-    if (buffer.str() == "=") return Hit{k, {}, true};
+    if (buffer.str() == "=") return Hit{k, {}, true, {}};
     ReadOptions options;
     options.source = path;
     options.format = InputFormat::messages_array;
     auto conversation = read_conversation(buffer.str(), options);
     if (!conversation || conversation->empty()) continue;  // unreadable: as if absent (a full run follows)
-    return Hit{k, conversation->messages()};
+    return Hit{k, conversation->messages(), false, conversation->system_slots()};
   }
   return std::nullopt;
 }
 
-bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged) const {
+bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged,
+                     const std::vector<std::string>& entries, const std::vector<std::size_t>& slots) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (unchanged) return static_cast<bool>(write_file_atomically(path_of(hash), "="));
   std::string bytes = "[";
+  std::size_t k = 0;
   for (std::size_t i = 0; i < sent.size(); ++i) {
     if (i > 0) bytes += ',';
     bytes.append(sent[i]->raw());
+    for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k) bytes.append(",").append(entries[k]);
   }
   bytes += "]";
   return static_cast<bool>(write_file_atomically(path_of(hash), bytes));

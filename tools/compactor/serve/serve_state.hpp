@@ -20,8 +20,14 @@ namespace compactor::serve {
 // The messages without `cache_control` on any block (a message without it is the same pointer).
 std::vector<MessagePtr> without_cache_control(const std::vector<MessagePtr>& messages);
 
-// Chain hashes of the prefixes: result[i] names messages [0, i+1) (64 hex digits each).
-std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped);
+// The bytes of one JSON value without its `cache_control` members (the same bytes when none).
+std::string without_cache_control(std::string_view raw);
+
+// Chain hashes of the prefixes: result[i] names messages [0, i+1) and the system entries placed
+// up to just after message i (`entries` without cache_control, at `slots`), 64 hex digits each.
+std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped,
+                                       const std::vector<std::string>& entries = {},
+                                       const std::vector<std::size_t>& slots = {});
 
 class StateStore {
  public:
@@ -33,12 +39,15 @@ class StateStore {
     std::size_t covered = 0;
     std::vector<MessagePtr> sent;
     bool unchanged = false;  // what was sent is the uncompacted prefix itself (`sent` left empty)
+    std::vector<std::size_t> system_slots;  // where the covered system entries sit in `sent`
   };
   std::optional<Hit> longest(const std::vector<std::string>& hashes) const;
 
   // Stores the compacted history sent for the prefix named `hash` (atomic, idempotent). When it
   // is the uncompacted prefix itself, only a one-byte marker is written (no copy to parse back).
-  bool put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged) const;
+  // The system entries covered (`entries`, without cache_control) are stored at `slots` among them.
+  bool put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged,
+           const std::vector<std::string>& entries = {}, const std::vector<std::size_t>& slots = {}) const;
 
   const std::string& dir() const { return dir_; }
 
