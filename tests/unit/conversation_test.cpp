@@ -112,3 +112,59 @@ TEST(Conversation, TypedBlockAccess) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// Issue 18: a system entry inside `messages` counts like the top-level `system`: its JSON in
+// chars and bytes, its text through the meter (a meter that counts one token per char here).
+class CharMeter final : public Meter {
+ public:
+  std::string_view kind() const override { return "one-per-char"; }
+  std::uint64_t count_text(std::string_view utf8) const override { return utf8.size(); }
+};
+
+TEST(Conversation, SystemEntriesCountLikeTheTopLevelSystem) {
+  const std::string entry = R"({"role":"system","content":[{"type":"text","text":"plan mode"},{"type":"text","text":"on"}]})";
+  const std::string user = R"({"role":"user","content":"hi"})";
+  auto without = test::parse_or_die(R"({"system":"s","messages":[)" + user + "]}");
+  auto with = test::parse_or_die(R"({"system":"s","messages":[)" + user + "," + entry + "]}");
+  EXPECT_EQ(with.size(), 1u);
+  EXPECT_EQ(with.sizes().chars - without.sizes().chars, entry.size());
+  EXPECT_EQ(with.sizes().bytes - without.sizes().bytes, entry.size());
+  auto meter = std::make_shared<CharMeter>();
+  EXPECT_EQ(with.with_meter(meter).sizes().tokens - without.with_meter(meter).sizes().tokens, 9u + 2u);  // "plan mode", "on"
+}
+
+// The host's placement: an entry follows the message it followed while that one is kept; when a
+// stage drops it, the entry goes to the first place the API accepts from where the messages
+// after it went (after a user message, before an assistant message or at the end).
+TEST(Conversation, SystemEntriesFollowTheirMessageOrTheNextValidPlace) {
+  auto c = test::parse_or_die(
+      R"([{"role":"user","content":"a"},{"role":"system","content":"S"},{"role":"assistant","content":"b"},)"
+      R"({"role":"user","content":"c"},{"role":"assistant","content":"d"},{"role":"user","content":"e"}])");
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(c.system_slots(), std::vector<std::size_t>{1});
+  const auto& m = c.messages();
+  // Kept: the same place.
+  EXPECT_EQ(c.with_messages({m[0], m[1], m[2], m[3], m[4]}).system_slots(), std::vector<std::size_t>{1});
+  // Its user message replaced by a new one: before the assistant message that came after it.
+  auto summary = test::message_or_die(R"({"role":"user","content":"summary"})");
+  auto replaced = c.with_messages({summary, m[1], m[2], m[3], m[4]});
+  EXPECT_EQ(replaced.system_slots(), std::vector<std::size_t>{1});
+  EXPECT_EQ(replaced.serialize(), R"([{"role":"user","content":"summary"},{"role":"system","content":"S"},)"
+                                  R"({"role":"assistant","content":"b"},{"role":"user","content":"c"},)"
+                                  R"({"role":"assistant","content":"d"},{"role":"user","content":"e"}])");
+  // Its user message and the assistant after it dropped: after the next user message kept.
+  EXPECT_EQ(c.with_messages({m[2], m[3], m[4]}).system_slots(), std::vector<std::size_t>{1});
+  // Its user message dropped, the assistant after it first: not before it (no user message
+  // there), after the next user message.
+  EXPECT_EQ(c.with_messages({m[1], m[2], m[3]}).system_slots(), std::vector<std::size_t>{2});
+  // Only the last user message kept: the end, after it.
+  EXPECT_EQ(c.with_messages({m[4]}).system_slots(), std::vector<std::size_t>{1});
+  // Only an assistant message: no valid place at all.
+  EXPECT_EQ(c.with_messages({m[1]}).system_slots(), std::vector<std::size_t>{Conversation::kUnplaced});
+}
+
+}  // namespace
+}  // namespace compactor

@@ -194,3 +194,20 @@ TEST(OpenAiImport, RealTrajectory) {
 
 }  // namespace
 }  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// Issue 18: a request body's system entries go out to OpenAI as system messages at their places.
+TEST(ExportOpenAi, SystemEntriesBecomeSystemMessagesInPlace) {
+  auto c = test::parse_or_die(
+      R"({"system":"top","messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"S1"}]},)"
+      R"({"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"system","content":"S2"}]})");
+  boost::json::value back = boost::json::parse(export_openai(c));
+  EXPECT_EQ(back, boost::json::parse(R"([{"role":"system","content":"top"},{"role":"user","content":"a"},)"
+                                     R"({"role":"system","content":"S1"},{"role":"assistant","content":"b"},)"
+                                     R"({"role":"user","content":"c"},{"role":"system","content":"S2"}])"));
+}
+
+}  // namespace
+}  // namespace compactor

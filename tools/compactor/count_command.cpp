@@ -73,7 +73,9 @@ int count_command(int argc, char** argv) {
     Conversation metered = conversation->with_meter(meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;
     fmt::print("  {:<14} {:>10} tokens{}\n", kinds[k], metered.sizes().tokens - fixed,
-               metered.frame().fixed_json.empty() ? "" : fmt::format(" + {} in system and tools", fixed));
+               metered.frame().fixed_json.empty() ? ""
+               : metered.frame().system_entries.empty() ? fmt::format(" + {} in system and tools", fixed)
+                                                        : fmt::format(" + {} in system, tools and system entries", fixed));
   }
   return kExitOk;
 }

@@ -559,7 +559,25 @@ std::string export_openai(const Conversation& c) {
       out.push_back(json::object{{"role", "system"}, {"content", text}});
     }
   }
-  for (const MessagePtr& m : c.messages()) {
+  // System entries inside `messages` go out as system messages at their places.
+  const auto& entries = c.frame().system_entries;
+  const auto& slots = c.system_slots();
+  std::size_t next_entry = 0;
+  auto entries_up_to = [&](std::size_t slot) {
+    for (; next_entry < entries.size() && next_entry < slots.size() && slots[next_entry] <= slot; ++next_entry) {
+      boost::system::error_code ec;
+      json::value e = json::parse(entries[next_entry].raw, ec);
+      const json::value* content = !ec && e.is_object() ? e.get_object().if_contains("content") : nullptr;
+      std::string text;
+      if (content != nullptr && content->is_string()) text = std::string(content->get_string());
+      else if (content != nullptr && content->is_array())
+        for (const auto& part : content->get_array()) text += (text.empty() ? "" : "\n") + string_field(part, "text");
+      out.push_back(json::object{{"role", "system"}, {"content", text}});
+    }
+  };
+  for (std::size_t index = 0; index < c.size(); ++index) {
+    entries_up_to(index);
+    const MessagePtr& m = c.messages()[index];
     if (m->role() == Role::user) {
       std::string text;
       for (const Block& b : m->blocks()) {
@@ -589,6 +607,7 @@ std::string export_openai(const Conversation& c) {
     if (!calls.empty()) msg["tool_calls"] = std::move(calls);
     out.push_back(std::move(msg));
   }
+  entries_up_to(c.size());
   std::string text = "[\n";
   for (std::size_t i = 0; i < out.size(); ++i) text += (i ? ",\n" : "") + json::serialize(out[i]);
   return text + "\n]\n";
