@@ -205,15 +205,14 @@ TEST(BenchFixture, MisuseIsABadInputExitWithTheReason) {
 
 // The same shard given twice to --merge would count its sessions twice: refused.
 TEST(BenchScale, MergingAFolderTwiceIsRefused) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-bench-merge-twice-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  test::ScratchFolder folder("bench-merge-twice");
+  const fs::path& dir = folder.path();
   auto whole = run_cli({"bench", "--corpus", kFixture, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices, "--meter", "chars4", "--out",
                         (dir / "whole").string()});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   auto r = run_cli({"bench", "--merge", (dir / "whole").string(), "--merge", (dir / "whole").string(), "--out", (dir / "m").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is already in an earlier --merge folder; each session once"), std::string::npos) << r.err;
-  fs::remove_all(dir);
 }
 
 // The prompt cache compares whole messages as serialized; a moved cache_control marker is not a

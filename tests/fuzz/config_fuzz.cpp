@@ -10,8 +10,8 @@
 #include <fstream>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / ("compactor-fuzz-config-" + std::to_string(::getpid()) + ".yaml")).string();
+  static const FuzzScratch scratch("fuzz-config", ".yaml");
+  const std::string& path = scratch.path();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -31,11 +31,16 @@ struct Ready {
   std::string archive;
 };
 
+const std::string& archive_dir() {
+  static const FuzzScratch scratch("fuzz-archive");
+  return scratch.path();
+}
+
 // Every configs/*.yaml but the price table, loaded once.
 Ready& ready() {
   static Ready r = [] {
     Ready out;
-    out.archive = (fs::temp_directory_path() / ("compactor-fuzz-archive-" + std::to_string(::getpid()))).string();
+    out.archive = archive_dir();
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(COMPACTOR_CONFIGS_DIR))
       if (e.path().extension() == ".yaml" && e.path().filename() != "prices.yaml") files.push_back(e.path());

@@ -47,9 +47,8 @@ class GoldenRun : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenRun, MatchesExpected) {
   std::string dir = std::string(COMPACTOR_GOLDEN_DIR) + "/run/" + GetParam();
   ASSERT_FALSE(test::read_file(dir + "/intent.txt").empty());
-  fs::path out_dir = fs::temp_directory_path() / ("compactor-golden-" + std::to_string(::getpid()) + "-" + GetParam());
-  fs::remove_all(out_dir);
-  fs::create_directories(out_dir);
+  test::ScratchFolder scratch("golden-" + GetParam());
+  const fs::path& out_dir = scratch.path();
   std::string input_before = test::read_file(dir + "/input.json");
   // The run happens in a scratch folder holding copies of the case's files, so its archive
   // (.compactor/archive, relative to the working folder) never lands in the source tree.
@@ -106,27 +105,25 @@ TEST_P(GoldenRun, MatchesExpected) {
       EXPECT_NE(input_before.find(restored.out.substr(0, restored.out.find('\n'))), std::string::npos) << receipt;
     }
   }
-  fs::remove_all(out_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GoldenRun, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(RunCommand, BadConfigExits2AndWritesNothing) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-badconfig-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("badconfig");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "bad.yaml") << "version: 1\nbudget: {limit: 10}\npipeline:\n  - stage: mirco\n";
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
   auto r = test::run_cli({"run", "--config", "bad.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.substr(0, r.err.find(';')), "bad.yaml:4:12: pipeline[0].stage: unknown stage \"mirco\"");
   EXPECT_FALSE(fs::exists(dir / "out.json"));
-  fs::remove_all(dir);
 }
 
 TEST(RunCommand, BadInputExits2AndWritesNothing) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-badinput-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("badinput");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}])";
   auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
                           "--output", "out.json"}, "", dir.string());
@@ -137,14 +134,12 @@ TEST(RunCommand, BadInputExits2AndWritesNothing) {
                      "--output", "in.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "compactor run: in.json: refusing to overwrite the input\n");
-  fs::remove_all(dir);
 }
 
 // Issue 12, defect 11: blobs written by a stage that ends `unchanged` were committed.
 TEST(RunCommand, AnUnchangedStagesBlobsAreDropped) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-unchanged-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("unchanged");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 100000}\narchive: {dir: archive}\nplugin_dirs: [\"" +
                                        std::string(COMPACTOR_TEST_PLUGIN_DIR) + "\"]\npipeline:\n  - stage: archive_unchanged\n";
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
@@ -155,12 +150,11 @@ TEST(RunCommand, AnUnchangedStagesBlobsAreDropped) {
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir / "archive", ec)) files += e.is_regular_file();
   EXPECT_EQ(files, 0u) << "the unchanged stage's blob was committed";
-  fs::remove_all(dir);
 }
 
 TEST(RunCommand, ThrowingStageExits3WithTheStageAndFileAndWritesNoOutput) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-throws-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("throws");
+  const fs::path& dir = scratch.path();
   std::string plugin = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_throwing_run.so";
   std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 10}\npipeline:\n  - stage: fixture_throwing_run\n    plugin: \"" + plugin + "\"\n";
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"}])";
@@ -168,7 +162,6 @@ TEST(RunCommand, ThrowingStageExits3WithTheStageAndFileAndWritesNoOutput) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err, "stage fixture_throwing_run (" + fs::canonical(plugin).string() + "): run threw: run boom\n");
   EXPECT_FALSE(fs::exists(dir / "out.json"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -34,8 +34,6 @@ std::string session(const std::vector<std::string>& results) {
 }
 
 test::CommandResult run_in(const fs::path& dir, const std::string& config, const std::string& input) {
-  fs::remove_all(dir);
-  fs::create_directories(dir);
   std::ofstream(dir / "c.yaml") << config;
   std::ofstream(dir / "in.json") << input;
   return test::run_cli({"run", "--config", "c.yaml", "--input", "in.json", "--output", "out.json", "--report", "report.json"}, "",
@@ -47,7 +45,8 @@ TEST(MarkersInTheBudgetUnit, MicroLeavesAResultWhoseMarkerCostsMoreTokens) {
   // prose result is the other way round.
   std::string prose;
   for (int i = 0; prose.size() < 6000; ++i) prose += "The build of module " + std::to_string(i) + " failed on ARM with error E" + std::to_string(i * 7) + ". ";
-  fs::path dir = fs::temp_directory_path() / ("compactor-markers-micro-" + std::to_string(::getpid()));
+  test::ScratchFolder scratch("markers-micro");
+  const fs::path& dir = scratch.path();
   auto r = run_in(dir,
                   "version: 1\nbudget: {unit: tokens, limit: 100}\nmeter: {kind: cl100k}\nrecent: {exchanges: 0}\n"
                   "archive: {dir: archive}\npipeline:\n  - stage: micro\n    params: {keep_recent: 0, min_chars: 120}\n",
@@ -60,14 +59,14 @@ TEST(MarkersInTheBudgetUnit, MicroLeavesAResultWhoseMarkerCostsMoreTokens) {
   std::string out = test::read_file((dir / "out.json").string());
   EXPECT_NE(out.find(std::string(240, 'a')), std::string::npos) << "the short result stays";
   EXPECT_EQ(out.find("The build of module 1 failed"), std::string::npos) << "the prose result is archived";
-  fs::remove_all(dir);
 }
 
 TEST(MarkersInTheBudgetUnit, SnipLeavesAMiddleNoLargerThanItsMarkerAndTheRunGoesOn) {
   // 53 messages: snip (over 50, keep 3 at the head) would cut a middle of two short messages.
   std::vector<std::string> results(25, "ok");
   results[0] = std::string(3000, 'x');  // something for micro to do afterwards
-  fs::path dir = fs::temp_directory_path() / ("compactor-markers-snip-" + std::to_string(::getpid()));
+  test::ScratchFolder scratch("markers-snip");
+  const fs::path& dir = scratch.path();
   auto r = run_in(dir,
                   "version: 1\nbudget: {unit: chars, limit: 1000}\nrecent: {exchanges: 1}\narchive: {dir: archive}\n"
                   "pipeline:\n  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"
@@ -78,7 +77,6 @@ TEST(MarkersInTheBudgetUnit, SnipLeavesAMiddleNoLargerThanItsMarkerAndTheRunGoes
   EXPECT_EQ(stages[0].as_object().at("status"), "declined") << r.out;   // nothing safe to do: not rejected, not aborted
   EXPECT_EQ(stages[1].as_object().at("status"), "committed") << r.out;   // micro still ran
   EXPECT_NE(report.at("status"), "aborted") << r.out;
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -45,12 +45,7 @@ using tcp = asio::ip::tcp;
 using test::LoopbackHttpServer;
 using test::ScriptedResponse;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-serve-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return test::scratch_folder_until_exit("serve-" + name); }
 
 // `compactor serve` as a child process; stopped with SIGTERM when destroyed.
 class ServeProcess {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -17,6 +18,37 @@ extern char** environ;
 namespace compactor::test {
 
 std::string data_path(const std::string& name) { return std::string(COMPACTOR_TEST_DATA_DIR) + "/" + name; }
+
+ScratchFolder::ScratchFolder(const std::string& name)
+    : path_(std::filesystem::temp_directory_path() / ("compactor-" + name + "-" + std::to_string(::getpid()))) {
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ignored;  // a destructor must not throw; a folder already gone is fine
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::filesystem::path scratch_folder_until_exit(const std::string& name) {
+  struct Registry {
+    std::mutex mutex;
+    std::vector<std::filesystem::path> paths;
+    pid_t owner = ::getpid();  // a forked child that calls exit() must not remove its parent's folders
+    ~Registry() {
+      if (::getpid() != owner) return;
+      std::error_code ignored;
+      for (const auto& p : paths) std::filesystem::remove_all(p, ignored);
+    }
+  };
+  static Registry registry;
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("compactor-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  std::lock_guard lock(registry.mutex);
+  registry.paths.push_back(path);
+  return path;
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

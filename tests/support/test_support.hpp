@@ -5,6 +5,7 @@
 #include "model/conversation_reader.hpp"
 
 #include <boost/json.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,26 @@ std::string data_path(const std::string& name);   // tests/data/<name>
 std::string read_file(const std::string& path);
 std::vector<std::string> real_session_files();    // tests/data/cc-*.json
 std::vector<std::string> ready_pipeline_configs(); // configs/*.yaml but the price table, sorted
+
+// `<tmp>/compactor-<name>-<pid>`, made empty, and removed with all it holds when the object goes,
+// so a test that fails half-way (an ASSERT returns early) leaves nothing behind in /tmp.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(const std::string& name);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& child) const { return path_ / child; }
+  std::string string() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The same folder for helpers that hand out paths: made empty now, removed when the program exits
+// normally (after a crash it stays, for a look).
+std::filesystem::path scratch_folder_until_exit(const std::string& name);
 
 Conversation parse_or_die(const std::string& json);
 Conversation load_or_die(const std::string& path);

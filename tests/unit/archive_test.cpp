@@ -21,12 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("compactor-archive-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::scratch_folder_until_exit("archive-" + name); }
 
 std::vector<std::string> temp_files(const fs::path& dir) {
   std::vector<std::string> out;

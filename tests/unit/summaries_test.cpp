@@ -71,9 +71,8 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
   for (const fs::path config : test::ready_pipeline_configs()) {
     for (const auto& session : test::real_session_files()) {
       for (bool reactive : {false, true}) {
-        fs::path dir = fs::temp_directory_path() / ("compactor-ready-" + std::to_string(::getpid()));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        test::ScratchFolder scratch("ready");
+        const fs::path& dir = scratch.path();
         Pipeline pipeline = load(config, dir / "archive");
         QuietLogger log;
         Conversation input = test::load_or_die(session);
@@ -93,7 +92,6 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
         EXPECT_EQ(requests, find_active_request(input).texts) << where;
         for (const auto& r : find_receipts(report.output->serialize()))
           EXPECT_TRUE(restore_blob((dir / "archive").string(), r).ok()) << where << ": " << r;
-        fs::remove_all(dir);
         ++runs;
       }
     }
@@ -102,9 +100,8 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
 }
 
 TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-loop-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("loop");
+  const fs::path& dir = scratch.path();
   Pipeline pipeline = load(fs::path(COMPACTOR_CONFIGS_DIR) / "default.yaml", dir / "archive");
   QuietLogger log;
   Conversation input = test::load_or_die(test::real_session_files().back());
@@ -134,7 +131,6 @@ TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   EXPECT_EQ(state.base_unit, "bytes");
   EXPECT_LE(in_bytes.output->size_in(SizeUnit::bytes) - state.base, 10u);  // recorded before its own digits
   EXPECT_NE((*in_bytes.output)[0].text().find("; compactor-base-bytes: " + std::to_string(state.base)), std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -10,12 +10,13 @@
 
 #include <boost/json/serialize.hpp>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <unistd.h>
+#include <vector>
 
 namespace compactor::testkit {
 namespace {
@@ -31,11 +32,25 @@ boost::json::object text_message(std::string_view role, std::string text) {
   return {{"role", role}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", std::move(text)}}}}};
 }
 
+// A fresh archive folder for one run, removed when the test program exits normally (a StageRun
+// names it, so a test can restore from it until then).
 std::string fresh_archive_dir() {
-  static std::atomic<int> counter{0};
+  struct Made {
+    std::mutex mutex;
+    std::vector<fs::path> folders;
+    pid_t owner = ::getpid();  // a forked child that calls exit() must not remove them
+    ~Made() {
+      if (::getpid() != owner) return;
+      std::error_code ignored;
+      for (const auto& f : folders) fs::remove_all(f, ignored);
+    }
+  };
+  static Made made;
+  std::lock_guard lock(made.mutex);
   fs::path dir = fs::temp_directory_path() /
-                 ("compactor-testkit-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+                 ("compactor-testkit-" + std::to_string(::getpid()) + "-" + std::to_string(made.folders.size()));
   fs::remove_all(dir);
+  made.folders.push_back(dir);
   return dir.string();
 }
 

@@ -424,12 +424,11 @@ TEST(OpenAISummarizer, SendsChatCompletionsWithABearerKeyOnlyWhenSet) {
 
 // Config: the backend's params are validated from the keys beside `kind`, like a stage's.
 std::vector<std::string> config_errors(const std::string& summarizer_yaml, const std::string& stage_params = "{}") {
-  fs::path dir = fs::temp_directory_path() / ("compactor-http-config-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("http-config");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 1000}\nsummarizer:\n" << summarizer_yaml
                                 << "pipeline:\n  - stage: summarize\n    params: " << stage_params << "\n";
   auto result = load_pipeline_config((dir / "c.yaml").string());
-  fs::remove_all(dir);
   std::vector<std::string> errors;
   for (const auto& e : result.errors) errors.push_back(e.substr(e.find("c.yaml:") + 7));
   return errors;
@@ -462,8 +461,8 @@ TEST(ModelSummarizerConfig, ParamsAreValidatedWithLocations) {
 TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
   KeyEnv key;
   LoopbackHttpServer server({{200, {}, test::anthropic_reply("Goal: fix the parser. Found the off-by-one in parse().", "end_turn", 1200, 300), {}}});
-  fs::path dir = fs::temp_directory_path() / ("compactor-http-run-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("http-run");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 2000}\nrecent: {exchanges: 1}\n"
                                 << "archive: {dir: archive}\nprices: " << COMPACTOR_CONFIGS_DIR << "/prices.yaml\n"
                                 << "summarizer:\n  kind: anthropic\n  model: claude-sonnet-4-5-20250929\n  base_url: "
@@ -493,7 +492,6 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
   EXPECT_NE(printed.out.find("  api_key_env: \"COMPACTOR_TEST_KEY\"\n"), std::string::npos) << printed.out;
   for (const std::string& text : {r.out, r.err, report, output, printed.out, printed.err})
     EXPECT_EQ(text.find("NEVER-LOGGED"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace
@@ -533,8 +531,8 @@ TEST(ModelSummarizerBench, TheBenchCountsAndPricesTheSummarizersCalls) {
   KeyEnv key;
   std::vector<ScriptedResponse> script(20, ScriptedResponse{200, {}, test::anthropic_reply("Goal: fix the parser.", "end_turn", 1200, 300), {}});
   LoopbackHttpServer server(script);
-  fs::path dir = fs::temp_directory_path() / ("compactor-http-bench-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  test::ScratchFolder scratch("http-bench");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "corpus");
   std::ofstream(dir / "corpus" / "session.json") << long_session_json();
   std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 2000}\nrecent: {exchanges: 1}\n"
@@ -553,7 +551,6 @@ TEST(ModelSummarizerBench, TheBenchCountsAndPricesTheSummarizersCalls) {
   EXPECT_EQ(s.at("input").as_int64(), static_cast<std::int64_t>(1200 * requests));
   EXPECT_EQ(s.at("output").as_int64(), static_cast<std::int64_t>(300 * requests));
   EXPECT_EQ(s.at("cost_nusd").as_int64(), static_cast<std::int64_t>(8100000 * requests));
-  fs::remove_all(dir);
 }
 
 }  // namespace

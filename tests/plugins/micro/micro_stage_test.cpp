@@ -36,7 +36,8 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   auto stage = create_stage(micro(), p);
   if (!stage) throw std::runtime_error(stage.error().message);
   QuietLogger log;
-  ArchiveStore archive((std::filesystem::temp_directory_path() / ("compactor-micro-test-" + std::to_string(::getpid()))).string());
+  test::ScratchFolder scratch("micro-test");  // outlives the archive, which is declared after it
+  ArchiveStore archive((scratch / "archive").string());
   StageContext ctx;
   ctx.archive = &archive;
   ctx.budget = {SizeUnit::chars, target, target};

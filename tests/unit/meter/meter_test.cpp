@@ -123,7 +123,6 @@ std::string synthetic_log(const std::string& session, const Tokenizer& claude, i
 // `compactor calibrate` over 8 synthetic sessions ("session-0" … "session-7", each log written
 // by `log_of`), in a scratch folder `dir` that the caller removes.
 test::CommandResult calibrate_sessions(const fs::path& dir, const std::function<std::string(int, const std::string&)>& log_of) {
-  fs::remove_all(dir);
   fs::create_directories(dir / "corpus");
   for (int s = 0; s < 8; ++s) {
     std::string id = "session-" + std::to_string(s);
@@ -136,7 +135,8 @@ test::CommandResult calibrate_sessions(const fs::path& dir, const std::function<
 TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
   auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
   ASSERT_TRUE(claude) << claude.error().message;
-  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-" + std::to_string(::getpid()));
+  test::ScratchFolder scratch("calibrate");
+  const fs::path& dir = scratch.path();
   auto r = calibrate_sessions(dir, [&](int s, const std::string& id) {
     return synthetic_log(id, **claude, 10, 15000 + 1000 * s, s == 0 ? 6 : 0);
   });
@@ -158,7 +158,6 @@ TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
     median[std::string(row.at("meter").as_string())] = row.at("median").as_double();
   EXPECT_LT(median["calibrated"], 0.0005) << r.out;  // only rounding is left
   EXPECT_GT(median["claude-legacy"], 20 * median["calibrated"]) << r.out;
-  fs::remove_all(dir);
 }
 
 // Half the sessions go on after 40,000 tokens of context the log does not show: the robust fit
@@ -166,7 +165,8 @@ TEST(Calibrate, RecoversAKnownLawAndLeavesOutWhatItMust) {
 TEST(Calibrate, ARobustFitLeavesOutCallsAfterContextTheLogDoesNotShow) {
   auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
   ASSERT_TRUE(claude) << claude.error().message;
-  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-hidden-" + std::to_string(::getpid()));
+  test::ScratchFolder scratch("calibrate-hidden");
+  const fs::path& dir = scratch.path();
   std::set<std::string> hidden;
   auto r = calibrate_sessions(dir, [&](int s, const std::string& id) {
     // Sessions are split by the parity of their id's hash: here the odd ones are held out, so
@@ -188,7 +188,6 @@ TEST(Calibrate, ARobustFitLeavesOutCallsAfterContextTheLogDoesNotShow) {
     EXPECT_TRUE(hidden.count(std::string(id.as_string()))) << id << " has no hidden context";
   EXPECT_TRUE(report.at("refused").is_null());
   EXPECT_NE(r.out.find("outliers sonnet: "), std::string::npos) << r.out;
-  fs::remove_all(dir);
 }
 
 // Prompts that follow chars, not tokens: the fit over claude-legacy predicts worse than the same
@@ -196,7 +195,8 @@ TEST(Calibrate, ARobustFitLeavesOutCallsAfterContextTheLogDoesNotShow) {
 TEST(Calibrate, RefusesAFitThatPredictsWorseThanCharsOverFour) {
   auto claude = Tokenizer::load(TokenizerKind::claude_legacy, COMPACTOR_METER_DATA_DIR);
   ASSERT_TRUE(claude) << claude.error().message;
-  fs::path dir = fs::temp_directory_path() / ("compactor-calibrate-refuse-" + std::to_string(::getpid()));
+  test::ScratchFolder scratch("calibrate-refuse");
+  const fs::path& dir = scratch.path();
   auto r = calibrate_sessions(dir, [&](int, const std::string& id) { return synthetic_log(id, **claude, 10, 2000, 0, -1, true); });
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("compactor calibrate: refused: the calibrated fit's held-out median error ("), std::string::npos) << r.err;
@@ -205,7 +205,6 @@ TEST(Calibrate, RefusesAFitThatPredictsWorseThanCharsOverFour) {
   EXPECT_FALSE(fs::exists(dir / "fit.yaml"));
   boost::json::value report = boost::json::parse(test::read_file((dir / "report.json").string()));
   EXPECT_TRUE(report.at("refused").is_string());
-  fs::remove_all(dir);
 }
 
 }  // namespace
@@ -215,8 +214,8 @@ namespace compactor {
 namespace {
 
 TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-count-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("count");
+  const fs::path& dir = scratch.path();
   std::string body = R"({"model":"m","system":"You are terse.","tools":[{"name":"Read","input_schema":{"type":"object"}}],)"
                      R"("messages":[{"role":"user","content":"hello world"},{"role":"assistant","content":"hi there"}]})";
   std::ofstream(dir / "body.json") << body;
@@ -238,7 +237,6 @@ TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
   auto bad = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "calibrated"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--fit"), std::string::npos) << bad.err;
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ struct StageRunOptions {
   std::vector<std::string> checkers;       // enabled checkers; empty: every built-in one
   // Your own checkers, enabled too: one load_checker() returned, or one of your test's (in process).
   std::vector<const CheckerInfo*> extra_checkers;
-  std::string archive_dir;                 // empty: a fresh temporary folder
+  std::string archive_dir;                 // empty: a fresh temporary folder, removed at exit
 };
 
 struct StageRun {
