@@ -11,7 +11,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-filesystem1.81-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libicu-dev libssl-dev libcurl4-openssl-dev
+  libicu-dev nettle-dev libcurl4-openssl-dev
   clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
   python3
 )

@@ -1,6 +1,6 @@
 #include "archive/archive_store.hpp"
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 
 #include <algorithm>
 #include <atomic>
@@ -219,12 +219,15 @@ bool regular_file_holds(const std::string& path, std::string_view bytes) {
 }  // namespace
 
 std::string receipt_of(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_ctx context;
+  sha256_init(&context);
+  sha256_update(&context, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
+  sha256_digest(&context, SHA256_DIGEST_SIZE, digest);
   static const char* hex = "0123456789abcdef";
   std::string out(kPrefix);
-  for (unsigned int i = 0; i < length; ++i) {
+  out.reserve(kPrefix.size() + 2 * SHA256_DIGEST_SIZE);
+  for (std::size_t i = 0; i < SHA256_DIGEST_SIZE; ++i) {
     out += hex[digest[i] >> 4];
     out += hex[digest[i] & 15];
   }

@@ -46,7 +46,7 @@ class ArchivedChecker final : public Checker {
     for (std::size_t i : added) collect_receipts(in.candidate[i], receipts);
     // Lines of every named blob: a dropped message must be one of them (or a whole blob). Built
     // only when a whole message has to be found, since it hashes everything archived.
-    std::unordered_set<std::string_view> archived_lines;
+    std::unordered_set<std::string_view, SampledBytesHash> archived_lines;
     bool lines_built = false;
     auto blob = [&](const std::string& receipt) { return in.archive ? in.archive->find(receipt) : nullptr; };
     // Snapshots hold the dropped messages in order, so first try each named blob's next line

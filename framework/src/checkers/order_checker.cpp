@@ -21,7 +21,7 @@ class OrderChecker final : public Checker {
     by_object.reserve(before.size() * 2);
     for (std::size_t i = 0; i < before.size(); ++i) by_object.emplace(before[i].get(), i);
     // Built only if a candidate message is not one of the input's objects: same bytes, in order.
-    std::unordered_map<std::string_view, std::vector<std::size_t>> by_bytes;
+    std::unordered_map<std::string_view, std::vector<std::size_t>, SampledBytesHash> by_bytes;
     bool bytes_built = false;
     std::optional<std::size_t> last;  // the input index of the latest kept message so far
     const auto& candidate = in.candidate.messages();

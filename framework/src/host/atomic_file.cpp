@@ -5,6 +5,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <unistd.h>
 
@@ -28,8 +31,40 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+// The pieces in order, up to IOV_MAX of them per writev, resumed where a short write stopped.
+bool write_all(int fd, const std::vector<std::string_view>& parts) {
+  constexpr std::size_t kMaxPieces = IOV_MAX;
+  std::vector<iovec> vec;
+  vec.reserve(std::min(parts.size(), kMaxPieces));
+  std::size_t index = 0, offset = 0;  // the first byte not yet written: parts[index][offset]
+  for (;;) {
+    while (index < parts.size() && offset == parts[index].size()) ++index, offset = 0;
+    if (index == parts.size()) return true;
+    vec.clear();
+    for (std::size_t i = index; i < parts.size() && vec.size() < kMaxPieces; ++i) {
+      std::size_t skip = i == index ? offset : 0;
+      if (parts[i].size() > skip) vec.push_back({const_cast<char*>(parts[i].data() + skip), parts[i].size() - skip});
+    }
+    ssize_t n = ::writev(fd, vec.data(), static_cast<int>(vec.size()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    for (auto left = static_cast<std::size_t>(n); left > 0;) {
+      if (offset == parts[index].size()) {
+        ++index, offset = 0;
+        continue;
+      }
+      std::size_t take = std::min(left, parts[index].size() - offset);
+      offset += take;
+      left -= take;
+    }
+  }
+}
+
 // A flushed, closed temporary beside `path`, named in `temp`; nothing left behind on failure.
-Expected<bool> write_temporary(const std::string& path, std::string_view bytes, std::string& temp) {
+Expected<bool> write_temporary(const FileWrite& file, std::string& temp) {
+  const std::string& path = file.path;
   std::filesystem::path target(path);
   std::filesystem::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
@@ -51,7 +86,7 @@ Expected<bool> write_temporary(const std::string& path, std::string_view bytes, 
   struct stat existing {};
   mode_t mode = ::stat(path.c_str(), &existing) == 0 ? (existing.st_mode & 07777) : 0644;
   if (::fchmod(fd, mode) != 0) return give_up("cannot set permissions");
-  if (!write_all(fd, bytes)) return give_up("cannot write");
+  if (!(file.parts.empty() ? write_all(fd, file.bytes) : write_all(fd, file.parts))) return give_up("cannot write");
   if (::fsync(fd) != 0) return give_up("cannot flush to disk");
   if (::close(fd) != 0) {
     int err = errno;
@@ -72,7 +107,7 @@ Expected<bool> write_files_atomically(const std::vector<FileWrite>& files) {
   };
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (files[i].path == "-") continue;
-    auto written = write_temporary(files[i].path, files[i].bytes, temps[i]);
+    auto written = write_temporary(files[i], temps[i]);
     if (!written) {
       remove_temps();
       return written.error();
@@ -88,7 +123,8 @@ Expected<bool> write_files_atomically(const std::vector<FileWrite>& files) {
     temps[i].clear();
   }
   for (const auto& f : files)
-    if (f.path == "-" && !write_all(STDOUT_FILENO, f.bytes)) return errno_error("cannot write", "<stdout>", errno);
+    if (f.path == "-" && !(f.parts.empty() ? write_all(STDOUT_FILENO, f.bytes) : write_all(STDOUT_FILENO, f.parts)))
+      return errno_error("cannot write", "<stdout>", errno);
   return true;
 }
 

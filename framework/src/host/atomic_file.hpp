@@ -15,6 +15,9 @@ namespace compactor {
 struct FileWrite {
   std::string path;
   std::string_view bytes;
+  // When not empty, the file is these pieces in order instead of `bytes` (written with writev):
+  // a conversation's frame around its messages' own bytes, with no concatenated copy.
+  std::vector<std::string_view> parts = {};
 };
 
 // Every temporary is written and flushed before any is renamed, so an unwritable second path
