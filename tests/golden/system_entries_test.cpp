@@ -54,24 +54,24 @@ std::string request_body() {
 struct Ran {
   int exit_code;
   std::string err, output, report;
+  std::string checked;  // what `compactor check` printed for the output
 };
 
 Ran run(const std::string& name, const std::string& yaml) {
-  fs::path dir = fs::temp_directory_path() / ("compactor-sysentries-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  test::ScratchFolder scratch("sysentries-" + name);
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "in.json") << request_body();
   std::ofstream(dir / "p.yaml") << yaml;
   ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_TEST_PLUGIN_DIR, 1);
   auto r = test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--output", "out.json", "--report", "r.json"}, "",
                          dir.string());
   ::unsetenv("COMPACTOR_PLUGIN_PATH");
-  Ran out{r.exit_code, r.err, test::read_file((dir / "out.json").string()), test::read_file((dir / "r.json").string())};
+  Ran out{r.exit_code, r.err, test::read_file((dir / "out.json").string()), test::read_file((dir / "r.json").string()), ""};
   if (!out.output.empty()) {
     auto checked = test::run_cli({"check", "--input", "out.json"}, "", dir.string());
     EXPECT_EQ(checked.exit_code, 0) << name << ": the output fails `compactor check`: " << checked.err;
+    out.checked = checked.out;
   }
-  fs::remove_all(dir);
   return out;
 }
 
@@ -119,16 +119,57 @@ TEST(SystemEntries, SummarizeReplacesTheMessagesAroundTwoEntriesAndKeepsThem) {
   EXPECT_LT(expect_entries_kept(r.output), 51u);
 }
 
+// The text blocks of the output's system entries, in order, and how many entries hold them.
+std::pair<json::array, std::size_t> system_blocks(const std::string& output) {
+  json::array blocks;
+  std::size_t entries = 0;
+  const json::value doc = json::parse(output);
+  for (const json::value& m : doc.at("messages").as_array()) {
+    if (m.at("role") != "system") continue;
+    ++entries;
+    const json::value& content = m.at("content");
+    if (content.is_string()) {
+      blocks.push_back(json::object{{"type", "text"}, {"text", content}});
+    } else {
+      for (const json::value& b : content.as_array()) blocks.push_back(b);
+    }
+  }
+  return {blocks, entries};
+}
+
 // With one exchange protected, summarize keeps too few turns for four entries (two entries need
-// an assistant turn between them): its candidate is rejected, and every entry is written where
-// it was.
-TEST(SystemEntries, ASummaryLeavingTooFewPlacesIsRejectedAndTheEntriesStay) {
+// an assistant turn between them, the API refuses them side by side): the entries that share a
+// place are written as one entry holding their text blocks in order, so the summary commits and
+// nothing is lost. The blocks are the fixture's, written out by hand.
+TEST(SystemEntries, ASummaryLeavingTooFewPlacesJoinsTheEntriesThatShareOne) {
   Ran r = run("summarize-tight", "version: 1\nbudget: {unit: chars, limit: 20000}\nrecent: {exchanges: 1}\narchive: {dir: archive}\n"
                                  "summarizer: {kind: test_fixed}\npipeline:\n  - stage: summarize\n    when: over_budget\n");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.report.find("\"status\": \"rejected\""), std::string::npos) << r.report;
-  EXPECT_NE(r.report.find("has no valid place left"), std::string::npos) << r.report;
-  EXPECT_EQ(r.output, request_body());
+  EXPECT_LE(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.report.find("\"status\": \"committed\""), std::string::npos) << r.report;
+  auto [blocks, entries] = system_blocks(r.output);
+  EXPECT_EQ(blocks, json::parse(R"([{"type":"text","text":"Available agent types: general-purpose, Explore."},
+                                    {"type":"text","text":"The user switched to plan mode."},
+                                    {"type":"text","text":"Reminder: keep answers short.","cache_control":{"type":"ephemeral"}},
+                                    {"type":"text","text":"Token budget: 500 left."}])"));
+  EXPECT_LT(entries, 4u) << r.output;  // some were joined
+  // The run's sizes are those of what it wrote (a joined entry counted as written), as `check`
+  // counts them in the output file.
+  const json::value report = json::parse(r.report);
+  EXPECT_NE(r.checked.find(", " + std::to_string(report.at("output_size").at("chars").as_int64()) + " chars, " +
+                           std::to_string(report.at("output_size").at("bytes").as_int64()) + " bytes"),
+            std::string::npos)
+      << r.checked << "\n" << r.report;
+  // Each entry right after a user message, last or before an assistant message.
+  const json::value doc = json::parse(r.output);
+  const json::array& messages = doc.at("messages").as_array();
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].at("role") != "system") continue;
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(messages[i - 1].at("role"), "user") << "entry at messages." << i;
+    if (i + 1 < messages.size()) {
+      EXPECT_EQ(messages[i + 1].at("role"), "assistant") << "entry at messages." << i;
+    }
+  }
 }
 
 // A stage that drops the user message an entry followed and the one after: nothing it keeps

@@ -124,26 +124,13 @@ int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArg
     for (const auto& v : s.violations) fmt::print(stderr, "{}: {}\n", options.input_name, v);
   // Both files are written before either replaces its target: a report that cannot be written
   // leaves the old output in place, as exit 3 promises.
-  // The output is written from its pieces (what Conversation::serialize would join): the frame
-  // around each message's own bytes, or the input's bytes when nothing changed; no second copy
-  // of the whole conversation in memory.
+  // The output is written from its pieces (what Conversation::serialize would join), so there is
+  // no second copy of the whole conversation in memory.
   std::string report_bytes = report.to_json();
   std::vector<FileWrite> files;
   if (output && report.output && (report.exit_code == kExitOk || report.exit_code == kExitNotDone)) {
-    const Conversation& out = *report.output;
-    const ConversationFrame& frame = out.frame();
     FileWrite file{*output, {}};
-    if (out.unchanged_from_input()) {
-      file.bytes = *frame.buffer;
-    } else {
-      file.parts.reserve(2 * out.size() + 2);
-      file.parts.push_back(frame.prefix);
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        if (i > 0) file.parts.push_back(frame.separator);
-        file.parts.push_back(out.messages()[i]->raw());
-      }
-      file.parts.push_back(frame.suffix);
-    }
+    file.parts = report.output->pieces();
     files.push_back(std::move(file));
   }
   if (report_path) files.push_back({*report_path, report_bytes});

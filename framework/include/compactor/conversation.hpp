@@ -20,10 +20,13 @@ std::string_view to_string(InputFormat format);
 // A `role: "system"` entry inside `messages` (Claude Code's mid-conversation system text). The
 // host owns them: a stage never sees one among `messages()`, so none is ever summarized, cut or
 // taken for the user's request. Each is written back verbatim at its slot: the number of
-// messages before it. The frame's buffer owns its bytes.
+// messages before it. The frame's buffer owns its bytes. When a stage leaves fewer valid slots
+// than entries, entries that share a slot are written as one entry holding their text blocks in
+// order (the API refuses two adjacent entries), so none is ever lost.
 struct SystemEntry {
   std::string_view raw;   // the entry's JSON, as the input has it
   std::size_t slot = 0;   // its slot in the input (messages before it, system entries not counted)
+  std::string blocks;     // its content as text blocks (`{"type":"text",…},…`), for a joined entry
 };
 
 // What surrounds the messages in the input, shared by every conversation derived from it.
@@ -52,8 +55,9 @@ class Conversation {
   Conversation with_messages(std::vector<MessagePtr> messages) const;
   // The same conversation with the system entries placed again from `before`: each after the
   // message it followed there if that message is still here and the slot is valid, else at the
-  // first valid slot from where the messages after it went, in order and never two in one slot;
-  // kUnplaced when there is none (the structure checker refuses such a candidate).
+  // first valid slot from where the messages after it went (or, past the last one, the slot of
+  // the entry before it), in order; entries in one slot are joined when written. kUnplaced when
+  // there is none (the structure checker refuses such a candidate).
   Conversation with_system_entries_placed_from(const Conversation& before) const;
   // Host use (serve): these messages with the system entries at exactly these slots (one per
   // frame entry); an invalid slot is kept as kUnplaced.
@@ -93,12 +97,19 @@ class Conversation {
   bool unchanged_from_input() const;
 
   // The document to write: the input bytes when unchanged, else the frame around each
-  // message's own bytes.
+  // message's own bytes, with the system entries at their slots.
   std::string serialize() const;
+  // The same document as views in order (into the frame and the messages), for a writer that
+  // needs no joined copy (writev).
+  std::vector<std::string_view> pieces() const;
 
  private:
   std::shared_ptr<const ConversationFrame> frame_;
   std::vector<MessagePtr> messages_;
+  // Sets where the entries go, and the sizes with entries that share a slot counted as the one
+  // entry written for them.
+  void set_system_slots(std::vector<std::size_t> slots);
+
   std::vector<std::size_t> slots_;  // one per frame->system_entries
   Sizes sizes_;
 };

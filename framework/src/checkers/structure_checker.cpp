@@ -39,10 +39,12 @@ class StructureChecker final : public Checker {
         out.push_back(std::move(v));
         continue;
       }
-      if (slot <= previous || !Conversation::valid_system_slot(c.messages(), slot))
+      // Entries that share a slot are written as one (joined), so only a slot before the
+      // previous one breaks the order.
+      if (slot < previous || !Conversation::valid_system_slot(c.messages(), slot))
         out.push_back(violation(name(), slot - 1, which + " is misplaced after this message (rule: a system entry follows a user "
                                                   "message, is the last entry or is followed by an assistant message, and "
-                                                  "never touches another system entry)"));
+                                                  "keeps its order)"));
       previous = slot;
     }
   }

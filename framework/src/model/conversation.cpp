@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 namespace compactor {
 namespace {
@@ -86,7 +87,47 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
   return n;
 }
 
+// What writing entries that share a slot as one entry changes in chars and bytes: its JSON is
+// not the sum of theirs. (A meter counts their text, which joining leaves as it is.)
+std::pair<std::int64_t, std::int64_t> joined_delta(const ConversationFrame& frame, const std::vector<std::size_t>& slots) {
+  constexpr std::string_view kOpen = R"({"role":"system","content":[)", kClose = "]}";
+  std::int64_t chars = 0, bytes = 0;
+  const auto& entries = frame.system_entries;
+  for (std::size_t k = 0; k < slots.size();) {
+    std::size_t end = k + 1;
+    while (end < slots.size() && slots[k] != Conversation::kUnplaced && slots[end] == slots[k]) ++end;
+    if (end - k > 1) {
+      std::size_t blocks = 0;
+      chars += static_cast<std::int64_t>(kOpen.size() + kClose.size());
+      bytes += static_cast<std::int64_t>(kOpen.size() + kClose.size());
+      for (std::size_t j = k; j < end; ++j) {
+        const SystemEntry& e = entries[j];
+        chars -= static_cast<std::int64_t>(count_code_points(e.raw));
+        bytes -= static_cast<std::int64_t>(e.raw.size());
+        if (e.blocks.empty()) continue;
+        std::int64_t comma = blocks++ > 0 ? 1 : 0;
+        chars += static_cast<std::int64_t>(count_code_points(e.blocks)) + comma;
+        bytes += static_cast<std::int64_t>(e.blocks.size()) + comma;
+      }
+    }
+    k = end;
+  }
+  return {chars, bytes};
+}
+
 }  // namespace
+
+void Conversation::set_system_slots(std::vector<std::size_t> slots) {
+  auto [chars_before, bytes_before] = joined_delta(*frame_, slots_);
+  slots_ = std::move(slots);
+  auto [chars, bytes] = joined_delta(*frame_, slots_);
+  const std::uint64_t fixed_chars = frame_->fixed.chars;
+  sizes_.chars = sizes_.chars + static_cast<std::uint64_t>(chars) - static_cast<std::uint64_t>(chars_before);
+  sizes_.bytes = sizes_.bytes + static_cast<std::uint64_t>(bytes) - static_cast<std::uint64_t>(bytes_before);
+  if (frame_->meter == nullptr)
+    sizes_.tokens = sizes_.tokens + chars4(fixed_chars + static_cast<std::uint64_t>(chars)) -
+                    chars4(fixed_chars + static_cast<std::uint64_t>(chars_before));
+}
 
 Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const {
   auto frame = std::make_shared<ConversationFrame>(*frame_);
@@ -95,7 +136,7 @@ Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const 
     for (std::string_view json : frame->fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
   frame->meter = std::move(meter);
   Conversation c(std::move(frame), messages_);
-  c.slots_ = slots_;  // the entries stay where they are
+  c.set_system_slots(slots_);  // the entries stay where they are
   return c;
 }
 
@@ -123,7 +164,9 @@ namespace {
 // Where the entries placed at `slots` among `before` go among `after`: each after the message it
 // followed, when that message is still there (the same pointer) and the slot is valid; else from
 // where the first surviving message that came after it went (or the end), the first valid slot.
-// Slots only grow and never repeat: the order is kept and no two entries touch.
+// Slots never decrease, so the order is kept; entries that share one are joined when written,
+// since the API refuses two adjacent entries. Past the last valid slot an entry joins the one
+// before it rather than being lost.
 std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, const std::vector<std::size_t>& slots,
                                        const std::vector<MessagePtr>& after) {
   std::vector<std::size_t> out;
@@ -138,6 +181,7 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     return it->second;
   };
   std::size_t floor = 1;  // the lowest slot the next entry may take
+  std::size_t previous = Conversation::kUnplaced;  // the slot of the latest placed entry
   for (std::size_t slot : slots) {
     if (slot == Conversation::kUnplaced || slot == 0 || slot > before.size()) {
       out.push_back(Conversation::kUnplaced);
@@ -159,8 +203,10 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
         placed = s;
         break;
       }
+    if (placed == Conversation::kUnplaced) placed = previous;  // joined with the entry before it, if any
     out.push_back(placed);
-    if (placed != Conversation::kUnplaced) floor = placed + 1;
+    // The next entry takes a later slot if there is one, else shares this one.
+    if (placed != Conversation::kUnplaced) floor = (previous = placed) + 1;
   }
   return out;
 }
@@ -169,14 +215,14 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
 
 Conversation Conversation::with_messages(std::vector<MessagePtr> messages) const {
   Conversation c(frame_, std::move(messages));
-  if (!slots_.empty()) c.slots_ = place_entries(messages_, slots_, c.messages_);
+  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_));
   return c;
 }
 
 Conversation Conversation::with_system_entries_placed_from(const Conversation& before) const {
   Conversation c = *this;
   if (frame_ == before.frame_ && !before.slots_.empty())
-    c.slots_ = place_entries(before.messages_, before.slots_, messages_);
+    c.set_system_slots(place_entries(before.messages_, before.slots_, messages_));
   return c;
 }
 
@@ -186,9 +232,9 @@ Conversation Conversation::with_messages_at(std::vector<MessagePtr> messages, st
   std::size_t floor = 1;
   for (std::size_t& slot : slots) {
     if (slot == kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot)) slot = kUnplaced;
-    else floor = slot + 1;
+    else floor = slot;  // entries may share a slot (joined when written)
   }
-  c.slots_ = std::move(slots);
+  c.set_system_slots(std::move(slots));
   return c;
 }
 
@@ -217,30 +263,55 @@ bool Conversation::unchanged_from_input() const {
   return true;
 }
 
-std::string Conversation::serialize() const {
-  if (unchanged_from_input()) return *frame_->buffer;
+std::vector<std::string_view> Conversation::pieces() const {
+  if (unchanged_from_input()) return {*frame_->buffer};
   const auto& entries = frame_->system_entries;
-  std::size_t total = frame_->prefix.size() + frame_->suffix.size();
-  for (const MessagePtr& m : messages_) total += m->raw().size() + frame_->separator.size();
-  for (const SystemEntry& e : entries) total += e.raw.size() + frame_->separator.size();
-  std::string out;
-  out.reserve(total);
-  out += frame_->prefix;
+  std::vector<std::string_view> out;
+  out.reserve(2 * (messages_.size() + entries.size()) + 2);
+  out.push_back(frame_->prefix);
   bool first = true;
   auto add = [&](std::string_view raw) {
-    if (!first) out += frame_->separator;
-    out += raw;
+    if (!first) out.push_back(frame_->separator);
+    out.push_back(raw);
     first = false;
+  };
+  // Entries k…end-1 share one slot: one entry holding their text blocks in order.
+  auto add_joined = [&](std::size_t k, std::size_t end) {
+    add(R"({"role":"system","content":[)");
+    bool any = false;
+    for (std::size_t j = k; j < end; ++j) {
+      if (entries[j].blocks.empty()) continue;  // an entry with no blocks adds none
+      if (any) out.push_back(",");
+      out.push_back(entries[j].blocks);
+      any = true;
+    }
+    out.push_back("]}");
   };
   // An unplaced entry (only in a candidate the structure checker refuses) is written last rather
   // than lost.
   std::size_t k = 0;
   for (std::size_t i = 0; i <= messages_.size(); ++i) {
-    for (; k < entries.size() && slots_[k] != kUnplaced && slots_[k] <= i; ++k) add(entries[k].raw);
+    while (k < entries.size() && slots_[k] != kUnplaced && slots_[k] <= i) {
+      std::size_t end = k + 1;
+      while (end < entries.size() && slots_[end] == slots_[k]) ++end;
+      if (end == k + 1) add(entries[k].raw);
+      else add_joined(k, end);
+      k = end;
+    }
     if (i < messages_.size()) add(messages_[i]->raw());
   }
   for (; k < entries.size(); ++k) add(entries[k].raw);
-  out += frame_->suffix;
+  out.push_back(frame_->suffix);
+  return out;
+}
+
+std::string Conversation::serialize() const {
+  std::vector<std::string_view> parts = pieces();
+  std::size_t total = 0;
+  for (std::string_view p : parts) total += p.size();
+  std::string out;
+  out.reserve(total);
+  for (std::string_view p : parts) out += p;
   return out;
 }
 

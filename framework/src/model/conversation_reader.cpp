@@ -5,6 +5,7 @@
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
 
+#include <boost/json/serialize.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -249,7 +250,19 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
         bad = "its content is neither a string nor an array";
       }
       if (!bad.empty()) problem(i, "a system entry's content is a string or text blocks only, but " + bad + " (rule: text only)");
-      frame->system_entries.push_back(SystemEntry{raw, messages.size()});
+      // Its content as text blocks, should it ever share a slot with another entry.
+      std::string blocks;
+      if (bad.empty()) {
+        if (content->is_string()) {
+          blocks = R"({"type":"text","text":)" + boost::json::serialize(*content) + "}";
+        } else {
+          for (const auto& block : content->get_array()) {
+            if (!blocks.empty()) blocks += ',';
+            blocks += boost::json::serialize(block);
+          }
+        }
+      }
+      frame->system_entries.push_back(SystemEntry{raw, messages.size(), std::move(blocks)});
       frame->fixed += span_sizes(raw);
       frame->fixed_json.push_back(raw);
       continue;
