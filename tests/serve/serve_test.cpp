@@ -723,6 +723,62 @@ TEST(Serve, SystemEntriesAreInTheStoredHistoryAndTheNextCallContinuesFromIt) {
   fs::remove_all(dir);
 }
 
+// A summary that leaves fewer places than entries sends some of them joined (one entry, their
+// text blocks in order). The stored history must say which share a slot: the next call is a
+// state hit and continues from exactly what was sent (a user trial found the state written with
+// the entries side by side, unreadable, so every later call ran from an older prefix).
+TEST(Serve, JoinedSystemEntriesAreStoredAndTheNextCallContinuesFromThem) {
+  fs::path dir = fresh_dir("joined-entries");
+  Conversation session = test::load_or_die(test::data_path(kSession));
+  std::string messages;
+  std::size_t entries = 0;
+  for (std::size_t i = 0; i < session.size(); ++i) {
+    messages += std::string(session[i].raw());
+    // An entry after every user message that an assistant message follows (where the API accepts one).
+    if (session[i].role() == Role::user && i + 1 < session.size() && session[i + 1].role() == Role::assistant) {
+      messages += R"(,{"role":"system","content":"note )" + std::to_string(++entries) + R"("})";
+    }
+    if (i + 1 < session.size()) messages += ",";
+  }
+  ASSERT_GE(entries, 4u);
+  const std::string head = R"({"model":"claude-opus-4-8","max_tokens":1024,"messages":[)";
+  const std::string first = head + messages + "]}";
+  const std::string second = head + messages + R"(,{"role":"assistant","content":"Done."},{"role":"user","content":"and now?"}]})";
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}, {200, {}, test::anthropic_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, "recent: {exchanges: 1}\n", "c.yaml",
+                                       "pipeline:\n  - stage: summarize\n    params: {max_chars: 1000}\n"),
+                     upstream.base_url());
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", first).headers["x-compactor-status"], "compacted");
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", second).status, 200);
+  ASSERT_EQ(upstream.requests().size(), 2u);
+  const json::array sent1 = json::parse(upstream.requests()[0].body).at("messages").as_array();
+  const json::array sent2 = json::parse(upstream.requests()[1].body).at("messages").as_array();
+  // Some entries were joined: fewer system entries than were sent to the server, every note kept.
+  std::size_t system_entries = 0;
+  std::string notes;
+  for (const auto& m : sent1) {
+    if (m.at("role") != "system") continue;
+    ++system_entries;
+    const json::value& content = m.at("content");
+    if (content.is_string()) {
+      notes += std::string(content.as_string()) + ";";
+    } else {
+      for (const auto& b : content.as_array()) notes += std::string(b.at("text").as_string()) + ";";
+    }
+  }
+  EXPECT_LT(system_entries, entries);
+  std::string expected_notes;
+  for (std::size_t k = 1; k <= entries; ++k) expected_notes += "note " + std::to_string(k) + ";";
+  EXPECT_EQ(notes, expected_notes);
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_state_total{result=\"hit\"} 1"), std::string::npos) << metrics;
+  ASSERT_EQ(sent2.size(), sent1.size() + 2);
+  for (std::size_t i = 0; i < sent1.size(); ++i) EXPECT_EQ(sent2[i], sent1[i]) << "messages." << i;
+  std::ofstream(dir / "sent2.json") << upstream.requests()[1].body;
+  std::string err;
+  EXPECT_EQ(check_file(dir / "sent2.json", &err), 0) << err;
+}
+
 // Continuity: `session` replayed call by call, alternating between two servers that share one
 // archive folder; every call's forwarded messages must equal the bench replay's for the config
 // (cache_control aside), carry the client's moving breakpoint, and pass the checkers.

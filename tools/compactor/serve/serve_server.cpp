@@ -470,7 +470,7 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
     std::string out_body;
     if ((r.exit_code == kExitOk || r.exit_code == kExitNotDone) && r.output) {
       const bool changed = r.output->messages() != stripped;
-      if (!key.empty()) state.put(key, r.output->messages(), !changed, entries, r.output->system_slots());
+      if (!key.empty()) state.put(key, r.output->messages(), !changed, r.output->system_slots());
       head["changed"] = changed;
       auto out_messages = restore_breakpoints(r.output->messages(), original, stripped, frame_text);
       out_body = r.output->with_messages_at(std::move(out_messages), r.output->system_slots()).serialize();

@@ -4,6 +4,8 @@
 #include "host/atomic_file.hpp"
 #include "model/conversation_reader.hpp"
 
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
 
 #include <sys/stat.h>
 
@@ -130,6 +132,10 @@ std::vector<std::string> prefix_hashes(const std::vector<MessagePtr>& stripped, 
 
 std::string StateStore::path_of(const std::string& hash) const { return dir_ + "/" + hash + ".json"; }
 
+// A stored history is a messages array, or, when system entries sit among its messages,
+// `{"system_slots":[…],"messages":[…]}`: the entries themselves are the request's (the prefix
+// hash names them), and writing them inline could not say which ones share a slot (joined
+// entries), since two side by side are refused on reading.
 std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string>& hashes) const {
   for (std::size_t k = hashes.size(); k > 0; --k) {
     std::string path = path_of(hashes[k - 1]);
@@ -138,30 +144,49 @@ std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string
     std::ifstream in(path, std::ios::binary);
     std::stringstream buffer;
     buffer << in.rdbuf();
-    if (buffer.str() == "=") return Hit{k, {}, true, {}};
+    std::string text = std::move(buffer).str();
+    if (text == "=") return Hit{k, {}, true, {}};
+    const bool with_slots = text.starts_with(R"({"system_slots":)");
     ReadOptions options;
     options.source = path;
-    options.format = InputFormat::messages_array;
-    auto conversation = read_conversation(buffer.str(), options);
+    options.format = with_slots ? InputFormat::request_body : InputFormat::messages_array;
+    auto conversation = read_conversation(text, options);
     if (!conversation || conversation->empty()) continue;  // unreadable: as if absent (a full run follows)
-    return Hit{k, conversation->messages(), false, conversation->system_slots()};
+    std::vector<std::size_t> slots = conversation->system_slots();  // an older file's inline entries
+    if (with_slots) {  // the slots are in the frame's prefix, `{"system_slots":[…],"messages":[`
+      boost::system::error_code ec;
+      boost::json::value head = boost::json::parse(std::string(conversation->frame().prefix) + "]}", ec);
+      const boost::json::array* list = ec ? nullptr : head.at("system_slots").if_array();
+      if (list == nullptr) continue;
+      for (const auto& slot : *list) {
+        if (!slot.is_uint64() && !(slot.is_int64() && slot.get_int64() >= 0)) continue;
+        slots.push_back(static_cast<std::size_t>(slot.to_number<std::uint64_t>()));
+      }
+      if (slots.size() != list->size()) continue;
+    }
+    return Hit{k, conversation->messages(), false, std::move(slots)};
   }
   return std::nullopt;
 }
 
 bool StateStore::put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged,
-                     const std::vector<std::string>& entries, const std::vector<std::size_t>& slots) const {
+                     const std::vector<std::size_t>& slots) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (unchanged) return static_cast<bool>(write_file_atomically(path_of(hash), "="));
-  std::string bytes = "[";
-  std::size_t k = 0;
+  std::string bytes;
+  if (!slots.empty()) {
+    bytes = R"({"system_slots":[)";
+    for (std::size_t k = 0; k < slots.size(); ++k) bytes += (k > 0 ? "," : "") + std::to_string(slots[k]);
+    bytes += R"(],"messages":)";
+  }
+  bytes += "[";
   for (std::size_t i = 0; i < sent.size(); ++i) {
     if (i > 0) bytes += ',';
     bytes.append(sent[i]->raw());
-    for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k) bytes.append(",").append(entries[k]);
   }
   bytes += "]";
+  if (!slots.empty()) bytes += "}";
   return static_cast<bool>(write_file_atomically(path_of(hash), bytes));
 }
 

@@ -45,9 +45,10 @@ class StateStore {
 
   // Stores the compacted history sent for the prefix named `hash` (atomic, idempotent). When it
   // is the uncompacted prefix itself, only a one-byte marker is written (no copy to parse back).
-  // The system entries covered (`entries`, without cache_control) are stored at `slots` among them.
+  // The slots of the system entries covered are stored with it (entries that share a slot were
+  // sent joined); the entries are the request's, which the hash names.
   bool put(const std::string& hash, const std::vector<MessagePtr>& sent, bool unchanged,
-           const std::vector<std::string>& entries = {}, const std::vector<std::size_t>& slots = {}) const;
+           const std::vector<std::size_t>& slots = {}) const;
 
   const std::string& dir() const { return dir_; }
 
