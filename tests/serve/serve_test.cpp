@@ -292,6 +292,22 @@ TEST(Serve, APromptTooLongRefusalRunsOnPromptTooLongAndRetriesOnce) {
     EXPECT_LT(got[1].body.size(), got[0].body.size() / 2);
     std::ofstream(dir / "retry.json") << got[1].body;
     EXPECT_EQ(check_file(dir / "retry.json"), 0);
+    std::string metrics = call(serve.port(), "GET", "/metrics").body;
+    EXPECT_NE(metrics.find("\ncompactor_serve_retries_total 1\n"), std::string::npos) << metrics;
+  }
+  {
+    // A body the checkers refuse is forwarded as it came; after a refusal nothing is sent again,
+    // and no retry is counted.
+    fs::create_directories(dir / "refused");
+    LoopbackHttpServer upstream({{400, {}, refusal}});
+    ServeProcess serve(dir / "refused", write_config(dir / "refused", "", "c.yaml", pipeline), upstream.base_url());
+    const std::string split = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},)"
+                              R"({"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}]})";
+    Reply r = call(serve.port(), "POST", "/v1/messages", split);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(upstream.requests().size(), 1u);
+    std::string metrics = call(serve.port(), "GET", "/metrics").body;
+    EXPECT_EQ(metrics.find("\ncompactor_serve_retries_total 1"), std::string::npos) << metrics;
   }
   {
     // A second refusal goes back to the client as the upstream sent it (a fresh archive: no state).

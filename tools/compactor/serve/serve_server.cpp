@@ -709,7 +709,7 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
   metrics_.describe("compactor_serve_rejections_total", "counter", "Requests refused by the server's limits.");
   metrics_.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures.");
-  metrics_.describe("compactor_serve_retries_total", "counter", "Retries after a context-length refusal.");
+  metrics_.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
   metrics_.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
   metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
 }
@@ -767,11 +767,11 @@ void Server::messages(Client& client, http::request<http::string_body>& req, con
   Upstream u = forward(client, url, "POST", headers, out, loaded.serve.request_timeout_ms, extra);
   if (context_refusal(u)) {
     // The upstream refused the context: on_prompt_too_long on what was sent, and one retry.
-    metrics_.add("compactor_serve_retries_total", "");
     Compaction r = compactor_.run(loaded, body, true, std::nullopt);
     record_compaction(r, "messages_retry");
-    // Sending what was just refused again would only be refused again.
+    // Sending what was just refused again would only be refused again (and is no retry).
     if ((r.result == Compaction::compacted || r.result == Compaction::unchanged) && r.body != out) {
+      metrics_.add("compactor_serve_retries_total", "");
       spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once",
                    std::string(req.target()));
       Headers retry_extra = {{"x-compactor-status", "retried"}};
@@ -863,10 +863,10 @@ void Server::chat_completions(Client& client, http::request<http::string_body>& 
   if (o.ran && context_refusal(u)) {
     // The upstream refused the context (context_length_exceeded): on_prompt_too_long on what was
     // sent, and one retry; a second refusal goes back as the upstream sent it.
-    metrics_.add("compactor_serve_retries_total", "");
     OpenAiOutcome r = compact_openai(loaded, body, true, "chat_completions_retry");
-    // Sending what was just refused again would only be refused again.
+    // Sending what was just refused again would only be refused again (and is no retry).
     if ((r.result == Compaction::compacted || r.result == Compaction::unchanged) && r.body != o.body) {
+      metrics_.add("compactor_serve_retries_total", "");
       spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once",
                    std::string(req.target()));
       u = forward(client, url, "POST", headers, r.body, loaded.serve.request_timeout_ms, {{"x-compactor-status", "retried"}});
