@@ -190,7 +190,10 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   // neighbours are read.
   std::vector<boost::json::value> values(spans.size());
   std::vector<bool> fast(spans.size(), false);  // the value came from the scan's fast parser
-  std::vector<std::string_view> roles(spans.size());
+  // Each element's role, copied: values[i] is moved into its message as it is read, so a view
+  // into it would dangle when a later element looks back (found by the scanner fuzzer).
+  enum class RoleSeen : char { other, user, system };
+  std::vector<RoleSeen> roles(spans.size(), RoleSeen::other);
   std::size_t next_parsed = 0;
   for (std::size_t i = 0; i < spans.size(); ++i) {
     while (next_parsed < parsed_.size() && parsed_[next_parsed].begin < spans[i].begin) ++next_parsed;
@@ -206,9 +209,10 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
     }
     const auto* object = values[i].if_object();
     const auto* role = object != nullptr ? object->if_contains("role") : nullptr;
-    if (role != nullptr && role->is_string()) roles[i] = role->get_string();
+    if (role != nullptr && role->is_string())
+      roles[i] = role->get_string() == "system" ? RoleSeen::system : role->get_string() == "user" ? RoleSeen::user : RoleSeen::other;
   }
-  auto is_system = [&](std::size_t i) { return roles[i] == "system"; };
+  auto is_system = [&](std::size_t i) { return roles[i] == RoleSeen::system; };
 
   std::vector<MessagePtr> messages;
   messages.reserve(spans.size());
@@ -226,7 +230,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
                                                         !prev->has_tool_use()))
         problem(i, "a system entry follows a user message (or an assistant message that ends in a server tool use), "
                    "got an assistant message (rule: after a user turn)");
-      if (i + 1 < spans.size() && roles[i + 1] == "user")
+      if (i + 1 < spans.size() && roles[i + 1] == RoleSeen::user)
         problem(i, "a system entry is the last message or is followed by an assistant message, got a user message "
                    "(rule: before an assistant turn)");
       const boost::json::object& object = values[i].get_object();
