@@ -695,6 +695,31 @@ TEST(Serve, ClaudeCodesSystemEntriesAreKeptInPlaceAndUnknownFieldsPassThrough) {
   fs::remove_all(dir);
 }
 
+// Two calls through a fresh server with `config`: the first compacts, the second extends it by
+// `added` messages and must continue from what was sent (a state hit, the first forwarded body's
+// messages as its prefix, and a body that passes the checkers). Returns both forwarded bodies.
+std::pair<std::string, std::string> two_calls_that_continue(const fs::path& dir, const std::string& config,
+                                                            const std::string& first, const std::string& second,
+                                                            std::size_t added) {
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}, {200, {}, test::anthropic_reply("ok")}});
+  ServeProcess serve(dir, config, upstream.base_url());
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", first).headers["x-compactor-status"], "compacted");
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", second).status, 200);
+  auto got = upstream.requests();
+  EXPECT_EQ(got.size(), 2u);
+  if (got.size() != 2) return {};
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_state_total{result=\"hit\"} 1"), std::string::npos) << metrics;
+  const json::array sent1 = json::parse(got[0].body).at("messages").as_array();
+  const json::array sent2 = json::parse(got[1].body).at("messages").as_array();
+  EXPECT_EQ(sent2.size(), sent1.size() + added);
+  for (std::size_t i = 0; i < sent1.size() && i < sent2.size(); ++i) EXPECT_EQ(sent2[i], sent1[i]) << "messages." << i;
+  std::ofstream(dir / "sent2.json") << got[1].body;
+  std::string err;
+  EXPECT_EQ(check_file(dir / "sent2.json", &err), 0) << err;
+  return {got[0].body, got[1].body};
+}
+
 // Continuity with system entries: the next call (the client's uncompacted history, an answer, a
 // new prompt and a new entry) continues from the stored compacted history, which holds the
 // entries at their places: the second forwarded body starts with the first one's messages,
@@ -716,27 +741,13 @@ TEST(Serve, SystemEntriesAreInTheStoredHistoryAndTheNextCallContinuesFromIt) {
   const std::string first = head + messages + "]}";
   const std::string second = head + messages + R"(,{"role":"assistant","content":"Read them all."},)" +
                              R"({"role":"user","content":"now summarize them"},)" + entries[2] + "]}";
-  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}, {200, {}, test::anthropic_reply("ok")}});
-  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
-  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", first).headers["x-compactor-status"], "compacted");
-  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", second).status, 200);
-  ASSERT_EQ(upstream.requests().size(), 2u);
-  std::string metrics = call(serve.port(), "GET", "/metrics").body;
-  EXPECT_NE(metrics.find("compactor_serve_state_total{result=\"hit\"} 1"), std::string::npos) << metrics;
-  const json::array sent1 = json::parse(upstream.requests()[0].body).at("messages").as_array();
-  const json::array sent2 = json::parse(upstream.requests()[1].body).at("messages").as_array();
-  ASSERT_EQ(sent2.size(), sent1.size() + 3);
-  for (std::size_t i = 0; i < sent1.size(); ++i) EXPECT_EQ(sent2[i], sent1[i]) << "messages." << i;
+  const std::string body2 = two_calls_that_continue(dir, write_config(dir, ""), first, second, 3).second;
   std::size_t from = 0;
   for (const std::string& e : entries) {
-    std::size_t at = upstream.requests()[1].body.find(e, from);
+    std::size_t at = body2.find(e, from);
     EXPECT_NE(at, std::string::npos) << "missing or out of order: " << e;
     if (at != std::string::npos) from = at + e.size();
   }
-  std::ofstream(dir / "sent2.json") << upstream.requests()[1].body;
-  std::string err;
-  EXPECT_EQ(check_file(dir / "sent2.json", &err), 0) << err;
-  fs::remove_all(dir);
 }
 
 // A summary that leaves fewer places than entries sends some of them joined (one entry, their
@@ -760,15 +771,10 @@ TEST(Serve, JoinedSystemEntriesAreStoredAndTheNextCallContinuesFromThem) {
   const std::string head = R"({"model":"claude-opus-4-8","max_tokens":1024,"messages":[)";
   const std::string first = head + messages + "]}";
   const std::string second = head + messages + R"(,{"role":"assistant","content":"Done."},{"role":"user","content":"and now?"}]})";
-  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("ok")}, {200, {}, test::anthropic_reply("ok")}});
-  ServeProcess serve(dir, write_config(dir, "recent: {exchanges: 1}\n", "c.yaml",
-                                       "pipeline:\n  - stage: summarize\n    params: {max_chars: 1000}\n"),
-                     upstream.base_url());
-  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", first).headers["x-compactor-status"], "compacted");
-  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", second).status, 200);
-  ASSERT_EQ(upstream.requests().size(), 2u);
-  const json::array sent1 = json::parse(upstream.requests()[0].body).at("messages").as_array();
-  const json::array sent2 = json::parse(upstream.requests()[1].body).at("messages").as_array();
+  const std::string config = write_config(dir, "recent: {exchanges: 1}\n", "c.yaml",
+                                          "pipeline:\n  - stage: summarize\n    params: {max_chars: 1000}\n");
+  const json::value body1 = json::parse(two_calls_that_continue(dir, config, first, second, 2).first);
+  const json::array& sent1 = body1.at("messages").as_array();
   // Some entries were joined: fewer system entries than were sent to the server, every note kept.
   std::size_t system_entries = 0;
   std::string notes;
@@ -786,13 +792,6 @@ TEST(Serve, JoinedSystemEntriesAreStoredAndTheNextCallContinuesFromThem) {
   std::string expected_notes;
   for (std::size_t k = 1; k <= entries; ++k) expected_notes += "note " + std::to_string(k) + ";";
   EXPECT_EQ(notes, expected_notes);
-  std::string metrics = call(serve.port(), "GET", "/metrics").body;
-  EXPECT_NE(metrics.find("compactor_serve_state_total{result=\"hit\"} 1"), std::string::npos) << metrics;
-  ASSERT_EQ(sent2.size(), sent1.size() + 2);
-  for (std::size_t i = 0; i < sent1.size(); ++i) EXPECT_EQ(sent2[i], sent1[i]) << "messages." << i;
-  std::ofstream(dir / "sent2.json") << upstream.requests()[1].body;
-  std::string err;
-  EXPECT_EQ(check_file(dir / "sent2.json", &err), 0) << err;
 }
 
 // Continuity: `session` replayed call by call, alternating between two servers that share one
