@@ -41,9 +41,9 @@ committed conversation is written; a decline is not an error); 2 bad input or co
 written); 3 plugin failure or internal error (nothing written).
 )";
 
-int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArgs& args, const std::string& input_path,
-                  const std::optional<std::string>& output, const std::optional<std::string>& report_path,
-                  ChildProgress& progress);
+int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::string& input_path,
+                            const std::optional<std::string>& output, const std::optional<std::string>& report_path,
+                       ChildProgress& progress);
 
 }  // namespace
 
@@ -77,18 +77,14 @@ int run_command(int argc, char** argv) {
     fmt::print(stderr, "{}\n", pipeline.error().message);
     return kExitPluginError;
   }
-  auto input = read_input(input_path, args->get("input-format"));
-  if (!input) {
-    fmt::print(stderr, "{}\n", input.error().message);
-    return kExitBadInput;
-  }
-
   // The pipeline runs in a child process: a plugin that crashes, hangs past
   // limits.stage_timeout_ms or ends the process is reported (exit 3) and nothing is written.
+  // The child reads the input too: this process never holds it, so the fork copies none of it
+  // and the run's largest process holds it once.
   const std::string archive_dir = pipeline->config().archive_dir;
   const auto stage_timeout = std::chrono::milliseconds(pipeline->config().stage_timeout_ms);
   auto outcome = run_in_child(
-      [&](ChildProgress& progress) { return run_and_write(*pipeline, *input, *args, input_path, output, report_path, progress); },
+      [&](ChildProgress& progress) { return read_run_and_write(*pipeline, *args, input_path, output, report_path, progress); },
       stage_timeout, archive_dir);
   if (outcome.failed) fmt::print(stderr, "compactor run: {}\n", outcome.error);
   return outcome.exit_code;
@@ -96,9 +92,14 @@ int run_command(int argc, char** argv) {
 
 namespace {
 
-int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArgs& args, const std::string& input_path,
-                  const std::optional<std::string>& output, const std::optional<std::string>& report_path,
-                  ChildProgress& progress) {
+int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::string& input_path,
+                            const std::optional<std::string>& output, const std::optional<std::string>& report_path,
+                       ChildProgress& progress) {
+  auto input = read_input(input_path, args.get("input-format"));
+  if (!input) {
+    fmt::print(stderr, "{}\n", input.error().message);
+    return kExitBadInput;
+  }
   RunOptions options;
   options.on_stage_start = [&](const std::string& stage, const std::string& plugin) { progress.stage_started(stage, plugin); };
   options.on_stage_end = [&] { progress.stage_finished(); };
@@ -106,7 +107,7 @@ int run_and_write(Pipeline& pipeline, const Conversation& input, const ParsedArg
   options.request = args.get("request");
   options.input_name = input_path == "-" ? "<stdin>" : input_path;
   auto log = make_stderr_logger("");
-  RunReport report = pipeline.run(input, options, *log);
+  RunReport report = pipeline.run(*input, options, *log);
 
   if (report.exit_code == kExitBadInput) {
     std::string_view rest = report.error;
