@@ -11,7 +11,6 @@
 // `max_messages` would re-cut the prefix on every call. A middle too short to be worth a marker
 // is a decline: nothing safe to do here, and the next stages still run.
 #include "compactor/archive.hpp"
-#include "compactor/large_buffer.hpp"
 #include "compactor/plugin.hpp"
 #include "compactor/summary_format.hpp"  // restore_told_before
 
@@ -70,17 +69,10 @@ class SnipStage final : public Stage {
       return StageResult::decline(fmt::format("no middle of two or more messages to cut between the head (messages.0 to "
                                               "messages.{}) and the kept newest messages", head_end == 0 ? 0 : head_end - 1));
 
-    std::string jsonl;
-    std::size_t bytes = 0;
-    for (std::size_t i = head_end; i < tail_start; ++i) bytes += committed[i].raw().size() + 1;
-    jsonl.reserve(bytes);
-    advise_huge_pages(jsonl.data(), jsonl.capacity());  // written once, start to end
-    for (std::size_t i = head_end; i < tail_start; ++i) {
-      jsonl += committed[i].raw();
-      jsonl += '\n';
-    }
     if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
-    HashedBlob snapshot(std::move(jsonl));  // hashed once: the marker's receipt is the one put() files
+    // The middle as JSONL, one message a line, hashed and archived from the messages' own bytes
+    // (never joined in memory); hashed once: the marker's receipt is the one put() files.
+    HashedBlob snapshot(committed.jsonl_pieces(head_end, tail_start));
     const std::string& receipt = snapshot.receipt();
 
     std::size_t count = tail_start - head_end;

@@ -41,6 +41,41 @@ std::vector<fs::path> packs_in(const fs::path& archive_dir) {
   return out;
 }
 
+// A snapshot put as pieces (messages' own bytes, never joined) is the same blob as its join: the
+// same receipt, the same bytes restored; holds() and size_of() answer without reading it whole.
+TEST(ArchiveStore, PiecesAreArchivedAsTheirJoin) {
+  fs::path dir = scratch("pieces");
+  std::string archive_dir = (dir / "a").string();
+  // Small pieces go out in batches, one over the batch size directly: both paths, in order.
+  std::string big(70000, 'x');
+  big[0] = '[';
+  big[69999] = ']';
+  std::vector<std::string_view> pieces{"{\"a\":1}", "\n", big, "\n", "", "{\"b\":2}", "\n"};
+  std::string joined;
+  for (std::string_view p : pieces) joined += p;
+  HashedBlob blob(pieces);
+  EXPECT_EQ(blob.receipt(), receipt_of(joined));
+  ArchiveStore store(archive_dir);
+  ASSERT_TRUE(store.put("\"first\"").ok());  // the snapshot starts past the pack's first byte
+  auto r = store.put(std::move(blob));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, receipt_of(joined));
+  EXPECT_EQ(store.size_of(*r), joined.size());
+  EXPECT_TRUE(store.holds(*r, 0, "{\"a\":1}\n["));
+  EXPECT_TRUE(store.holds(*r, joined.size() - 8, "{\"b\":2}\n"));
+  EXPECT_TRUE(store.holds(*r, 8, big));
+  EXPECT_FALSE(store.holds(*r, 9, big));                      // one byte off
+  EXPECT_FALSE(store.holds(*r, joined.size() - 1, "\n\n"));  // past the end
+  EXPECT_FALSE(store.holds(receipt_of("other"), 0, ""));      // not this run's
+  EXPECT_EQ(store.size_of(receipt_of("other")), std::nullopt);
+  ASSERT_NE(store.find(*r), nullptr);
+  EXPECT_EQ(*store.find(*r), joined);
+  ASSERT_TRUE(store.commit().ok());
+  EXPECT_EQ(*restore_blob(archive_dir, *r), joined);
+  EXPECT_TRUE(store.holds(*r, 8, big));  // committed: read from the pack under its final name
+  fs::remove_all(dir);
+}
+
 TEST(ArchiveStore, PutCommitRestoreAndDeduplicate) {
   fs::path dir = scratch("basic");
   std::string archive_dir = (dir / "a").string();
@@ -52,6 +87,7 @@ TEST(ArchiveStore, PutCommitRestoreAndDeduplicate) {
   EXPECT_EQ(*store.find(*r1), "\"hello\"");
   EXPECT_FALSE(fs::exists(store.path_of(*r1)));  // not visible before commit
   ASSERT_TRUE(store.commit().ok());
+  EXPECT_EQ(*store.find(*r1), "\"hello\"");  // read back from the pack under its final name
   EXPECT_TRUE(temp_files(dir).empty());
   // One pack per run, private; no loose file.
   auto packs = packs_in(archive_dir);
@@ -146,7 +182,7 @@ TEST(Receipts, FoundInText) {
 // The real file system, except that the k-th call of one kind fails the way it is told to.
 class FaultyFileSystem final : public FileSystem {
  public:
-  enum class Fault { write_errno, short_write, vanish_before_open, fsync_errno };
+  enum class Fault { write_errno, short_write, vanish_before_open, fsync_errno, read_errno };
   FaultyFileSystem(Fault fault, int err, int k, std::string dir) : fault_(fault), errno_(err), k_(k), dir_(std::move(dir)) {}
 
   int open_exclusive(const std::string& path, int mode) override {
@@ -170,6 +206,13 @@ class FaultyFileSystem final : public FileSystem {
       return -1;
     }
     return real().sync_filesystem(p);
+  }
+  ssize_t read_at(int fd, void* data, std::size_t size, off_t offset) override {
+    if (fault_ == Fault::read_errno) {
+      errno = errno_;
+      return -1;
+    }
+    return real().read_at(fd, data, size, offset);
   }
   int close(int fd) override { return real().close(fd); }
   int rename(const std::string& a, const std::string& b) override { return real().rename(a, b); }
@@ -274,6 +317,42 @@ TEST(ArchiveFault, FailedSyncAtCommitFailsTheRunAndWritesNothing) {
   EXPECT_FALSE(report.output.has_value());
   EXPECT_EQ(report.error, "archive: cannot sync " + archive_dir + ": Input/output error");
   EXPECT_TRUE(temp_files(dir).empty());
+  fs::remove_all(dir);
+}
+
+// The run holds no packed blob in memory: the `archived` checker reads each back from the pack.
+// One that cannot be read back is archived nowhere as far as the checker knows: the stage is
+// rejected and nothing is committed, never passed unverified.
+TEST(ArchiveFault, ABlobThatCannotBeReadBackRejectsTheStage) {
+  fs::path dir = scratch("read-back");
+  std::string archive_dir = (dir / "archive").string();
+  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
+  FaultyFileSystem faulty(FaultyFileSystem::Fault::read_errno, EIO, 1, archive_dir);
+  QuietLogger log;
+  Conversation input = four_results();
+  RunOptions options;
+  options.file_system = &faulty;
+  RunReport report = pipeline.run(input, options, log);
+  ASSERT_EQ(report.stages.size(), 1u);
+  EXPECT_EQ(report.stages[0].status, StageStatus::rejected);
+  // Every result micro replaced (keep_recent 0: all four), each named.
+  ASSERT_EQ(report.stages[0].violations.size(), 4u);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(report.stages[0].violations[static_cast<std::size_t>(i)].rfind(
+                  "archived: messages." + std::to_string(2 * i + 2) + ": tool_result toolu_" + std::to_string(i) +
+                      ": content was shortened or removed, but no receipt in it archives the original",
+                  0),
+              0u)
+        << report.stages[0].violations[static_cast<std::size_t>(i)];
+  ASSERT_TRUE(report.output.has_value());
+  EXPECT_EQ(report.output->serialize(), input.serialize());
+  EXPECT_TRUE(packs_in(archive_dir).empty());
+  EXPECT_TRUE(temp_files(dir).empty());
+  // Read back for real, the same blobs pass: the results are archived and committed.
+  RunReport good = pipeline.run(input, RunOptions{}, log);
+  ASSERT_EQ(good.stages.size(), 1u);
+  EXPECT_EQ(good.stages[0].status, StageStatus::committed);
+  EXPECT_EQ(packs_in(archive_dir).size(), 1u);
   fs::remove_all(dir);
 }
 

@@ -23,6 +23,9 @@ class NoSyncFileSystem final : public FileSystem {
  public:
   int open_exclusive(const std::string& path, int mode) override { return real().open_exclusive(path, mode); }
   ssize_t write(int fd, const void* data, std::size_t size) override { return real().write(fd, data, size); }
+  ssize_t read_at(int fd, void* data, std::size_t size, off_t offset) override {
+    return real().read_at(fd, data, size, offset);
+  }
   int close(int fd) override { return real().close(fd); }
   int rename(const std::string& from, const std::string& to) override { return real().rename(from, to); }
   int mkdir(const std::string& path, int mode) override { return real().mkdir(path, mode); }

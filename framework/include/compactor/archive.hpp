@@ -6,6 +6,8 @@
 
 #include "compactor/error.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,8 @@ namespace compactor {
 
 // "sha256:" + 64 lowercase hex digits.
 std::string receipt_of(std::string_view bytes);
+// The receipt of the pieces joined, without joining them.
+std::string receipt_of(const std::vector<std::string_view>& pieces);
 bool is_receipt(std::string_view text);
 // Every receipt in a text, in order.
 std::vector<std::string> find_receipts(std::string_view text);
@@ -23,12 +27,15 @@ std::vector<std::string> find_receipts(std::string_view text);
 class HashedBlob {
  public:
   explicit HashedBlob(std::string bytes) : bytes_(std::move(bytes)), receipt_(receipt_of(bytes_)) {}
-  const std::string& bytes() const { return bytes_; }
+  // The pieces joined (a snapshot of many messages, from their bytes), never joined in memory:
+  // they are not copied, so what they view must live until put() returns.
+  explicit HashedBlob(std::vector<std::string_view> pieces) : pieces_(std::move(pieces)), receipt_(receipt_of(pieces_)) {}
   const std::string& receipt() const { return receipt_; }
 
  private:
   friend class ArchiveStore;
   std::string bytes_;
+  std::vector<std::string_view> pieces_;  // when built from pieces (then bytes_ is empty)
   std::string receipt_;
 };
 
@@ -44,8 +51,14 @@ class Archive {
   virtual Expected<std::string> put(HashedBlob&& blob) = 0;
   Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
 
-  // The bytes this run archived under `receipt`, or null (what the `archived` checker reads).
+  // The bytes this run archived under `receipt`, or null. They are read back from disk (the run
+  // keeps no blob in memory), so prefer holds() and size_of(), which read only what they compare;
+  // the pointer stays valid until the next put().
   virtual const std::string* find(std::string_view receipt) const = 0;
+  // Whether this run archived, under `receipt`, a blob holding `bytes` at `offset` (what the
+  // `archived` checker compares a removed message with), and that blob's size.
+  virtual bool holds(std::string_view receipt, std::uint64_t offset, std::string_view bytes) const = 0;
+  virtual std::optional<std::uint64_t> size_of(std::string_view receipt) const = 0;
 };
 
 }  // namespace compactor

@@ -102,6 +102,9 @@ class Conversation {
   // The same document as views in order (into the frame and the messages), for a writer that
   // needs no joined copy (writev).
   std::vector<std::string_view> pieces() const;
+  // Messages [begin, end) as JSONL, each one's own bytes and a "\n", as views: the snapshot a
+  // stage archives (HashedBlob) without joining it.
+  std::vector<std::string_view> jsonl_pieces(std::size_t begin, std::size_t end) const;
 
  private:
   std::shared_ptr<const ConversationFrame> frame_;

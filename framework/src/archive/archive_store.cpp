@@ -218,11 +218,14 @@ bool regular_file_holds(const std::string& path, std::string_view bytes) {
 
 }  // namespace
 
-std::string receipt_of(std::string_view bytes) {
+namespace {
+
+std::string receipt_of(const std::string_view* pieces, std::size_t count) {
   std::uint8_t digest[SHA256_DIGEST_SIZE];
   sha256_ctx context;
   sha256_init(&context);
-  sha256_update(&context, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
+  for (std::size_t i = 0; i < count; ++i)
+    sha256_update(&context, pieces[i].size(), reinterpret_cast<const std::uint8_t*>(pieces[i].data()));
   sha256_digest(&context, SHA256_DIGEST_SIZE, digest);
   static const char* hex = "0123456789abcdef";
   std::string out(kPrefix);
@@ -233,6 +236,12 @@ std::string receipt_of(std::string_view bytes) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string receipt_of(std::string_view bytes) { return receipt_of(&bytes, 1); }
+
+std::string receipt_of(const std::vector<std::string_view>& pieces) { return receipt_of(pieces.data(), pieces.size()); }
 
 bool is_receipt(std::string_view text) {
   if (text.size() != kPrefix.size() + 64 || text.substr(0, kPrefix.size()) != kPrefix) return false;
@@ -300,10 +309,33 @@ Expected<std::string> ArchiveStore::put(std::string_view bytes) { return put(std
 Expected<std::string> ArchiveStore::put(std::string&& bytes) { return put(HashedBlob(std::move(bytes))); }
 
 Expected<std::string> ArchiveStore::put(HashedBlob&& blob) {
+  read_back_.clear();
   std::string receipt = blob.receipt_;
   if (manifest_.count(receipt)) return receipt;
-  if (auto written = write_blob(receipt, blob.bytes_); !written) return written.error();
-  manifest_.emplace(receipt, std::move(blob.bytes_));  // the run's only copy of a large snapshot
+  // Taken from the caller, and freed on return once packed: a large snapshot is not held twice.
+  std::string bytes = std::move(blob.bytes_);
+  std::vector<std::string_view> pieces = std::move(blob.pieces_);
+  if (pieces.empty()) pieces.emplace_back(bytes);
+  Stored stored;
+  // A file already at the blob's loose name is the blob only if it holds these very bytes; a
+  // corrupted or planted one (a symlink to /dev/null) is replaced by the blob, loose, so that
+  // restore (which reads a loose blob first) finds the right bytes there. Rare: such a blob
+  // stays in memory, joined.
+  const std::string final_path = path_of(receipt);
+  struct stat st {};
+  if (::lstat(final_path.c_str(), &st) == 0) {
+    if (bytes.empty())
+      for (std::string_view piece : pieces) bytes += piece;
+    if (!regular_file_holds(final_path, bytes))
+      if (auto r = write_loose(final_path, bytes); !r) return r.error();
+    stored.bytes = std::move(bytes);
+  } else {
+    if (auto r = append_to_pack(receipt, pieces); !r) return r.error();
+    stored.packed = true;
+    stored.offset = packed_.back().offset;
+    stored.length = packed_.back().length;
+  }
+  manifest_.emplace(receipt, std::move(stored));
   added_.push_back(receipt);
   return receipt;
 }
@@ -322,20 +354,7 @@ void remove_temp_blobs_of(const std::string& dir, pid_t pid) {
   }
 }
 
-Expected<bool> ArchiveStore::write_blob(const std::string& receipt, std::string_view bytes) {
-  std::string final_path = path_of(receipt);
-  // A file already at the blob's loose name is the blob only if it holds these very bytes; a
-  // corrupted or planted one (a symlink to /dev/null) is replaced by the blob, loose, so that
-  // restore (which reads a loose blob first) finds the right bytes there.
-  struct stat st {};
-  if (::lstat(final_path.c_str(), &st) == 0) {
-    if (regular_file_holds(final_path, bytes)) return true;
-    return write_loose(final_path, bytes);
-  }
-  return append_to_pack(receipt, bytes);
-}
-
-Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, std::string_view bytes) {
+Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, const std::vector<std::string_view>& pieces) {
   if (pack_fd_ < 0) {
     const std::string folder = dir_ + "/" + std::string(kPackFolder);
     if (!folders_made_ || !pack_folder_made_) {
@@ -361,8 +380,29 @@ Expected<bool> ArchiveStore::append_to_pack(const std::string& receipt, std::str
   }
   const std::uint64_t offset = pack_size_;
   // What was written of a failed blob stays in the pack, unindexed; the offset stays exact.
-  if (auto r = write_all(pack_fd_, bytes, pack_temp_, &pack_size_); !r) return r.error();
-  packed_.push_back({receipt, offset, static_cast<std::uint64_t>(bytes.size())});
+  // Small pieces (a snapshot's messages) go out in batches of up to kBatch bytes, large ones
+  // directly: few writes, and no copy of the whole blob.
+  constexpr std::size_t kBatch = 64 * 1024;
+  std::string batch;
+  auto flush = [&]() -> Expected<bool> {
+    if (batch.empty()) return true;
+    auto r = write_all(pack_fd_, batch, pack_temp_, &pack_size_);
+    batch.clear();
+    return r;
+  };
+  std::uint64_t length = 0;
+  for (std::string_view piece : pieces) {
+    length += piece.size();
+    if (batch.size() + piece.size() <= kBatch) {
+      if (batch.capacity() < kBatch) batch.reserve(kBatch);
+      batch += piece;
+      continue;
+    }
+    if (auto r = flush(); !r) return r.error();
+    if (auto r = write_all(pack_fd_, piece, pack_temp_, &pack_size_); !r) return r.error();
+  }
+  if (auto r = flush(); !r) return r.error();
+  packed_.push_back({receipt, offset, length});
   return true;
 }
 
@@ -416,7 +456,64 @@ Expected<bool> ArchiveStore::write_loose(const std::string& final_path, std::str
 
 const std::string* ArchiveStore::find(std::string_view receipt) const {
   auto it = manifest_.find(receipt);
-  return it == manifest_.end() ? nullptr : &it->second;
+  if (it == manifest_.end()) return nullptr;
+  if (!it->second.packed) return &it->second.bytes;
+  if (auto cached = read_back_.find(receipt); cached != read_back_.end()) return &cached->second;
+  auto bytes = read_packed(receipt, it->second);
+  // Unreadable: the checker finds nothing archived and rejects the candidate, never passes it.
+  if (!bytes) return nullptr;
+  return &read_back_.emplace(std::string(receipt), std::move(*bytes)).first->second;
+}
+
+std::optional<std::uint64_t> ArchiveStore::size_of(std::string_view receipt) const {
+  auto it = manifest_.find(receipt);
+  if (it == manifest_.end()) return std::nullopt;
+  return it->second.packed ? it->second.length : it->second.bytes.size();
+}
+
+bool ArchiveStore::holds(std::string_view receipt, std::uint64_t offset, std::string_view bytes) const {
+  auto it = manifest_.find(receipt);
+  if (it == manifest_.end()) return false;
+  const Stored& stored = it->second;
+  const std::uint64_t size = stored.packed ? stored.length : stored.bytes.size();
+  if (offset > size || bytes.size() > size - offset) return false;
+  if (!stored.packed) return std::string_view(stored.bytes).substr(offset, bytes.size()) == bytes;
+  if (auto cached = read_back_.find(receipt); cached != read_back_.end())
+    return std::string_view(cached->second).substr(offset, bytes.size()) == bytes;
+  if (pack_fd_ < 0) {  // committed: compare with the blob read back whole
+    const std::string* whole = find(receipt);
+    return whole != nullptr && std::string_view(*whole).substr(offset, bytes.size()) == bytes;
+  }
+  // Compared a chunk at a time: no more than a chunk of the blob in memory.
+  char chunk[16 * 1024];
+  std::uint64_t at = stored.offset + offset;
+  while (!bytes.empty()) {
+    ssize_t n = fs_.read_at(pack_fd_, chunk, std::min(sizeof chunk, bytes.size()), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // unreadable: not held, as far as anyone can tell
+    if (std::memcmp(chunk, bytes.data(), static_cast<std::size_t>(n)) != 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    at += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> ArchiveStore::read_packed(std::string_view receipt, const Stored& stored) const {
+  if (pack_fd_ < 0) {  // committed: the pack has its final name
+    auto restored = restore_blob(dir_, receipt);
+    if (!restored) return std::nullopt;
+    return std::move(*restored);
+  }
+  std::string bytes(stored.length, '\0');
+  std::uint64_t done = 0;
+  while (done < stored.length) {
+    ssize_t n = fs_.read_at(pack_fd_, bytes.data() + done, stored.length - done,
+                            static_cast<off_t>(stored.offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    done += static_cast<std::uint64_t>(n);
+  }
+  return bytes;
 }
 
 Expected<bool> ArchiveStore::commit_pack() {
@@ -462,6 +559,7 @@ void ArchiveStore::drop_pack() {
 }
 
 Expected<bool> ArchiveStore::commit() {
+  read_back_.clear();
   const bool loose = !pending_.empty();  // loose blobs pending before the pack joins them
   if (auto packed = commit_pack(); !packed) return packed.error();
   if (pending_.empty()) return true;
@@ -504,6 +602,7 @@ Expected<bool> ArchiveStore::commit() {
 }
 
 void ArchiveStore::revert_to(Mark mark) {
+  read_back_.clear();
   for (std::size_t i = mark.pending; i < pending_.size(); ++i)
     if (!pending_[i].temp.empty()) fs_.unlink(pending_[i].temp);
   if (pending_.size() > mark.pending) pending_.resize(mark.pending);

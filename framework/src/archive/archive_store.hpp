@@ -12,8 +12,9 @@
 // system, syncfs, when it wrote a loose blob). Blobs of a stage taken back stay in the file as unindexed bytes. rollback() removes the
 // temporary of a run that will write nothing. restore_blob() reads a loose blob (<dir>/<xx>/<hex>,
 // the layout before packs, still written to replace a wrong file at a blob's name) or finds the
-// receipt in a pack's index. The manifest of this run (receipt → bytes) lets the `archived`
-// checker verify a candidate without reading disk.
+// receipt in a pack's index. The manifest of this run (receipt → where the blob is) lets the
+// `archived` checker verify a candidate: find() reads a packed blob back from the pack (the page
+// cache, not the disk), so the run holds no blob in memory after its put() returns.
 #pragma once
 
 #include <sys/types.h>
@@ -43,7 +44,11 @@ class ArchiveStore final : public Archive {
   Expected<std::string> put(std::string&& bytes) override;
   Expected<std::string> put(HashedBlob&& blob) override;
   Expected<std::string> put(const char* bytes) { return put(std::string_view(bytes)); }
+  // A packed blob is read back and kept until the next put(), revert_to() or commit(): what one
+  // stage's checks need, not every blob of the run.
   const std::string* find(std::string_view receipt) const override;
+  bool holds(std::string_view receipt, std::uint64_t offset, std::string_view bytes) const override;
+  std::optional<std::uint64_t> size_of(std::string_view receipt) const override;
 
   // Makes every blob of this run durable and visible (see above).
   Expected<bool> commit();
@@ -71,26 +76,32 @@ class ArchiveStore final : public Archive {
     std::string receipt;
     std::uint64_t offset = 0, length = 0;
   };
+  struct Stored {  // a blob of this run: its place in the pack, or its bytes when loose (rare)
+    bool packed = false;
+    std::uint64_t offset = 0, length = 0;
+    std::string bytes;
+  };
   Expected<bool> ensure_folder(const std::string& path);
   // The archive folder (and those above it), made and checked once per store rather than on
   // every put; the pack folder and each fan-out folder likewise, as first used.
   Expected<bool> ensure_archive_folder();
-  // Writes the blob: into this run's pack, or loose under a temporary name when a wrong file is at
-  // its name; nothing when an intact loose copy is already in place.
-  Expected<bool> write_blob(const std::string& receipt, std::string_view bytes);
+  // The bytes of a packed blob, read back from this run's pack (or, once committed, its file).
+  std::optional<std::string> read_packed(std::string_view receipt, const Stored& stored) const;
   Expected<bool> write_loose(const std::string& final_path, std::string_view bytes);
   // Every byte, retrying EINTR; `written` (when given) counts what reached the file, even on failure.
   Expected<bool> write_all(int fd, std::string_view bytes, const std::string& path, std::uint64_t* written = nullptr);
   // A folder went away during the run: make each again when next needed.
   void forget_folders();
-  Expected<bool> append_to_pack(const std::string& receipt, std::string_view bytes);
+  // The pieces, one after the other, as one blob of this run's pack.
+  Expected<bool> append_to_pack(const std::string& receipt, const std::vector<std::string_view>& pieces);
   Expected<bool> commit_pack();
   void drop_pack();
   Expected<bool> check_folder_owner();
 
   std::string dir_;
   FileSystem& fs_;
-  std::map<std::string, std::string, std::less<>> manifest_;  // receipt → bytes
+  std::map<std::string, Stored, std::less<>> manifest_;       // receipt → where
+  mutable std::map<std::string, std::string, std::less<>> read_back_;  // what find() read from the pack
   std::vector<std::string> added_;                             // receipts in the order they came
   std::vector<Pending> pending_;
   std::vector<Packed> packed_;  // indexed blobs of the pack, in the order they came

@@ -11,9 +11,12 @@ namespace {
 class PosixFileSystem final : public FileSystem {
  public:
   int open_exclusive(const std::string& path, int mode) override {
-    return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    return ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   }
   ssize_t write(int fd, const void* data, std::size_t size) override { return ::write(fd, data, size); }
+  ssize_t read_at(int fd, void* data, std::size_t size, off_t offset) override {
+    return ::pread(fd, data, size, offset);
+  }
   int close(int fd) override { return ::close(fd); }
   int rename(const std::string& from, const std::string& to) override { return ::rename(from.c_str(), to.c_str()); }
   int mkdir(const std::string& path, int mode) override { return ::mkdir(path.c_str(), static_cast<mode_t>(mode)); }

@@ -12,8 +12,9 @@ namespace compactor {
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
-  virtual int open_exclusive(const std::string& path, int mode) = 0;  // O_WRONLY|O_CREAT|O_EXCL
+  virtual int open_exclusive(const std::string& path, int mode) = 0;  // O_RDWR|O_CREAT|O_EXCL
   virtual ssize_t write(int fd, const void* data, std::size_t size) = 0;
+  virtual ssize_t read_at(int fd, void* data, std::size_t size, off_t offset) = 0;  // pread
   virtual int close(int fd) = 0;
   virtual int rename(const std::string& from, const std::string& to) = 0;
   virtual int mkdir(const std::string& path, int mode) = 0;  // EEXIST when it exists

@@ -48,21 +48,29 @@ class ArchivedChecker final : public Checker {
     // only when a whole message has to be found, since it hashes everything archived.
     std::unordered_set<std::string_view, SampledBytesHash> archived_lines;
     bool lines_built = false;
-    auto blob = [&](const std::string& receipt) { return in.archive ? in.archive->find(receipt) : nullptr; };
-    // Snapshots hold the dropped messages in order, so first try each named blob's next line
-    // (a memcmp); only a message found out of order costs hashing every archived line.
-    std::vector<std::string_view> cursors;
-    for (const auto& r : receipts)
-      if (const std::string* bytes = blob(r)) cursors.emplace_back(*bytes);
+    const Archive* archive = in.archive;
+    auto blob = [&](const std::string& receipt) { return archive ? archive->find(receipt) : nullptr; };
+    // Snapshots hold the dropped messages in order, so first try each named blob's next line,
+    // compared where the archive keeps it (no blob is read into memory whole); only a message
+    // found out of order costs reading and hashing every archived line.
+    struct Cursor {
+      const std::string* receipt;
+      std::uint64_t at, size;
+    };
+    std::vector<Cursor> cursors;
+    if (archive != nullptr)
+      for (const auto& r : receipts)
+        if (auto size = archive->size_of(r)) cursors.push_back({&r, 0, *size});
     auto archived_whole = [&](const Message& m) {
       // A message's raw bytes may span lines (pretty-printed input), so match them as a prefix
       // ending at a line end rather than as one line.
-      for (std::string_view& rest : cursors) {
-        if (rest == m.raw()) return true;
-        if (rest.size() > m.raw().size() && rest[m.raw().size()] == '\n' && rest.substr(0, m.raw().size()) == m.raw()) {
-          rest.remove_prefix(m.raw().size() + 1);
-          return true;
-        }
+      const std::uint64_t length = m.raw().size();
+      for (Cursor& c : cursors) {
+        const std::uint64_t rest = c.size - c.at;
+        if (rest < length || (rest > length && !archive->holds(*c.receipt, c.at + length, "\n"))) continue;
+        if (!archive->holds(*c.receipt, c.at, m.raw())) continue;
+        c.at += rest == length ? length : length + 1;
+        return true;
       }
       if (!lines_built) {
         lines_built = true;
@@ -98,13 +106,13 @@ class ArchivedChecker final : public Checker {
         continue;
       }
       next_added = partner + 1;
-      check_edit(was, in.candidate[added[partner]], added[partner], blob, archived_whole, out);
+      check_edit(was, in.candidate[added[partner]], added[partner], archive, archived_whole, out);
     }
   }
 
  private:
-  template <class Blob, class Whole>
-  void check_edit(const Message& was, const Message& now, std::size_t index, Blob blob, Whole archived_whole,
+  template <class Whole>
+  void check_edit(const Message& was, const Message& now, std::size_t index, const Archive* archive, Whole archived_whole,
                   std::vector<Violation>& out) const {
     bool other_change = was.json().size() != now.json().size();
     for (const auto& kv : was.json())
@@ -122,10 +130,8 @@ class ArchivedChecker final : public Checker {
       std::string_view old_bytes = raw_block_field(was, b, "content");
       std::string id(x.tool_use_id());
       bool found = false;
-      for (const auto& r : find_receipts(raw_block_field(now, b, "content"))) {
-        const std::string* bytes = blob(r);
-        if (bytes != nullptr && *bytes == old_bytes) found = true;
-      }
+      for (const auto& r : find_receipts(raw_block_field(now, b, "content")))
+        if (archive != nullptr && archive->size_of(r) == old_bytes.size() && archive->holds(r, 0, old_bytes)) found = true;
       if (!found)
         out.push_back(violation(name(), index, "tool_result " + id +
                                                    ": content was shortened or removed, but no receipt in it archives the original",

@@ -263,6 +263,16 @@ bool Conversation::unchanged_from_input() const {
   return true;
 }
 
+std::vector<std::string_view> Conversation::jsonl_pieces(std::size_t begin, std::size_t end) const {
+  std::vector<std::string_view> out;
+  out.reserve(2 * (end - begin));
+  for (std::size_t i = begin; i < end; ++i) {
+    out.push_back(messages_[i]->raw());
+    out.push_back("\n");
+  }
+  return out;
+}
+
 std::vector<std::string_view> Conversation::pieces() const {
   if (unchanged_from_input()) return {*frame_->buffer};
   const auto& entries = frame_->system_entries;

@@ -60,15 +60,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (context.summarizer == nullptr) return StageResult::decline("no summarizer is configured");
 
   // 1. The whole history goes to the archive before anything is summarized.
-  std::string jsonl;
-  std::size_t bytes = 0;
-  for (const MessagePtr& m : c.messages()) bytes += m->raw().size() + 1;
-  jsonl.reserve(bytes);
-  for (const MessagePtr& m : c.messages()) {
-    jsonl += m->raw();
-    jsonl += '\n';
-  }
-  auto receipt = context.archive->put(std::move(jsonl));
+  auto receipt = context.archive->put(HashedBlob(c.jsonl_pieces(0, c.size())));
   if (!receipt) return StageResult::decline(receipt.error().message);
 
   // 2. The summary, validated before it can reach the history.
