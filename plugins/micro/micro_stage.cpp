@@ -140,7 +140,7 @@ class MicroStage final : public Stage {
     auto receipt = [&](const Edit& e) -> const std::string& {
       Hashed& h = hashed[e.original.data()];
       if (h.receipt.empty()) {
-        h.blob.emplace(std::string(e.original));
+        h.blob.emplace(std::vector<std::string_view>{e.original});  // the committed message's bytes, not copied
         h.receipt = h.blob->receipt();
       }
       return h.receipt;

@@ -43,9 +43,10 @@ class Archive {
  public:
   virtual ~Archive() = default;
 
-  // Archives `bytes` and returns the receipt; an error names the path and the errno text.
+  // Archives `bytes` and returns the receipt; an error names the path and the errno text. The
+  // bytes are written before put() returns and not kept: no copy is made, and none is held.
   virtual Expected<std::string> put(std::string_view bytes) = 0;
-  // The same, keeping `bytes` without a copy (a stage's snapshot of many messages).
+  // The same, taking `bytes` (freed once written).
   virtual Expected<std::string> put(std::string&& bytes) = 0;
   // The same without hashing again.
   virtual Expected<std::string> put(HashedBlob&& blob) = 0;

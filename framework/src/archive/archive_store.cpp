@@ -304,7 +304,8 @@ Expected<bool> ArchiveStore::check_folder_owner() {
   return true;
 }
 
-Expected<std::string> ArchiveStore::put(std::string_view bytes) { return put(std::string(bytes)); }
+// Written from the caller's bytes, which put() does not keep: no copy.
+Expected<std::string> ArchiveStore::put(std::string_view bytes) { return put(HashedBlob(std::vector<std::string_view>{bytes})); }
 
 Expected<std::string> ArchiveStore::put(std::string&& bytes) { return put(HashedBlob(std::move(bytes))); }
 
