@@ -485,16 +485,15 @@ bool ArchiveStore::holds(std::string_view receipt, std::uint64_t offset, std::st
     const std::string* whole = find(receipt);
     return whole != nullptr && std::string_view(*whole).substr(offset, bytes.size()) == bytes;
   }
-  // Compared a chunk at a time: no more than a chunk of the blob in memory.
+  // Compared a chunk at a time: no more than a chunk of the blob in memory. Unreadable means
+  // not held, as far as anyone can tell.
   char chunk[16 * 1024];
   std::uint64_t at = stored.offset + offset;
   while (!bytes.empty()) {
-    ssize_t n = fs_.read_at(pack_fd_, chunk, std::min(sizeof chunk, bytes.size()), static_cast<off_t>(at));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // unreadable: not held, as far as anyone can tell
-    if (std::memcmp(chunk, bytes.data(), static_cast<std::size_t>(n)) != 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-    at += static_cast<std::uint64_t>(n);
+    const std::size_t n = std::min(sizeof chunk, bytes.size());
+    if (!read_pack_at(chunk, n, at) || std::memcmp(chunk, bytes.data(), n) != 0) return false;
+    bytes.remove_prefix(n);
+    at += n;
   }
   return true;
 }
@@ -506,15 +505,20 @@ std::optional<std::string> ArchiveStore::read_packed(std::string_view receipt, c
     return std::move(*restored);
   }
   std::string bytes(stored.length, '\0');
-  std::uint64_t done = 0;
-  while (done < stored.length) {
-    ssize_t n = fs_.read_at(pack_fd_, bytes.data() + done, stored.length - done,
-                            static_cast<off_t>(stored.offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    done += static_cast<std::uint64_t>(n);
-  }
+  if (!read_pack_at(bytes.data(), bytes.size(), stored.offset)) return std::nullopt;
   return bytes;
+}
+
+bool ArchiveStore::read_pack_at(char* data, std::size_t size, std::uint64_t offset) const {
+  while (size > 0) {
+    ssize_t n = fs_.read_at(pack_fd_, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return true;
 }
 
 Expected<bool> ArchiveStore::commit_pack() {

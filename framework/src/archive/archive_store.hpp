@@ -87,6 +87,8 @@ class ArchiveStore final : public Archive {
   Expected<bool> ensure_archive_folder();
   // The bytes of a packed blob, read back from this run's pack (or, once committed, its file).
   std::optional<std::string> read_packed(std::string_view receipt, const Stored& stored) const;
+  // Exactly `size` bytes of this run's open pack from `offset`, retrying EINTR and short reads.
+  bool read_pack_at(char* data, std::size_t size, std::uint64_t offset) const;
   Expected<bool> write_loose(const std::string& final_path, std::string_view bytes);
   // Every byte, retrying EINTR; `written` (when given) counts what reached the file, even on failure.
   Expected<bool> write_all(int fd, std::string_view bytes, const std::string& path, std::uint64_t* written = nullptr);
