@@ -89,6 +89,8 @@ class Conversation {
   // assistant message that ends in a server tool use, without a tool_use to answer), and last
   // or before an assistant message.
   static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot);
+  // The first half of that rule, on its own for the reader: an entry may follow `before`.
+  static bool system_entry_may_follow(const Message& before);
 
   // The same messages in a frame that counts tokens with `meter`.
   Conversation with_meter(std::shared_ptr<const Meter> meter) const;

@@ -140,16 +140,16 @@ Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const 
   return c;
 }
 
+bool Conversation::system_entry_may_follow(const Message& before) {
+  // After an assistant message only when a server tool use ends the turn (the API continues
+  // it); never where a tool_use waits for its results.
+  return before.role() == Role::user || (!before.blocks().empty() &&
+                                         before.blocks().back().kind() == BlockKind::server_tool_use &&
+                                         !before.has_tool_use());
+}
+
 bool Conversation::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot) {
-  if (slot == 0 || slot > messages.size()) return false;
-  const Message& before = *messages[slot - 1];
-  if (before.role() == Role::assistant) {
-    // Only after a server tool use that ends the turn (the API continues it); never where a
-    // tool_use waits for its results.
-    if (before.blocks().empty() || before.blocks().back().kind() != BlockKind::server_tool_use ||
-        before.has_tool_use())
-      return false;
-  }
+  if (slot == 0 || slot > messages.size() || !system_entry_may_follow(*messages[slot - 1])) return false;
   return slot == messages.size() || messages[slot]->role() == Role::assistant;
 }
 

@@ -225,14 +225,12 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
       // Messages API accepts it (its rules, named in each refusal).
       if (i == 0) problem(i, "a system entry is never the first message (rule: never first)");
       else if (is_system(i - 1)) problem(i, "a system entry never follows another system entry (rule: never adjacent)");
-      else if (const Message* prev = at_element[i - 1]; prev != nullptr && prev->role() == Role::assistant &&
-                                                      !(prev->blocks().size() > 0 && prev->blocks().back().kind() == BlockKind::server_tool_use &&
-                                                        !prev->has_tool_use()))
-        problem(i, "a system entry follows a user message (or an assistant message that ends in a server tool use), "
-                   "got an assistant message (rule: after a user turn)");
+      else if (const Message* prev = at_element[i - 1]; prev != nullptr && !Conversation::system_entry_may_follow(*prev))
+        problem(i, "a system entry must follow a user message (or an assistant message that ends in a server tool "
+                   "use), got an assistant message (rule: after a user turn)");
       if (i + 1 < spans.size() && roles[i + 1] == RoleSeen::user)
-        problem(i, "a system entry is the last message or is followed by an assistant message, got a user message "
-                   "(rule: before an assistant turn)");
+        problem(i, "a system entry must be the last message or be followed by an assistant message, got a user "
+                   "message (rule: before an assistant turn)");
       const boost::json::object& object = values[i].get_object();
       const boost::json::value* content = object.if_contains("content");
       std::string bad;

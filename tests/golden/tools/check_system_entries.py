@@ -80,14 +80,14 @@ refusals = [
      [SYS, USER, ASSISTANT], 0, "a system entry is never the first message (rule: never first)"),
     ("system_entry_after_assistant", "A system entry after an assistant turn is refused (after a user turn).",
      [USER, ASSISTANT, SYS], 2,
-     "a system entry follows a user message (or an assistant message that ends in a server tool use), "
+     "a system entry must follow a user message (or an assistant message that ends in a server tool use), "
      "got an assistant message (rule: after a user turn)"),
     ("system_entries_adjacent", "Two system entries next to each other are refused (never adjacent).",
      [USER, SYS, {"role": "system", "content": "second"}, ASSISTANT], 2,
      "a system entry never follows another system entry (rule: never adjacent)"),
     ("system_entry_before_user", "A system entry followed by a user message is refused (before an assistant turn).",
      [USER, SYS, {"role": "user", "content": "and the hidden ones"}, ASSISTANT], 1,
-     "a system entry is the last message or is followed by an assistant message, got a user message "
+     "a system entry must be the last message or be followed by an assistant message, got a user message "
      "(rule: before an assistant turn)"),
     ("system_entry_image", "A system entry holding an image is refused (text only).",
      [USER, {"role": "system", "content": [{"type": "text", "text": "see"},
@@ -97,6 +97,6 @@ refusals = [
 for name, intent, elements, at, what in refusals:
     lines = f"{where(at)}: messages.{at}: {what}\n"
     if name == "system_entry_first":  # followed by a user message too: both rules, one line each
-        lines += (f"{where(at)}: messages.{at}: a system entry is the last message or is followed by an assistant "
-                  "message, got a user message (rule: before an assistant turn)\n")
+        lines += (f"{where(at)}: messages.{at}: a system entry must be the last message or be followed by an "
+                  "assistant message, got a user message (rule: before an assistant turn)\n")
     write_case(name, intent, array_text(elements), 2, lines)

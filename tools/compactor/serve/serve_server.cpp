@@ -982,9 +982,8 @@ void Server::reload(const char* why) {
     current_ = std::move(next.loaded);
   }
   metrics_.add("compactor_serve_reloads_total", "result=\"ok\"");
-  spdlog::info("serve: reload ({}): config {} validated and in use", why, options_.config_file);
-  // The stderr line tests and operators wait for.
-  fmt::print(stderr, "compactor serve: reloaded {}\n", options_.config_file);
+  // One lifecycle line, like "listening" and "drained": what tests and operators wait for.
+  fmt::print(stderr, "compactor serve: reloaded {} ({}): validated and in use\n", options_.config_file, why);
 }
 
 int Server::listen_and_serve() {
