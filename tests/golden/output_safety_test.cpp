@@ -62,6 +62,11 @@ TEST_F(OutputSafety, RunRefusesTheReportOverTheOutputAndTheConfig) {
   r = run({"run", "--config", "p.yaml", "--input", "in.json", "--output", "p.yaml"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "compactor run: p.yaml: refusing to overwrite the config\n");
+  // Both on stdout would be two JSON documents run together: refused, nothing written.
+  r = run({"run", "--config", "p.yaml", "--input", "in.json", "--output", "-", "--report", "-"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "compactor run: --output and --report both name stdout (-); give one of them a file\n");
+  EXPECT_EQ(r.out, "");
   EXPECT_EQ(names(), (std::vector<std::string>{"in.json", "p.yaml"}));
   r = run({"calibrate", "--corpus", test::data_path("claude-code"), "--out", "fit.yaml", "--report", "./fit.yaml"});
   EXPECT_EQ(r.exit_code, 2);

@@ -141,7 +141,13 @@ TEST(ArchiveStore, RestoreRefusesWhatItCannotVerify) {
             "\"sha256:XYZ\" is not a receipt (expected sha256: and 64 lowercase hex digits)");
   std::string other = receipt_of("nothing");
   EXPECT_EQ(restore_blob(dir.string(), other).error().message,
-            store.path_of(other) + ": no such blob in the archive " + dir.string() + " (No such file or directory)");
+            dir.string() + ": no blob " + other + " in this archive (no loose file " + store.path_of(other) +
+                ": No such file or directory; no pack indexes it)");
+  // Run from another folder, the default relative archive is not there: said so, not "no blob".
+  EXPECT_EQ(restore_blob((dir / "elsewhere").string(), receipt).error().message,
+            (dir / "elsewhere").string() +
+                ": no such archive folder (No such file or directory); a run's archive is its config's archive.dir, "
+                "relative to the folder it ran in: give it with --archive");
   // A pack whose bytes were changed gives nothing for the changed blob.
   auto packs = packs_in(dir);
   ASSERT_EQ(packs.size(), 1u);
@@ -150,7 +156,8 @@ TEST(ArchiveStore, RestoreRefusesWhatItCannotVerify) {
   pack[5] = '4';
   std::ofstream(packs[0], std::ios::trunc | std::ios::binary) << pack;
   EXPECT_EQ(restore_blob(dir.string(), receipt).error().message,
-            store.path_of(receipt) + ": no such blob in the archive " + dir.string() + " (No such file or directory)");
+            dir.string() + ": no blob " + receipt + " in this archive (no loose file " + store.path_of(receipt) +
+                ": No such file or directory; no pack indexes it)");
   // A loose file at a blob's name is read first, and verified.
   fs::create_directories(fs::path(store.path_of(receipt)).parent_path());
   std::ofstream(store.path_of(receipt), std::ios::trunc) << "[1,2,4]";
@@ -476,7 +483,8 @@ TEST(ArchiveCommands, GcRemovesOnlyBlobsOlderThanTheGivenDays) {
   EXPECT_EQ(restored.out, "new bytes");
   auto gone = test::run_cli({"restore", old_receipt, "--archive", (dir / "a").string()});
   EXPECT_EQ(gone.exit_code, 2);
-  EXPECT_EQ(gone.err.rfind("compactor restore: " + store.path_of(old_receipt) + ": no such blob", 0), 0u) << gone.err;
+  EXPECT_EQ(gone.err.rfind("compactor restore: " + (dir / "a").string() + ": no blob " + old_receipt + " in this archive", 0), 0u)
+      << gone.err;
   fs::remove_all(dir);
 }
 

@@ -49,7 +49,13 @@ std::optional<FileId> file_id(const std::string& path, bool stdin_for_dash) {
 std::optional<std::string> overwrite_conflict(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const NamedPath& out = outputs[i];
-    if (out.path == "-") continue;
+    if (out.path == "-") {
+      // Two documents on one stream would be neither: refused like two outputs to one file.
+      for (std::size_t j = 0; j < i; ++j)
+        if (outputs[j].path == "-")
+          return outputs[j].role + " and " + out.role + " both name stdout (-); give one of them a file";
+      continue;
+    }
     std::optional<FileId> id = file_id(out.path, false);
     for (const NamedPath& in : inputs)
       if (id && id == file_id(in.path, true)) return out.path + ": refusing to overwrite " + in.role;

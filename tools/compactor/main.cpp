@@ -18,7 +18,7 @@ commands:
   run             --config F --input F [--output F] [--report F] [--request TEXT]
                   [--reason prompt_too_long]
                            run a pipeline on a conversation
-  check           --input F
+  check           --input F [--request TEXT]
                            validate a conversation against the checkers
   validate        --config F
                            load, validate and build a pipeline without running it

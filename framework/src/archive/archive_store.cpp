@@ -635,7 +635,14 @@ Expected<std::string> restore_blob(const std::string& dir, std::string_view rece
     // Not loose: in a pack, or nowhere.
     int err = errno;
     if (auto packed = restore_packed(dir, hex, receipt)) return std::move(*packed);
-    return Error{path + ": no such blob in the archive " + dir + " (" + std::strerror(err) + ")"};
+    struct stat folder {};
+    const int folder_err = ::stat(dir.c_str(), &folder) != 0 ? errno : S_ISDIR(folder.st_mode) ? 0 : ENOTDIR;
+    if (folder_err != 0)
+      return Error{dir + ": no such archive folder (" + std::strerror(folder_err) +
+                   "); a run's archive is its config's archive.dir, relative to the folder it ran in: give it with "
+                   "--archive"};
+    return Error{dir + ": no blob " + std::string(receipt) + " in this archive (no loose file " + path + ": " +
+                 std::strerror(err) + "; no pack indexes it)"};
   }
   auto read = read_regular_file(path, UINT64_MAX);
   if (!read) return read.error();
