@@ -14,7 +14,9 @@ TEST(ActiveRequest, NewestUserTextThatIsNotRuntimeText) {
     {"role":"assistant","content":"done"},
     {"role":"user","content":[{"type":"text","text":"second ask"},{"type":"text","text":"[Request interrupted by user]"}]},
     {"role":"assistant","content":"ok"},
-    {"role":"user","content":"<command-name>/clear</command-name>"}])");
+    {"role":"user","content":"<command-name>/clear</command-name>"},
+    {"role":"assistant","content":"cleared"},
+    {"role":"user","content":"<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>\nRead the output file to retrieve the result."}])");
   auto r = find_active_request(c);
   EXPECT_EQ(r.text, "second ask");
   EXPECT_EQ(r.message_index, 4u);

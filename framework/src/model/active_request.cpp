@@ -11,11 +11,13 @@ bool is_runtime_text(std::string_view text) {
   if (start == std::string_view::npos) return true;
   text.remove_prefix(start);
   // "[compactor " starts every marker a Compactor stage writes: never the user's request.
-  static constexpr std::array<std::string_view, 11> kPrefixes = {
+  // <task-notification>: Claude Code telling the model a background command ended (68 in the
+  // shared corpus), with its own instruction to read the output file after it.
+  static constexpr std::array<std::string_view, 12> kPrefixes = {
       "[compactor ",
       "<command-name>",     "<command-message>",     "<command-args>",         "<local-command-stdout>",
       "<local-command-stderr>", "<local-command-caveat>", "<system-reminder>", "<bash-input>",
-      "<bash-stdout>",      "[Request interrupted by user",
+      "<bash-stdout>",      "[Request interrupted by user", "<task-notification>",
   };
   for (std::string_view p : kPrefixes)
     if (text.substr(0, p.size()) == p) return true;
