@@ -251,7 +251,7 @@ Pipeline build_pipeline(const fs::path& dir, const std::string& stages, const st
   return std::move(p).value();
 }
 
-// Four 2,000-char results, so micro (keep_recent 0) archives three blobs; a thinking-free,
+// Four 2,000-char results, so micro (keep_recent 0) archives four blobs; a thinking-free,
 // closed history.
 Conversation four_results() {
   std::string out = R"([{"role":"user","content":"read the logs"})";
@@ -262,6 +262,16 @@ Conversation four_results() {
            std::string(2000, static_cast<char>('a' + i)) + R"("}]})";
   }
   return test::parse_or_die(out + R"(,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}])");
+}
+
+// micro (keep_recent 0) over four_results(), archiving into <dir>/archive through `file_system`
+// (the real one when null).
+RunReport run_micro(const fs::path& dir, FileSystem* file_system) {
+  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", (dir / "archive").string());
+  QuietLogger log;
+  RunOptions options;
+  options.file_system = file_system;
+  return pipeline.run(four_results(), options, log);
 }
 
 struct FaultCase {
@@ -279,14 +289,9 @@ TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
   const FaultCase& f = GetParam();
   fs::path dir = scratch(std::string("fault-") + f.name);
   std::string archive_dir = (dir / "archive").string();
-  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
   // The second write fails; the folder vanishes before the run's one open (of its pack).
   FaultyFileSystem faulty(f.fault, f.err, f.fault == FaultyFileSystem::Fault::vanish_before_open ? 1 : 2, archive_dir);
-  QuietLogger log;
-  Conversation input = four_results();
-  RunOptions options;
-  options.file_system = &faulty;
-  RunReport report = pipeline.run(input, options, log);
+  RunReport report = run_micro(dir, &faulty);
 
   ASSERT_EQ(report.stages.size(), 1u);
   EXPECT_EQ(report.stages[0].status, StageStatus::declined);
@@ -296,7 +301,7 @@ TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
   EXPECT_NE(report.stages[0].reason.find(f.text), std::string::npos) << report.stages[0].reason;
   EXPECT_EQ(report.exit_code, 1);  // micro declined: still over budget
   ASSERT_TRUE(report.output.has_value());
-  EXPECT_EQ(report.output->serialize(), input.serialize());  // the last committed: the input
+  EXPECT_EQ(report.output->serialize(), four_results().serialize());  // the last committed: the input
   EXPECT_TRUE(temp_files(dir).empty());
   fs::remove_all(dir);
 }
@@ -314,12 +319,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ArchiveFault, FailedSyncAtCommitFailsTheRunAndWritesNothing) {
   fs::path dir = scratch("fsync");
   std::string archive_dir = (dir / "archive").string();
-  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
   FaultyFileSystem faulty(FaultyFileSystem::Fault::fsync_errno, EIO, 1, archive_dir);
-  QuietLogger log;
-  RunOptions options;
-  options.file_system = &faulty;
-  RunReport report = pipeline.run(four_results(), options, log);
+  RunReport report = run_micro(dir, &faulty);
   EXPECT_EQ(report.exit_code, 3);
   EXPECT_FALSE(report.output.has_value());
   EXPECT_EQ(report.error, "archive: cannot sync " + archive_dir + ": Input/output error");
@@ -333,13 +334,8 @@ TEST(ArchiveFault, FailedSyncAtCommitFailsTheRunAndWritesNothing) {
 TEST(ArchiveFault, ABlobThatCannotBeReadBackRejectsTheStage) {
   fs::path dir = scratch("read-back");
   std::string archive_dir = (dir / "archive").string();
-  Pipeline pipeline = build_pipeline(dir, "  - stage: micro\n    params: {keep_recent: 0}\n", archive_dir);
   FaultyFileSystem faulty(FaultyFileSystem::Fault::read_errno, EIO, 1, archive_dir);
-  QuietLogger log;
-  Conversation input = four_results();
-  RunOptions options;
-  options.file_system = &faulty;
-  RunReport report = pipeline.run(input, options, log);
+  RunReport report = run_micro(dir, &faulty);
   ASSERT_EQ(report.stages.size(), 1u);
   EXPECT_EQ(report.stages[0].status, StageStatus::rejected);
   // Every result micro replaced (keep_recent 0: all four), each named.
@@ -352,11 +348,11 @@ TEST(ArchiveFault, ABlobThatCannotBeReadBackRejectsTheStage) {
               0u)
         << report.stages[0].violations[static_cast<std::size_t>(i)];
   ASSERT_TRUE(report.output.has_value());
-  EXPECT_EQ(report.output->serialize(), input.serialize());
+  EXPECT_EQ(report.output->serialize(), four_results().serialize());
   EXPECT_TRUE(packs_in(archive_dir).empty());
   EXPECT_TRUE(temp_files(dir).empty());
   // Read back for real, the same blobs pass: the results are archived and committed.
-  RunReport good = pipeline.run(input, RunOptions{}, log);
+  RunReport good = run_micro(dir, nullptr);
   ASSERT_EQ(good.stages.size(), 1u);
   EXPECT_EQ(good.stages[0].status, StageStatus::committed);
   EXPECT_EQ(packs_in(archive_dir).size(), 1u);

@@ -129,27 +129,25 @@ class Spawner {
     }
   }
 
-  static bool write_all(int fd, const void* data, std::size_t size) {
-    const char* p = static_cast<const char*>(data);
+  // All `size` bytes through `io(fd, data, left)` (::read or ::write), retrying EINTR and short
+  // transfers; false at end of file or on an error.
+  template <class Io>
+  static bool all(int fd, char* data, std::size_t size, Io io) {
     while (size > 0) {
-      ssize_t n = ::write(fd, p, size);
+      ssize_t n = io(fd, data, size);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
-      p += n;
+      data += n;
       size -= static_cast<std::size_t>(n);
     }
     return true;
   }
+  static bool write_all(int fd, const void* data, std::size_t size) {
+    return all(fd, static_cast<char*>(const_cast<void*>(data)), size,
+               [](int f, const char* p, std::size_t n) { return ::write(f, p, n); });
+  }
   static bool read_all(int fd, void* data, std::size_t size) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-      ssize_t n = ::read(fd, p, size);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      size -= static_cast<std::size_t>(n);
-    }
-    return true;
+    return all(fd, static_cast<char*>(data), size, [](int f, char* p, std::size_t n) { return ::read(f, p, n); });
   }
 
   int to_ = -1, from_ = -1;

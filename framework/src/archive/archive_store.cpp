@@ -460,7 +460,7 @@ const std::string* ArchiveStore::find(std::string_view receipt) const {
   if (it == manifest_.end()) return nullptr;
   if (!it->second.packed) return &it->second.bytes;
   if (auto cached = read_back_.find(receipt); cached != read_back_.end()) return &cached->second;
-  auto bytes = read_packed(receipt, it->second);
+  auto bytes = read_back(receipt, it->second);
   // Unreadable: the checker finds nothing archived and rejects the candidate, never passes it.
   if (!bytes) return nullptr;
   return &read_back_.emplace(std::string(receipt), std::move(*bytes)).first->second;
@@ -498,7 +498,7 @@ bool ArchiveStore::holds(std::string_view receipt, std::uint64_t offset, std::st
   return true;
 }
 
-std::optional<std::string> ArchiveStore::read_packed(std::string_view receipt, const Stored& stored) const {
+std::optional<std::string> ArchiveStore::read_back(std::string_view receipt, const Stored& stored) const {
   if (pack_fd_ < 0) {  // committed: the pack has its final name
     auto restored = restore_blob(dir_, receipt);
     if (!restored) return std::nullopt;

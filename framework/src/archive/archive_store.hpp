@@ -86,7 +86,7 @@ class ArchiveStore final : public Archive {
   // every put; the pack folder and each fan-out folder likewise, as first used.
   Expected<bool> ensure_archive_folder();
   // The bytes of a packed blob, read back from this run's pack (or, once committed, its file).
-  std::optional<std::string> read_packed(std::string_view receipt, const Stored& stored) const;
+  std::optional<std::string> read_back(std::string_view receipt, const Stored& stored) const;
   // Exactly `size` bytes of this run's open pack from `offset`, retrying EINTR and short reads.
   bool read_pack_at(char* data, std::size_t size, std::uint64_t offset) const;
   Expected<bool> write_loose(const std::string& final_path, std::string_view bytes);
