@@ -1,7 +1,12 @@
 #include "host/stderr_logger.hpp"
 
+#include <fmt/format.h>  // libfmt's declarations keep their default visibility
+// spdlog is compiled here, header-only; its code stays private to the framework instead of
+// joining the symbols every plugin load searches.
+#pragma GCC visibility push(hidden)
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#pragma GCC visibility pop
 
 #include <cstdlib>
 
