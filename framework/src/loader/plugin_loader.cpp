@@ -3,10 +3,10 @@
 #include "checkers/builtin_checkers.hpp"
 #include "loader/plugin_discovery.hpp"
 
-#include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <elf.h>
@@ -15,7 +15,6 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -160,36 +159,92 @@ std::string machine_name(std::uint16_t machine) {
   }
 }
 
-// Why the file cannot be this host's shared library, read from its ELF header before Boost.DLL
-// reads it: Boost.DLL allocates what the section headers claim (6 GB for a corrupt 1.4 MB
-// file), so every header and section must lie inside the file; and a library for another
-// machine is said to be one, not reported as a missing file by dlopen.
-std::optional<std::string> elf_refusal(const std::string& file) {
-  std::error_code ec;
-  std::uint64_t size = fs::file_size(file, ec);
-  std::ifstream in(file, std::ios::binary);
+// What the loader reads of a plugin file before loading it, from one open: why it cannot be this
+// host's shared library, or its exported entry symbols and the bytes of its info symbol. Read by
+// hand rather than with boost::dll::library_info, which reads the whole .symtab (thousands of
+// local symbols in a build with debug information) into strings, a third read of the file.
+struct ElfExports {
+  std::optional<std::string> refusal;
+  std::vector<std::string> entries;  // exported names starting with kEntrySymbolPrefix
+  std::optional<std::string> info;   // the bytes of compactor_plugin_info, when it is exported
+};
+
+// Every header and section must lie inside the file (Boost.DLL allocated what a corrupt
+// 1.4 MB file's section headers claimed, 6 GB), and a library for another machine is said to be
+// one, not reported as a missing file by dlopen.
+ElfExports read_elf_exports(const std::string& file) {
+  ElfExports out;
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } f{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+  struct stat st {};
+  const std::uint64_t size = f.fd >= 0 && ::fstat(f.fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  auto read_at = [&](void* to, std::uint64_t offset, std::uint64_t length) {
+    if (offset > size || length > size - offset) return false;
+    auto* p = static_cast<char*>(to);
+    for (std::uint64_t done = 0; done < length;) {
+      ssize_t n = ::pread(f.fd, p + done, length - done, static_cast<off_t>(offset + done));
+      if (n <= 0) return false;
+      done += static_cast<std::uint64_t>(n);
+    }
+    return true;
+  };
   Elf64_Ehdr header{};
-  in.read(reinterpret_cast<char*>(&header), sizeof header);
-  // Boost.DLL's own message for a file that is not ELF is an iostream error; say it plainly.
-  if (ec || in.gcount() < 4 || std::string_view(reinterpret_cast<const char*>(header.e_ident), 4) != "\x7f" "ELF")
-    return "not a shared library (no ELF header)";
-  if (in.gcount() != sizeof header) return "not a shared library (truncated ELF header)";
-  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != kHostMachine)
-    return "built for another architecture (" +
-           (header.e_ident[EI_CLASS] == ELFCLASS64 ? machine_name(header.e_machine) : std::string("32-bit ELF")) +
-           "); this host is " + machine_name(kHostMachine) + " 64-bit";
-  if (header.e_type != ET_DYN) return "not a shared library (ELF type " + std::to_string(header.e_type) + ")";
-  if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shoff > size ||
-      std::uint64_t{header.e_shnum} * sizeof(Elf64_Shdr) > size - header.e_shoff)
-    return "corrupt ELF file (section headers outside its " + std::to_string(size) + " bytes)";
-  in.seekg(static_cast<std::streamoff>(header.e_shoff));
-  for (unsigned i = 0; i < header.e_shnum; ++i) {
-    Elf64_Shdr section{};
-    if (!in.read(reinterpret_cast<char*>(&section), sizeof section)) return "corrupt ELF file (unreadable section header)";
-    if (section.sh_type != SHT_NOBITS && (section.sh_offset > size || section.sh_size > size - section.sh_offset))
-      return "corrupt ELF file (section " + std::to_string(i) + " outside its " + std::to_string(size) + " bytes)";
+  if (size < 4 || !read_at(&header, 0, 4) || std::string_view(reinterpret_cast<const char*>(header.e_ident), 4) != "\x7f" "ELF") {
+    out.refusal = "not a shared library (no ELF header)";
+    return out;
   }
-  return std::nullopt;
+  if (!read_at(&header, 0, sizeof header)) {
+    out.refusal = "not a shared library (truncated ELF header)";
+    return out;
+  }
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != kHostMachine) {
+    out.refusal = "built for another architecture (" +
+                  (header.e_ident[EI_CLASS] == ELFCLASS64 ? machine_name(header.e_machine) : std::string("32-bit ELF")) +
+                  "); this host is " + machine_name(kHostMachine) + " 64-bit";
+    return out;
+  }
+  if (header.e_type != ET_DYN) {
+    out.refusal = "not a shared library (ELF type " + std::to_string(header.e_type) + ")";
+    return out;
+  }
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  if (header.e_shentsize != sizeof(Elf64_Shdr) || !read_at(sections.data(), header.e_shoff, sections.size() * sizeof(Elf64_Shdr))) {
+    out.refusal = "corrupt ELF file (section headers outside its " + std::to_string(size) + " bytes)";
+    return out;
+  }
+  for (std::size_t i = 0; i < sections.size(); ++i)
+    if (sections[i].sh_type != SHT_NOBITS && (sections[i].sh_offset > size || sections[i].sh_size > size - sections[i].sh_offset)) {
+      out.refusal = "corrupt ELF file (section " + std::to_string(i) + " outside its " + std::to_string(size) + " bytes)";
+      return out;
+    }
+  for (const Elf64_Shdr& symtab : sections) {
+    if (symtab.sh_type != SHT_DYNSYM || symtab.sh_link >= sections.size()) continue;
+    std::vector<Elf64_Sym> symbols(symtab.sh_size / sizeof(Elf64_Sym));
+    std::string names(sections[symtab.sh_link].sh_size, '\0');
+    if (!read_at(symbols.data(), symtab.sh_offset, symbols.size() * sizeof(Elf64_Sym)) ||
+        !read_at(names.data(), sections[symtab.sh_link].sh_offset, names.size()))
+      return out;
+    names.push_back('\0');  // a name running off the table's end stops there
+    for (const Elf64_Sym& sym : symbols) {
+      // Exported: defined, global or weak, default or protected visibility (what dlsym finds).
+      const unsigned visibility = sym.st_other & 0x03;
+      if (sym.st_name >= names.size() || sym.st_shndx == SHN_UNDEF || ELF64_ST_BIND(sym.st_info) == STB_LOCAL ||
+          (visibility != STV_DEFAULT && visibility != STV_PROTECTED))
+        continue;
+      std::string_view name(names.c_str() + sym.st_name);
+      if (name.rfind(kEntrySymbolPrefix, 0) == 0) out.entries.emplace_back(name);
+      if (name != "compactor_plugin_info" || sym.st_shndx >= sections.size() || sym.st_size > 4096) continue;
+      const Elf64_Shdr& where = sections[sym.st_shndx];
+      if (where.sh_type == SHT_NOBITS || sym.st_value < where.sh_addr || sym.st_value - where.sh_addr > where.sh_size) continue;
+      std::string bytes(sym.st_size, '\0');
+      if (read_at(bytes.data(), where.sh_offset + (sym.st_value - where.sh_addr), bytes.size())) out.info = std::move(bytes);
+    }
+  }
+  return out;
 }
 
 std::string octal_mode(mode_t mode) {
@@ -225,44 +280,6 @@ std::optional<std::string> ownership_refusal(const std::string& file) {
   return std::nullopt;
 }
 
-// The bytes of the exported data symbol `name`, read from the file's .dynsym without loading
-// it; every offset is checked against the file (elf_refusal has accepted its headers).
-std::optional<std::string> exported_bytes(const std::string& file, std::string_view name) {
-  std::ifstream in(file, std::ios::binary);
-  std::error_code ec;
-  std::uint64_t size = fs::file_size(file, ec);
-  Elf64_Ehdr header{};
-  if (ec || !in.read(reinterpret_cast<char*>(&header), sizeof header)) return std::nullopt;
-  std::vector<Elf64_Shdr> sections(header.e_shnum);
-  in.seekg(static_cast<std::streamoff>(header.e_shoff));
-  if (!in.read(reinterpret_cast<char*>(sections.data()), static_cast<std::streamsize>(sections.size() * sizeof(Elf64_Shdr))))
-    return std::nullopt;
-  auto read_at = [&](std::uint64_t offset, std::uint64_t length) -> std::optional<std::string> {
-    if (offset > size || length > size - offset) return std::nullopt;
-    std::string out(length, '\0');
-    in.seekg(static_cast<std::streamoff>(offset));
-    if (!in.read(out.data(), static_cast<std::streamsize>(length))) return std::nullopt;
-    return out;
-  };
-  for (const Elf64_Shdr& symtab : sections) {
-    if (symtab.sh_type != SHT_DYNSYM || symtab.sh_link >= sections.size()) continue;
-    auto symbols = read_at(symtab.sh_offset, symtab.sh_size);
-    auto names = read_at(sections[symtab.sh_link].sh_offset, sections[symtab.sh_link].sh_size);
-    if (!symbols || !names) return std::nullopt;
-    for (std::size_t k = 0; k + sizeof(Elf64_Sym) <= symbols->size(); k += sizeof(Elf64_Sym)) {
-      Elf64_Sym sym{};
-      std::memcpy(&sym, symbols->data() + k, sizeof sym);
-      if (sym.st_name >= names->size() || std::string_view(names->c_str() + sym.st_name) != name) continue;
-      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size() || sym.st_size > 4096) return std::nullopt;
-      const Elf64_Shdr& where = sections[sym.st_shndx];
-      if (where.sh_type == SHT_NOBITS || sym.st_value < where.sh_addr || sym.st_value - where.sh_addr > where.sh_size)
-        return std::nullopt;
-      return read_at(where.sh_offset + (sym.st_value - where.sh_addr), sym.st_size);
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 PluginProbe probe_plugin(const std::string& file) {
@@ -277,21 +294,12 @@ PluginProbe probe_plugin(const std::string& file) {
     probe.refusal = file + ": refused: " + *why;
     return probe;
   }
-  if (auto why = elf_refusal(file)) {
-    probe.refusal = file + ": " + *why;
+  ElfExports exports = read_elf_exports(file);
+  if (exports.refusal) {
+    probe.refusal = file + ": " + *exports.refusal;
     return probe;
   }
-  std::vector<std::string> symbols;
-  try {
-    boost::dll::library_info info(file);
-    symbols = info.symbols();
-  } catch (const std::exception& e) {
-    probe.refusal = file + ": not a shared library (" + e.what() + ")";
-    return probe;
-  }
-  std::vector<std::string> entries;
-  for (const auto& s : symbols)
-    if (s.rfind(kEntrySymbolPrefix, 0) == 0) entries.push_back(s);
+  const std::vector<std::string>& entries = exports.entries;
   if (entries.empty()) {
     probe.refusal = file + ": no Compactor plugin entry point (no exported " + kEntrySymbolPrefix +
                     "… symbol; build it with compactor_add_stage and COMPACTOR_PLUGIN)";
@@ -316,7 +324,7 @@ PluginProbe probe_plugin(const std::string& file) {
                     "; rebuild the plugin against this Compactor";
     return probe;
   }
-  if (auto info = exported_bytes(file, "compactor_plugin_info")) {
+  if (const auto& info = exports.info) {
     std::size_t nul = info->find('\0');
     probe.name = info->substr(0, nul);
     if (nul != std::string::npos) {
