@@ -1,12 +1,11 @@
 #include "meter/tokenizer.hpp"
 
+#include "meter/icu_on_demand.hpp"
 #include "meter/pretokenizer.hpp"
 #include "meter/rank_table.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/json/parse.hpp>
-#include <unicode/normalizer2.h>
-#include <unicode/bytestream.h>
 
 #include <algorithm>
 #include <atomic>
@@ -221,11 +220,7 @@ struct Tokenizer::Impl {
   void encode(std::string_view text, Emit&& emit, OnPiece&& on_piece) const {
     std::string normalized;
     if (nfkc && !std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-      UErrorCode status = U_ZERO_ERROR;
-      const icu::Normalizer2* nfkc_form = icu::Normalizer2::getNFKCInstance(status);
-      icu::StringByteSink<std::string> sink(&normalized);
-      if (U_SUCCESS(status)) nfkc_form->normalizeUTF8(0, icu::StringPiece(text.data(), static_cast<int32_t>(text.size())), sink, nullptr, status);
-      if (U_SUCCESS(status)) text = normalized;
+      if (detail::nfkc_normalize(text, normalized)) text = normalized;
     }
     if (specials.empty()) return split(text, on_piece);
     std::size_t pos = 0;
@@ -333,6 +328,9 @@ bool read_specials(std::string_view bytes, std::vector<SpecialToken>& out) {
 std::string packed_rank_file_name(TokenizerKind kind) { return std::string(rank_file_name(kind)) + ".pack"; }
 
 Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
+  std::string no_icu;
+  if (detail::icu_functions(&no_icu) == nullptr)
+    return Error{"token meter " + std::string(rank_file_name(kind)) + ": " + no_icu};
   std::string path = data_dir + "/" + std::string(rank_file_name(kind));
   // The pack made at build time, when it was made from this very rank file (same size) or the
   // rank file is not there: mapped, not parsed.

@@ -94,6 +94,12 @@ TEST(Tokenizer, ClaudeNormalisesNfkcAndKnowsItsSpecialTokens) {
   ASSERT_TRUE(claude);
   // U+FB01 (ﬁ) is "fi" after NFKC; full-width digits are ASCII digits.
   EXPECT_EQ(claude->encode("\xEF\xAC\x81sh \xEF\xBC\x91\xEF\xBC\x92"), claude->encode("fish 12"));
+  // NFKC can grow a text past any fixed slack: U+FDFA is one UTF-16 unit and becomes 18
+  // ("صلى الله عليه وسلم"), so the normalizer is asked again with the size it reports.
+  EXPECT_EQ(claude->encode("x \xEF\xB7\xBA"),
+            claude->encode("x \xD8\xB5\xD9\x84\xD9\x89 \xD8\xA7\xD9\x84\xD9\x84\xD9\x87 "
+                           "\xD8\xB9\xD9\x84\xD9\x8A\xD9\x87 \xD9\x88\xD8\xB3\xD9\x84\xD9\x85"));
+  EXPECT_NE(claude->encode("x \xEF\xB7\xBA"), claude->encode("x \xEF\xB7\xBB"));
   auto ids = claude->encode("a<EOT>b<META_START>");
   ASSERT_EQ(ids.size(), 4u);
   EXPECT_EQ(ids[1], 0u);  // <EOT>
