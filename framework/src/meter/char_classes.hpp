@@ -1,5 +1,5 @@
 // The Unicode classes the split patterns of cl100k_base, o200k_base and Claude's legacy tokenizer
-// ask about, one byte per code point, read from ICU once. The patterns' `\s` is Unicode
+// ask about, one byte per code point, read from ICU when Compactor is built. The patterns' `\s` is Unicode
 // White_Space, as in the Rust regex crate tiktoken uses (not ICU's `\s`, which lacks U+000B and
 // U+0085, nor JavaScript's, which adds U+FEFF).
 #pragma once
@@ -17,9 +17,11 @@ enum CharClass : std::uint8_t {
   kSpace = 16,      // \s
   kNewline = 32,    // [\r\n]
   kMark = 64,       // \p{M}
+  kNfkcMayChange = 128,  // not NFKC_QC=Yes, or not a starter: NFKC may change a text holding it
 };
 
-// The classes of every code point (0x110000 entries), built on first use.
+// The classes of every code point (0x110000 entries), built on first use from runs generated at
+// build time (framework/tools/char_class_gen.cpp reads them from ICU).
 const std::uint8_t* char_class_table();
 
 // Decodes the code point at `pos` of valid UTF-8; returns its length in bytes (1 for a stray

@@ -219,9 +219,7 @@ struct Tokenizer::Impl {
   template <class Emit, class OnPiece>
   void encode(std::string_view text, Emit&& emit, OnPiece&& on_piece) const {
     std::string normalized;
-    if (nfkc && !std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-      if (detail::nfkc_normalize(text, normalized)) text = normalized;
-    }
+    if (nfkc && detail::nfkc_normalize(text, normalized)) text = normalized;
     if (specials.empty()) return split(text, on_piece);
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -329,8 +327,8 @@ std::string packed_rank_file_name(TokenizerKind kind) { return std::string(rank_
 
 Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
   std::string no_icu;
-  if (detail::icu_functions(&no_icu) == nullptr)
-    return Error{"token meter " + std::string(rank_file_name(kind)) + ": " + no_icu};
+  if (kind == TokenizerKind::claude_legacy && detail::icu_functions(&no_icu) == nullptr)
+    return Error{"token meter " + std::string(rank_file_name(kind)) + ": NFKC needs ICU: " + no_icu};
   std::string path = data_dir + "/" + std::string(rank_file_name(kind));
   // The pack made at build time, when it was made from this very rank file (same size) or the
   // rank file is not there: mapped, not parsed.
