@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libboost1.81-dev libboost-json1.81-dev libboost-filesystem1.81-dev
+  libboost1.81-dev libboost-json1.81-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libicu-dev nettle-dev libcurl4-openssl-dev
