@@ -355,7 +355,7 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
       report.broken_lines.push_back(line_no);
       continue;
     }
-    const json::object& o = v.get_object();
+    json::object& o = v.get_object();
     recorder.read(o, line_no);
     std::string type = string_field(v, "type"), uuid = string_field(v, "uuid"), parent = string_field(v, "parentUuid");
     auto known_parent = parent.empty() ? position.end() : position.find(parent);
@@ -383,7 +383,9 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
       ++report.other_skipped;
       continue;
     }
-    const json::value& content = message->value().get_object().contains("content") ? message->value().at("content") : json::value();
+    json::value none;
+    json::value* found = message->value().get_object().if_contains("content");
+    json::value& content = found != nullptr ? *found : none;  // its blocks are moved into the draft
     // A typed prompt whose parent is earlier in the chain: the user rewound the session there, and
     // the branch after that point is abandoned. (Tool results are not rewinds: Claude Code
     // parents each result to the line holding its own tool_use, so parallel calls branch.)
@@ -395,10 +397,10 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     }
     Draft d{type == "user" ? Role::user : Role::assistant, {}, line_no, string_field(message->value(), "id")};
     if (content.is_string()) {
-      d.content.push_back(json::object{{"type", "text"}, {"text", content.get_string()}});
+      d.content.push_back(json::object{{"type", "text"}, {"text", std::move(content.get_string())}});
     } else if (content.is_array()) {
-      for (const auto& b : content.get_array())
-        if (b.is_object()) d.content.push_back(b);
+      for (auto& b : content.get_array())
+        if (b.is_object()) d.content.push_back(std::move(b));
     }
     for (const auto& b : d.content)
       if (is_type(b, "tool_use")) log_tool_uses.insert(string_field(b, "id"));
