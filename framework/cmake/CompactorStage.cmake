@@ -25,7 +25,11 @@ function(_compactor_add_plugin target caller)
     OUTPUT_NAME ${target}
     LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIRECTORY}
     CXX_VISIBILITY_PRESET hidden
-    VISIBILITY_INLINES_HIDDEN ON)
+    VISIBILITY_INLINES_HIDDEN ON
+    # No RUNPATH: the host has loaded the framework and the libraries it shares with its plugins
+    # before any plugin, and a plugin's own search path must never reach the working folder.
+    BUILD_WITH_INSTALL_RPATH ON
+    INSTALL_RPATH "")
   target_link_libraries(${target} PRIVATE compactor::framework)
 endfunction()
 

@@ -100,5 +100,26 @@ TEST_F(OutputSafety, AnUnwritableReportLeavesTheOutputAsItWas) {
   EXPECT_EQ(names(), (std::vector<std::string>{"in.json", "out.json", "p.yaml"}));  // no temporary left
 }
 
+// The dynamic loader reads an empty RUNPATH entry as the working folder, and CMake's build tree
+// gave every binary one: `build/bin/compactor` run here loaded a planted libnettle.so.8. Planted
+// under the name of every library the CLI, the framework, the plugins and the meters load
+// (ICU by dlopen), none may be taken.
+TEST_F(OutputSafety, NoLibraryIsLoadedFromTheWorkingFolder) {
+  for (const char* name : {"libcompactor_framework.so", "libboost_json.so.1.81.0", "libfmt.so.9", "libyaml-cpp.so.0.7",
+                           "libnettle.so.8", "libicuuc.so.72", "libstdc++.so.6", "libgcc_s.so.1"})
+    fs::copy_file(COMPACTOR_PLANTED_LIBRARY, dir_ / name);
+  std::ofstream(dir_ / "nfkc.json") << R"([{"role":"user","content":"\ufb01sh \u2026 \u2460"}])";
+  const std::string config = std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--version"},
+           {"validate", "--config", config},
+           {"run", "--config", config, "--input", "in.json", "--output", "out.json"},
+           {"count", "--input", "nfkc.json", "--meter", "claude-legacy"}}) {
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "planted-library-was-loaded")) << args[0] << " loaded a library from its working folder";
+  }
+}
+
 }  // namespace
 }  // namespace compactor
