@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-
 #include <mutex>
 #include <type_traits>
 #include <vector>

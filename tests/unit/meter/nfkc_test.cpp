@@ -36,7 +36,7 @@ std::string utf8(char32_t c) {
   return s;
 }
 
-// What normalize_or_self gives: the text itself when nfkc_normalize says it is in NFKC already.
+// The text after NFKC as the meter sees it: the text itself when nfkc_normalize says it is in NFKC.
 std::string ours(const std::string& text) {
   std::string out;
   return compactor::detail::nfkc_normalize(text, out) ? out : text;
