@@ -1,4 +1,4 @@
-// compactor count --input F [--meter KIND]… [--fit F] [--per-message]: tokens by each meter.
+// compactor count --input F [--meter KIND]… [--fit F [--family NAME]] [--per-message]: tokens by each meter.
 #include "command_line.hpp"
 #include "commands.hpp"
 
@@ -8,11 +8,14 @@
 #include <boost/json.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace compactor::cli {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: compactor count --input FILE [--meter KIND]… [--fit FILE] [--per-message]
+constexpr const char* kHelp = R"(usage: compactor count --input FILE [--input-format F] [--meter KIND]… [--fit FILE [--family NAME]]
+                       [--per-message]
 
 Counts a conversation's tokens with each meter (default: chars4, cl100k, o200k, claude-legacy;
 calibrated too when --fit is given) and prints one line per meter: the messages' tokens, and
@@ -24,8 +27,9 @@ options:
   --input FILE      the conversation ("-" for stdin), in any format `run` reads
   --input-format auto|anthropic|claude-code|openai
   --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
-  --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`)
-  --family NAME     the fit's model family (default: the fit's default_family)
+  --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
+                    the calibrated meter (given, or the default list's fifth)
+  --family NAME     the fit's model family (default: the fit's default_family); only with --fit
   --per-message     print a JSON line per message instead: {"message": N, "role": …, KIND: tokens…}
 
 Exit codes: 0 counted; 2 bad input, unknown meter or missing rank file.
@@ -45,6 +49,10 @@ int count_command(int argc, char** argv) {
   std::vector<std::string> kinds = args->has("meter") ? args->options.at("meter")
                                                       : std::vector<std::string>{"chars4", "cl100k", "o200k", "claude-legacy"};
   if (!args->has("meter") && args->has("fit")) kinds.push_back("calibrated");
+  // A fit or family no meter reads would be silently ignored: the count would not be the one asked.
+  if (args->has("family") && !args->has("fit")) return command.usage_error("--family names a family of a fit: give --fit too");
+  if (args->has("fit") && std::find(kinds.begin(), kinds.end(), "calibrated") == kinds.end())
+    return command.usage_error("--fit is read by the calibrated meter only: add --meter calibrated");
   std::vector<std::shared_ptr<const Meter>> meters;
   for (const std::string& kind : kinds) {
     auto meter = make_meter(MeterSpec{kind, kind == "calibrated" ? args->get("fit").value_or("") : "", args->get("family").value_or("")});
@@ -68,7 +76,8 @@ int count_command(int argc, char** argv) {
     return kExitOk;
   }
   std::string source = *input == "-" ? "<stdin>" : *input;
-  fmt::print("{}: {} messages, {} chars\n", source, conversation->size(), conversation->sizes().chars);
+  fmt::print("{}: {} message{}, {} chars\n", source, conversation->size(), conversation->size() == 1 ? "" : "s",
+             conversation->sizes().chars);
   for (std::size_t k = 0; k < meters.size(); ++k) {
     Conversation metered = conversation->with_meter(meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;

@@ -31,7 +31,7 @@ commands:
   import          --input F [--input-format F] [--output F] [--output-format F] [--report F]
   import          --corpus DIR [--report F] [--sidechains skip]
                            Claude Code session logs and OpenAI histories → Anthropic messages
-  count           --input F [--meter KIND]… [--fit F] [--per-message]
+  count           --input F [--meter KIND]… [--fit F [--family NAME]] [--per-message]
                            count a conversation's tokens with each meter
   calibrate       --corpus DIR [--out F] [--report F] [--base KIND]
                            fit a calibrated meter to the usage Claude Code recorded; its error

@@ -42,9 +42,11 @@ Expected<CalibrationFit> read_calibration_fit(const std::string& path) {
   if (!root.IsMap()) return Error{path + ": expected a calibration fit (a mapping with version, base, families)"};
   if (!root["version"] || root["version"].as<std::string>("") != "1") return at(root, "version: expected 1");
   CalibrationFit fit;
-  fit.base = root["base"] ? root["base"].as<std::string>("") : "";
+  // A file without `base` is most likely not a fit at all (a pipeline config, say): say it is missing.
+  if (!root["base"]) return at(root, "base: missing: a calibration fit names its base meter (`compactor calibrate --out` writes one)");
+  fit.base = root["base"].as<std::string>("");
   if (fit.base != "claude-legacy" && fit.base != "cl100k" && fit.base != "o200k" && fit.base != "chars4")
-    return at(root["base"] ? root["base"] : root, "base: expected claude-legacy, cl100k, o200k or chars4");
+    return at(root["base"], "base: expected claude-legacy, cl100k, o200k or chars4, got \"" + fit.base + "\"");
   fit.default_family = root["default_family"] ? root["default_family"].as<std::string>("") : "";
   const YAML::Node families = root["families"];
   if (!families || !families.IsMap() || families.size() == 0) return at(root, "families: expected a mapping of model families");

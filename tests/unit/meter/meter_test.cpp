@@ -237,6 +237,24 @@ TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
   auto bad = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "calibrated"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--fit"), std::string::npos) << bad.err;
+  EXPECT_NE(r.out.find(": 2 messages, "), std::string::npos) << r.out;
+
+  // A fit or a family that no meter would read is refused, not silently left out of the count.
+  auto family = test::run_cli({"count", "--input", (dir / "body.json").string(), "--family", "opus"});
+  EXPECT_EQ(family.exit_code, 2);
+  EXPECT_EQ(family.err.substr(0, family.err.find('\n')), "compactor count: --family names a family of a fit: give --fit too");
+  auto fit = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "o200k", "--fit",
+                            std::string(COMPACTOR_CONFIGS_DIR) + "/fits/claude-code.yaml"});
+  EXPECT_EQ(fit.exit_code, 2);
+  EXPECT_EQ(fit.err.substr(0, fit.err.find('\n')), "compactor count: --fit is read by the calibrated meter only: add --meter calibrated");
+  EXPECT_EQ(fit.out, "");
+  auto not_a_fit = test::run_cli({"count", "--input", (dir / "body.json").string(), "--fit", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml"});
+  EXPECT_EQ(not_a_fit.exit_code, 2);
+  EXPECT_NE(not_a_fit.err.find("default.yaml:4:1: base: missing: a calibration fit names its base meter"), std::string::npos) << not_a_fit.err;
+
+  std::ofstream(dir / "one.json") << R"([{"role":"user","content":"hello"}])";
+  auto one = test::run_cli({"count", "--input", (dir / "one.json").string(), "--meter", "chars4"});
+  EXPECT_NE(one.out.find(": 1 message, "), std::string::npos) << one.out;
 }
 
 }  // namespace
