@@ -1,12 +1,9 @@
 #include "meter/icu_on_demand.hpp"
 
+#include "platform/library_on_demand.hpp"
 #include "meter/char_classes.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdint>
-#include <mutex>
-#include <type_traits>
 #include <vector>
 
 // ICU's headers rename every function to <name>_<major version> (u_charType → u_charType_72);
@@ -24,28 +21,18 @@ struct Loaded {
 };
 
 const Loaded& loaded() {
-  static Loaded l;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char* library = "libicuuc.so." U_ICU_VERSION_SHORT;
-    void* handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = ::dlerror();
-      l.why = std::string("cannot open ICU (") + library + "): " + (e != nullptr ? e : "unknown error");
-      return;
-    }
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(handle, name));
-      if (fn == nullptr && l.why.empty()) l.why = std::string("ICU (") + library + ") has no function " + name;
-      return fn != nullptr;
-    };
-    IcuFunctions& f = l.functions;
-    bool all = get(f.nfkc_instance, COMPACTOR_ICU_NAME(unorm2_getNFKCInstance));
-    all = get(f.normalize, COMPACTOR_ICU_NAME(unorm2_normalize)) && all;
-    all = get(f.from_utf8, COMPACTOR_ICU_NAME(u_strFromUTF8)) && all;
-    all = get(f.to_utf8, COMPACTOR_ICU_NAME(u_strToUTF8)) && all;
-    l.ok = all;  // the library stays open: its functions are used until the process ends
-  });
+  static const Loaded l = [] {
+    Loaded out;
+    LibraryOnDemand icu("libicuuc.so." U_ICU_VERSION_SHORT);
+    IcuFunctions& f = out.functions;
+    bool all = icu.get(f.nfkc_instance, COMPACTOR_ICU_NAME(unorm2_getNFKCInstance));
+    all = icu.get(f.normalize, COMPACTOR_ICU_NAME(unorm2_normalize)) && all;
+    all = icu.get(f.from_utf8, COMPACTOR_ICU_NAME(u_strFromUTF8)) && all;
+    all = icu.get(f.to_utf8, COMPACTOR_ICU_NAME(u_strToUTF8)) && all;
+    out.ok = all;
+    out.why = icu.why();
+    return out;
+  }();
   return l;
 }
 
@@ -92,17 +79,24 @@ bool append_nfkc(const IcuFunctions& icu, std::string_view span, std::string& ou
 
 bool nfkc_normalize(std::string_view text, std::string& out) {
   const std::uint8_t* table = nullptr;
+  // The length of the code point at `pos`, and whether NFKC may change it (ASCII never).
+  auto at = [&](std::size_t pos, bool& may_change) -> std::uint32_t {
+    may_change = false;
+    if (static_cast<unsigned char>(text[pos]) < 0x80) return 1;
+    if (table == nullptr) table = char_class_table();
+    std::uint32_t cp;
+    std::uint32_t length = decode_utf8(text, pos, cp);
+    may_change = (table[cp] & kNfkcMayChange) != 0;
+    return length;
+  };
   const IcuFunctions* icu = nullptr;
   constexpr std::size_t kNone = std::string_view::npos;
-  std::size_t copied = 0;          // text[0, copied) is in `out` already, normalized
-  std::size_t previous = kNone;    // where the code point before `pos` starts
+  std::size_t copied = 0;        // text[0, copied) is in `out` already, normalized
+  std::size_t previous = kNone;  // where the code point before `pos` starts
   for (std::size_t pos = 0; pos < text.size();) {
-    std::uint32_t cp = static_cast<unsigned char>(text[pos]), length = 1;
-    if (cp >= 0x80) {
-      if (table == nullptr) table = char_class_table();
-      length = decode_utf8(text, pos, cp);
-    }
-    if (cp < 0x80 || !(table[cp] & kNfkcMayChange)) {
+    bool may_change;
+    std::uint32_t length = at(pos, may_change);
+    if (!may_change) {
       previous = pos;
       pos += length;
       continue;
@@ -110,11 +104,10 @@ bool nfkc_normalize(std::string_view text, std::string& out) {
     // A run of code points that may change, with the starter before it (they may compose with
     // it), up to the next code point that starts a piece of its own.
     std::size_t begin = previous == kNone ? pos : previous, end = pos + length;
-    while (end < text.size() && static_cast<unsigned char>(text[end]) >= 0x80) {
-      std::uint32_t next;
-      std::uint32_t next_length = decode_utf8(text, end, next);
-      if (!(table[next] & kNfkcMayChange)) break;
-      end += next_length;
+    for (bool more = true; end < text.size();) {
+      std::uint32_t next = at(end, more);
+      if (!more) break;
+      end += next;
     }
     if (icu == nullptr) {
       icu = icu_functions();

@@ -246,12 +246,15 @@ Tokenizer::~Tokenizer() = default;
 namespace {
 
 // Templates over the implementation type, which is private to Tokenizer.
+// Claude's legacy tokenizer normalizes text to NFKC first (its countTokens does), and so needs ICU.
+bool normalizes_to_nfkc(TokenizerKind kind) { return kind == TokenizerKind::claude_legacy; }
+
 template <class ImplT>
 void configure(TokenizerKind kind, ImplT& impl) {
   impl.pattern = kind == TokenizerKind::cl100k_base ? SplitPattern::cl100k
                  : kind == TokenizerKind::o200k_base ? SplitPattern::o200k
                                                      : SplitPattern::gpt2;
-  impl.nfkc = kind == TokenizerKind::claude_legacy;
+  impl.nfkc = normalizes_to_nfkc(kind);
   // Longest first, so that a special token that begins another is not taken for it.
   std::sort(impl.specials.begin(), impl.specials.end(),
             [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
@@ -327,7 +330,7 @@ std::string packed_rank_file_name(TokenizerKind kind) { return std::string(rank_
 
 Expected<std::shared_ptr<const Tokenizer>> Tokenizer::load(TokenizerKind kind, const std::string& data_dir) {
   std::string no_icu;
-  if (kind == TokenizerKind::claude_legacy && detail::icu_functions(&no_icu) == nullptr)
+  if (normalizes_to_nfkc(kind) && detail::icu_functions(&no_icu) == nullptr)
     return Error{"token meter " + std::string(rank_file_name(kind)) + ": NFKC needs ICU: " + no_icu};
   std::string path = data_dir + "/" + std::string(rank_file_name(kind));
   // The pack made at build time, when it was made from this very rank file (same size) or the

@@ -8,11 +8,9 @@
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
 
-#include <dlfcn.h>
+#include "platform/library_on_demand.hpp"
 
 #include <cstdarg>
-#include <type_traits>
-#include <mutex>
 
 namespace {
 
@@ -29,20 +27,15 @@ struct Curl {
 };
 
 const Curl& curl() {
-  static Curl c;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* lib = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      return fn != nullptr;
-    };
-    c.loaded = get(c.global_init, "curl_global_init") && get(c.easy_init, "curl_easy_init") &&
-               get(c.easy_setopt, "curl_easy_setopt") && get(c.easy_perform, "curl_easy_perform") &&
-               get(c.easy_cleanup, "curl_easy_cleanup") && get(c.easy_strerror, "curl_easy_strerror") &&
-               get(c.slist_append, "curl_slist_append") && get(c.slist_free_all, "curl_slist_free_all");
-  });
+  static const Curl c = [] {
+    Curl out;
+    compactor::LibraryOnDemand lib("libcurl.so.4");
+    out.loaded = lib.get(out.global_init, "curl_global_init") && lib.get(out.easy_init, "curl_easy_init") &&
+                 lib.get(out.easy_setopt, "curl_easy_setopt") && lib.get(out.easy_perform, "curl_easy_perform") &&
+                 lib.get(out.easy_cleanup, "curl_easy_cleanup") && lib.get(out.easy_strerror, "curl_easy_strerror") &&
+                 lib.get(out.slist_append, "curl_slist_append") && lib.get(out.slist_free_all, "curl_slist_free_all");
+    return out;
+  }();
   return c;
 }
 
