@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, GoldenCheck, ::testing::ValuesIn(cases()),
 TEST(CheckCommand, ReadsStdin) {
   auto r = test::run_cli({"check", "--input", "-"}, R"([{"role":"user","content":"hi"}])");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out, "OK <stdin>: 1 messages (1 user, 0 assistant), 0 tool pairs, 30 chars, 30 bytes (messages array)\n");
+  EXPECT_EQ(r.out, "OK <stdin>: 1 message (1 user, 0 assistant), 0 tool pairs, 30 chars, 30 bytes (messages array)\n");
 }
 
 // Issue 12, defect 11: an unknown level silenced every log without a word.

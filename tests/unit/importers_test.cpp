@@ -142,6 +142,58 @@ TEST(OpenAiImport, BadArgumentsAreAnErrorNamingTheMessage) {
   EXPECT_EQ(r.error().message.rfind("bad.json: messages.1.tool_calls.0.function.arguments is not JSON", 0), 0u) << r.error().message;
 }
 
+// JSON nested `levels` deep: {"a":{"a":…{}}}.
+std::string nested(std::size_t levels) {
+  std::string s;
+  for (std::size_t i = 0; i < levels; ++i) s += "{\"a\":";
+  s += "{}";
+  s.append(levels, '}');
+  return s;
+}
+
+// Boost.JSON's parse refuses more than 32 levels by default. A log line holding a tool input 40
+// levels deep was "broken" and skipped, taking its tool call with it, though the conversation
+// reader (and the API) take up to 256 levels; every importer now reads what the reader reads.
+TEST(ClaudeCodeImport, ALineNestedDeeperThanBoostJsonsDefaultIsKept) {
+  const std::string log =
+      R"({"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}})"
+      "\n"
+      R"({"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"X","input":)" +
+      nested(40) + R"(}]}})" + "\n" +
+      R"({"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}})" +
+      "\n";
+  ImportResult r = import_claude_code(log, "deep.jsonl", false);
+  EXPECT_TRUE(r.report.broken_lines.empty());
+  EXPECT_TRUE(r.report.repairs.empty());
+  ASSERT_TRUE(r.conversation.has_value());
+  ASSERT_EQ(r.conversation->size(), 3u);
+  EXPECT_EQ(*(*r.conversation)[1].blocks()[0].input(), json::parse(nested(40), {}, {.max_depth = 64}));
+  EXPECT_EQ(r.report.summary_line(), "3 messages, 1 tool_use, 0 repairs");
+}
+
+TEST(OpenAiImport, NestingIsReadUpToTheReadersLimitAndRefusedPastItWithItsPlace) {
+  auto deep = import_openai(R"({"messages":[{"role":"user","content":"x"}],"meta":)" + nested(100) + "}", "deep.json");
+  ASSERT_TRUE(deep.ok()) << deep.error().message;
+  EXPECT_EQ(deep->report.fields_dropped, 0u);
+  auto too_deep = import_openai(R"({"messages":[{"role":"user","content":"x"}],"meta":)" + nested(300) + "}", "deep.json");
+  ASSERT_FALSE(too_deep.ok());
+  // The 257th level opens at byte 51 + 5 × 255 (the "meta" value starts at byte 51).
+  EXPECT_EQ(too_deep.error().message, "deep.json:1:1327 (byte 1326): nesting deeper than the limit of 256");
+}
+
+// It said "deep.json: not valid JSON: syntax error"; the error now says where, as `check` does.
+TEST(OpenAiImport, InvalidJsonIsAnErrorAtItsLineAndColumn) {
+  auto r = import_openai("[{\"role\":\"user\",\"content\":\"hi\"},\n{\"role\":\"assistant\" \"content\":\"x\"}]", "bad.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "bad.json:2:21 (byte 53): expected ',' or '}' in object");
+  auto arguments = import_openai(
+      R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a\": tru}"}}]}])",
+      "bad.json");
+  ASSERT_FALSE(arguments.ok());
+  EXPECT_EQ(arguments.error().message,
+            "bad.json: messages.1.tool_calls.0.function.arguments is not JSON (byte 6: invalid literal (expected true)): {\"a\": tru}");
+}
+
 // Issue 12, defect 9: arguments given as an object, a number or null all became input {} with
 // "0 repairs". An object is kept, null or nothing is an empty input counted as a repair, and
 // anything else is refused naming the call.

@@ -69,8 +69,9 @@ int check_command(int argc, char** argv) {
   }
   const std::size_t entries = c.system_slots().size();
   std::string with_entries = entries == 0 ? "" : fmt::format(" and {} system entr{}", entries, entries == 1 ? "y" : "ies");
-  fmt::print("OK {}: {} messages ({} user, {} assistant){}, {} tool pairs, {} chars, {} bytes ({})\n", source, c.size(),
-             users, c.size() - users, with_entries, pairs, c.sizes().chars, c.sizes().bytes, to_string(c.format()));
+  fmt::print("OK {}: {} message{} ({} user, {} assistant){}, {} tool pair{}, {} chars, {} bytes ({})\n", source, c.size(),
+             c.size() == 1 ? "" : "s", users, c.size() - users, with_entries, pairs, pairs == 1 ? "" : "s", c.sizes().chars,
+             c.sizes().bytes, to_string(c.format()));
   return kExitOk;
 }
 

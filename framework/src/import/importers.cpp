@@ -2,6 +2,7 @@
 
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -350,7 +351,7 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     if (blank(line)) continue;
     ++report.lines;
     boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
+    json::value v = detail::parse_json(line, ec);
     if (ec || !v.is_object()) {
       report.broken_lines.push_back(line_no);
       continue;
@@ -422,8 +423,11 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
   report.source = source;
   report.format = ImportFormat::openai;
   boost::system::error_code ec;
-  json::value root = json::parse(bytes, ec);
-  if (ec) return Error{source + ": not valid JSON: " + ec.message()};
+  json::value root = detail::parse_json(bytes, ec);
+  if (ec) {
+    if (auto at = detail::find_json_error(bytes)) return Error{at->to_string(source)};
+    return Error{source + ": not valid JSON: " + ec.message()};
+  }
   const json::array* list = nullptr;
   if (root.is_array()) list = &root.get_array();
   else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
@@ -504,8 +508,13 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           } else {
             std::string arguments(given->get_string());
             boost::system::error_code aec;
-            input = json::parse(arguments, aec);
-            if (aec) return Error{at + ".function.arguments is not JSON (" + aec.message() + "): " + arguments.substr(0, 80)};
+            input = detail::parse_json(arguments, aec);
+            if (aec) {
+              auto place = detail::find_json_error(arguments);
+              return Error{at + ".function.arguments is not JSON (" +
+                           (place ? "byte " + std::to_string(place->offset) + ": " + place->what : aec.message()) +
+                           "): " + arguments.substr(0, 80)};
+            }
           }
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
           std::string original = string_field(call, "id");
@@ -551,7 +560,7 @@ std::string export_openai(const Conversation& c) {
   // A request body's system prompt comes back as the system message.
   if (c.format() == InputFormat::request_body && c.frame().buffer) {
     boost::system::error_code ec;
-    json::value body = json::parse(*c.frame().buffer, ec);
+    json::value body = detail::parse_json(*c.frame().buffer, ec);
     if (!ec && body.is_object() && body.get_object().contains("system")) {
       const json::value& s = body.at("system");
       std::string text;
@@ -568,7 +577,7 @@ std::string export_openai(const Conversation& c) {
   auto entries_up_to = [&](std::size_t slot) {
     for (; next_entry < entries.size() && next_entry < slots.size() && slots[next_entry] <= slot; ++next_entry) {
       boost::system::error_code ec;
-      json::value e = json::parse(entries[next_entry].raw, ec);
+      json::value e = detail::parse_json(entries[next_entry].raw, ec);
       const json::value* content = !ec && e.is_object() ? e.get_object().if_contains("content") : nullptr;
       std::string text;
       if (content != nullptr && content->is_string()) text = std::string(content->get_string());
@@ -656,11 +665,13 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
 }
 
 std::string ImportReport::summary_line() const {
-  std::string out = fmt::format("{} messages, {} tool_uses", messages, tool_uses);
-  if (!broken_lines.empty()) out += fmt::format(", {} broken lines skipped", broken_lines.size());
-  if (rewound_skipped) out += fmt::format(", {} rewound messages left out", rewound_skipped);
-  if (fields_dropped) out += fmt::format(", {} fields left out", fields_dropped);
-  out += fmt::format(", {} repair{}", repairs.size(), repairs.size() == 1 ? "" : "s");
+  // "1 message", "2 messages"
+  auto count = [](std::size_t n, std::string_view one, std::string_view many) { return fmt::format("{} {}", n, n == 1 ? one : many); };
+  std::string out = count(messages, "message", "messages") + ", " + count(tool_uses, "tool_use", "tool_uses");
+  if (!broken_lines.empty()) out += ", " + count(broken_lines.size(), "broken line", "broken lines") + " skipped";
+  if (rewound_skipped) out += ", " + count(rewound_skipped, "rewound message", "rewound messages") + " left out";
+  if (fields_dropped) out += ", " + count(fields_dropped, "field", "fields") + " left out";
+  out += ", " + count(repairs.size(), "repair", "repairs");
   return out;
 }
 

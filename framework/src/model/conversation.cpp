@@ -1,5 +1,7 @@
 #include "compactor/conversation.hpp"
 
+#include "model/json_scanner.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -65,7 +67,7 @@ namespace {
 // `messages` (their content), as the model reads them.
 std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
   boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(json, ec);
+  boost::json::value v = detail::parse_json(json, ec);
   if (ec) return meter.count_text(json);
   if (const auto* s = v.if_string()) return meter.count_text(*s);
   // A system entry inside `messages` counts as its content does.

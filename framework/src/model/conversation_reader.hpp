@@ -6,6 +6,7 @@
 
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "model/json_scanner.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +16,7 @@ namespace compactor {
 
 struct ReadOptions {
   std::string source = "<input>";        // the name errors start with
-  unsigned max_depth = 256;             // JSON nesting limit (Boost.JSON's own default is 32)
+  unsigned max_depth = detail::kMaxJsonDepth;  // JSON nesting limit
   std::optional<InputFormat> format;    // detected from the bytes when empty
 };
 

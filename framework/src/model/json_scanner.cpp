@@ -430,6 +430,34 @@ LineColumn line_column(std::string_view text, std::size_t offset) {
   return lc;
 }
 
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec) {
+  boost::json::parse_options options;
+  options.max_depth = kMaxJsonDepth;
+  return boost::json::parse(text, ec, {}, options);
+}
+
+std::optional<JsonErrorAt> find_json_error(std::string_view text) {
+  JsonScanner scanner(text, kMaxJsonDepth);
+  ScannedDocument doc;
+  JsonErrorAt error;
+  if (!scanner.scan_document(0, doc)) {
+    error.offset = scanner.error().offset;
+    error.what = scanner.error().what;
+  } else if (std::size_t after = scanner.skip_whitespace(doc.span.end); after < text.size()) {
+    error.offset = after;
+    error.what = "unexpected content after the JSON document";
+  } else {
+    return std::nullopt;
+  }
+  error.at = line_column(text, error.offset);
+  return error;
+}
+
+std::string JsonErrorAt::to_string(const std::string& source) const {
+  return source + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " (byte " + std::to_string(offset) +
+         "): " + what;
+}
+
 std::string unescape_json_string(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());

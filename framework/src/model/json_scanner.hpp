@@ -7,6 +7,7 @@
 #pragma once
 
 #include <boost/json/fwd.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -16,6 +17,10 @@
 #include <vector>
 
 namespace compactor::detail {
+
+// How deeply any JSON Compactor reads may nest (Boost.JSON's own default is 32): the conversation
+// reader, the importers and every other parse of input bytes use this one limit.
+inline constexpr unsigned kMaxJsonDepth = 256;
 
 struct JsonSpan {
   std::size_t begin = 0;
@@ -126,6 +131,21 @@ struct PathStep {
 // The span of the value at `path` inside `text`, which must be valid JSON (already scanned);
 // nothing when the path does not exist.
 std::optional<JsonSpan> find_value_span(std::string_view text, const std::vector<PathStep>& path);
+
+// Boost.JSON's parse of a whole text under kMaxJsonDepth (its default of 32 would refuse input
+// the conversation reader accepts).
+boost::json::value parse_json(std::string_view text, boost::system::error_code& ec);
+
+// Where a text stops being JSON, found by scanning it (find_json_error: nothing when the scanner
+// accepts the whole text).
+struct JsonErrorAt {
+  std::size_t offset = 0;
+  LineColumn at;
+  std::string what;
+  // `source:line:col (byte N): what`, the conversation reader's form.
+  std::string to_string(const std::string& source) const;
+};
+std::optional<JsonErrorAt> find_json_error(std::string_view text);
 
 // Decodes a raw JSON string body (the text between the quotes, already validated).
 std::string unescape_json_string(std::string_view raw);

@@ -65,14 +65,14 @@ chars, nbytes = sizes([dump(system)] + [dump(m) for m in messages])
 write_case("system_entries_request_body",
            "A request body with system entries where the API accepts them passes; they count in its size.",
            body, 0,
-           f"OK input.json: 5 messages (3 user, 2 assistant) and 3 system entries, 1 tool pairs, {chars} chars, {nbytes} bytes (request body)\n")
+           f"OK input.json: 5 messages (3 user, 2 assistant) and 3 system entries, 1 tool pair, {chars} chars, {nbytes} bytes (request body)\n")
 
 # 2. The old case: a system entry after the last user message is the last entry, accepted.
 elements = [{"role": "user", "content": "run the tests"}, {"role": "system", "content": "be terse"}]
 chars, nbytes = sizes([dump(e) for e in elements])
 write_case("system_role", "A system entry after the last user message (the last entry) is accepted.",
            array_text(elements), 0,
-           f"OK input.json: 1 messages (1 user, 0 assistant) and 1 system entry, 0 tool pairs, {chars} chars, {nbytes} bytes (messages array)\n")
+           f"OK input.json: 1 message (1 user, 0 assistant) and 1 system entry, 0 tool pairs, {chars} chars, {nbytes} bytes (messages array)\n")
 
 # 3-7. Each misplacement or content refused with its rule and its position.
 refusals = [

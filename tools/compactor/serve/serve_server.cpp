@@ -812,9 +812,11 @@ Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::st
     const auto& r = imported->report;
     o.warning = !imported->conversation ? "input refused, forwarded unchanged: no messages to compact"
                 : !r.repairs.empty()
-                    ? fmt::format("input refused, forwarded unchanged: the history would need {} repairs (first: {} at message {})",
-                                  r.repairs.size(), r.repairs.front().kind, r.repairs.front().line)
-                    : fmt::format("input refused, forwarded unchanged: {} fields the Anthropic form cannot carry", r.fields_dropped);
+                    ? fmt::format("input refused, forwarded unchanged: the history would need {} repair{} (first: {} at message {})",
+                                  r.repairs.size(), r.repairs.size() == 1 ? "" : "s", r.repairs.front().kind,
+                                  r.repairs.front().line)
+                    : fmt::format("input refused, forwarded unchanged: {} field{} the Anthropic form cannot carry",
+                                  r.fields_dropped, r.fields_dropped == 1 ? "" : "s");
     return o;
   }
   // The imported conversation (its system lifted into `system`, which the budget counts).
