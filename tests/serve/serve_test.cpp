@@ -558,6 +558,25 @@ std::string openai_body(const Conversation& session, std::vector<std::string>& i
   return body + "] }";
 }
 
+// Boost.JSON's default of 32 levels made a request nested deeper (here a field 40 levels deep
+// beside the messages) "not an OpenAI chat request" and refused; it is read as the importer
+// reads it now.
+TEST(Serve, AnOpenAiRequestNestedDeeperThan32LevelsIsRead) {
+  fs::path dir = fresh_dir("openai-deep");
+  std::string deep = "{}";
+  for (int i = 0; i < 40; ++i) deep = "{\"a\":" + deep + "}";
+  const std::string body = R"({"model":"gpt-4o","metadata":)" + deep + R"(,"messages":[{"role":"user","content":"hi"}]})";
+  LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/chat/completions", body);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "unchanged") << r.headers["x-compactor-warning"];
+  EXPECT_EQ(r.headers.count("x-compactor-warning"), 0u) << r.headers["x-compactor-warning"];
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].body, body);
+  fs::remove_all(dir);
+}
+
 TEST(Serve, OnTheOpenAiRouteUntouchedMessagesGoOutAsTheClientsOwnBytes) {
   fs::path dir = fresh_dir("openai-bytes");
   Conversation session = test::load_or_die(test::data_path(kSession));

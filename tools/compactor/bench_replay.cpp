@@ -4,6 +4,7 @@
 #include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
 
@@ -67,7 +68,7 @@ void append_strings(const json::value& v, std::string& out) {
 std::string blob_strings(const std::string& bytes) {
   std::string out;
   boost::system::error_code ec;
-  json::value v = json::parse(bytes, ec);
+  json::value v = detail::parse_json(bytes, ec);
   if (!ec) {
     append_strings(v, out);
     return out;
@@ -78,7 +79,7 @@ std::string blob_strings(const std::string& bytes) {
     std::string_view line = rest.substr(0, nl);
     rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
     ec.clear();
-    json::value l = json::parse(line, ec);
+    json::value l = detail::parse_json(line, ec);
     if (ec) out.append(line).append("\n\x01");
     else append_strings(l, out);
   }

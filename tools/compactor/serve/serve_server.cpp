@@ -10,6 +10,7 @@
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -494,7 +495,7 @@ Compaction Compactor::run(const Loaded& loaded, const std::string& body, bool pr
   }
   std::size_t nl = out.find('\n');
   boost::system::error_code ec;
-  json::value head = json::parse(std::string_view(out).substr(0, nl), ec);
+  json::value head = detail::parse_json(std::string_view(out).substr(0, nl), ec);
   if (ec || !head.is_object()) {
     c.warning = "pipeline failed, forwarded unchanged: no outcome from the pipeline's process";
     return c;
@@ -649,7 +650,7 @@ std::optional<std::string> openai_body(const Conversation& compacted, const Impo
       continue;
     }
     boost::system::error_code ec;
-    json::value part = json::parse(export_openai(Conversation::from_messages({m})), ec);
+    json::value part = detail::parse_json(export_openai(Conversation::from_messages({m})), ec);
     if (ec || !part.is_array()) return std::nullopt;
     for (const auto& e : part.as_array()) add(json::serialize(e));
   }
@@ -795,7 +796,7 @@ Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::st
   o.body = body;
   o.status = "refused";  // until the pipeline has run
   boost::system::error_code ec;
-  json::value doc = json::parse(body, ec);
+  json::value doc = detail::parse_json(body, ec);
   std::optional<MessageSpans> spans;
   if (!ec && doc.is_object() && doc.as_object().contains("messages")) spans = message_spans(body);
   if (!spans) {

@@ -3,6 +3,7 @@
 #include "archive/archive_store.hpp"
 #include "host/atomic_file.hpp"
 #include "model/conversation_reader.hpp"
+#include "model/json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -155,7 +156,7 @@ std::optional<StateStore::Hit> StateStore::longest(const std::vector<std::string
     std::vector<std::size_t> slots = conversation->system_slots();  // an older file's inline entries
     if (with_slots) {  // the slots are in the frame's prefix, `{"system_slots":[…],"messages":[`
       boost::system::error_code ec;
-      boost::json::value head = boost::json::parse(std::string(conversation->frame().prefix) + "]}", ec);
+      boost::json::value head = detail::parse_json(std::string(conversation->frame().prefix) + "]}", ec);
       const boost::json::array* list = ec ? nullptr : head.at("system_slots").if_array();
       if (list == nullptr) continue;
       for (const auto& slot : *list) {
