@@ -19,7 +19,7 @@ for (const file of files) {
   const doc = JSON.parse(fs.readFileSync(file, 'utf8'))
   const conversation = Array.isArray(doc) ? doc : doc.messages
   const ours = execFileSync(cli, ['count', '--input', file, '--per-message', '--meter', 'cl100k', '--meter', 'o200k', '--meter', 'claude-legacy'],
-    { encoding: 'utf8', maxBuffer: 1 << 28 }).trim().split('\n').map((l) => JSON.parse(l))
+    { encoding: 'utf8', maxBuffer: 1 << 28 }).trim().split('\n').map((l) => JSON.parse(l)).filter((l) => 'message' in l)
   if (ours.length !== conversation.length) {
     console.error(`${file}: compactor counted ${ours.length} messages, node read ${conversation.length}`)
     process.exit(1)

@@ -30,7 +30,9 @@ options:
   --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
                     the calibrated meter (given, or the default list's fifth)
   --family NAME     the fit's model family (default: the fit's default_family); only with --fit
-  --per-message     print a JSON line per message instead: {"message": N, "role": …, KIND: tokens…}
+  --per-message     print a JSON line per message instead: {"message": N, "role": …, KIND: tokens…},
+                    then, for a request body with a system prompt or tools, one line for them:
+                    {"fixed": "system and tools", KIND: tokens…}
 
 Exit codes: 0 counted; 2 bad input, unknown meter or missing rank file.
 )";
@@ -67,10 +69,19 @@ int count_command(int argc, char** argv) {
     fmt::print(stderr, "{}\n", conversation.error().message);
     return kExitBadInput;
   }
+  // What the request counts besides its messages, named as the summary names it.
+  const std::string_view fixed_part = conversation->frame().fixed_json.empty()        ? ""
+                                      : conversation->frame().system_entries.empty() ? "system and tools"
+                                                                                     : "system, tools and system entries";
   if (args->has("per-message")) {
     for (std::size_t i = 0; i < conversation->size(); ++i) {
       boost::json::object line{{"message", i}, {"role", to_string((*conversation)[i].role())}};
       for (std::size_t k = 0; k < meters.size(); ++k) line[kinds[k]] = meters[k]->tokens((*conversation)[i]);
+      fmt::print("{}\n", boost::json::serialize(line));
+    }
+    if (!fixed_part.empty()) {
+      boost::json::object line{{"fixed", fixed_part}};
+      for (std::size_t k = 0; k < meters.size(); ++k) line[kinds[k]] = conversation->with_meter(meters[k]).frame().fixed.tokens;
       fmt::print("{}\n", boost::json::serialize(line));
     }
     return kExitOk;
@@ -82,9 +93,7 @@ int count_command(int argc, char** argv) {
     Conversation metered = conversation->with_meter(meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;
     fmt::print("  {:<14} {:>10} tokens{}\n", kinds[k], metered.sizes().tokens - fixed,
-               metered.frame().fixed_json.empty() ? ""
-               : metered.frame().system_entries.empty() ? fmt::format(" + {} in system and tools", fixed)
-                                                        : fmt::format(" + {} in system, tools and system entries", fixed));
+               fixed_part.empty() ? "" : fmt::format(" + {} in {}", fixed, fixed_part));
   }
   return kExitOk;
 }

@@ -232,8 +232,15 @@ TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
 
   auto per = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "o200k", "--per-message"});
   ASSERT_EQ(per.exit_code, 0) << per.err;
-  EXPECT_EQ(per.out, fmt::format("{{\"message\":0,\"role\":\"user\",\"o200k\":{}}}\n{{\"message\":1,\"role\":\"assistant\",\"o200k\":{}}}\n",
-                                 (*o200k)->count_text("hello world"), (*o200k)->count_text("hi there")));
+  // The messages, then what the summary line counts apart, with the same figure.
+  EXPECT_EQ(per.out, fmt::format("{{\"message\":0,\"role\":\"user\",\"o200k\":{}}}\n{{\"message\":1,\"role\":\"assistant\",\"o200k\":{}}}\n"
+                                 "{{\"fixed\":\"system and tools\",\"o200k\":{}}}\n",
+                                 (*o200k)->count_text("hello world"), (*o200k)->count_text("hi there"), fixed));
+  EXPECT_GT(fixed, (*o200k)->count_text("You are terse."));  // the tools count too
+  // A messages array has no such line.
+  std::ofstream(dir / "array.json") << R"([{"role":"user","content":"hello world"}])";
+  auto array = test::run_cli({"count", "--input", (dir / "array.json").string(), "--meter", "o200k", "--per-message"});
+  EXPECT_EQ(array.out, fmt::format("{{\"message\":0,\"role\":\"user\",\"o200k\":{}}}\n", (*o200k)->count_text("hello world")));
   auto bad = test::run_cli({"count", "--input", (dir / "body.json").string(), "--meter", "calibrated"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--fit"), std::string::npos) << bad.err;
