@@ -139,7 +139,10 @@ TEST(OpenAiImport, BadArgumentsAreAnErrorNamingTheMessage) {
   auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{oops"}}]}])",
                          "bad.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message.rfind("bad.json: messages.1.tool_calls.0.function.arguments is not JSON", 0), 0u) << r.error().message;
+  // Byte 110 of the file is where the arguments string starts; "{oops" breaks at its byte 1.
+  EXPECT_EQ(r.error().message.rfind("bad.json:1:111 (byte 110): messages.1.tool_calls.0.function.arguments is not JSON: ", 0), 0u)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find(" at byte 1 of the string \"{oops\""), std::string::npos) << r.error().message;
 }
 
 // JSON nested `levels` deep: {"a":{"a":…{}}}.
@@ -191,7 +194,53 @@ TEST(OpenAiImport, InvalidJsonIsAnErrorAtItsLineAndColumn) {
       "bad.json");
   ASSERT_FALSE(arguments.ok());
   EXPECT_EQ(arguments.error().message,
-            "bad.json: messages.1.tool_calls.0.function.arguments is not JSON (byte 6: invalid literal (expected true)): {\"a\": tru}");
+            "bad.json:1:111 (byte 110): messages.1.tool_calls.0.function.arguments is not JSON: invalid literal (expected true) "
+            "at byte 6 of the string \"{\\\"a\\\": tru}\"");
+}
+
+// A user trial found these quietly emptied or dropped: each is now refused where it is, or counted.
+TEST(OpenAiImport, ContentOfTheWrongTypeIsRefusedAndAPartNotCarriedIsARepair) {
+  auto number = import_openai(R"({"history":[{"role":"user","content":"x"},{"role":"user","content":5}]})", "t.traj");
+  ASSERT_FALSE(number.ok());
+  EXPECT_EQ(number.error().message, "t.traj: history.1.content must be a string or an array of parts, got number");
+  auto null_user = import_openai(R"([{"role":"user","content":null}])", "n.json");
+  ASSERT_FALSE(null_user.ok());
+  EXPECT_EQ(null_user.error().message, "n.json: messages.0.content: a user message needs content, got null");
+  auto bad_text = import_openai(R"([{"role":"user","content":[{"type":"text","text":5}]}])", "p.json");
+  ASSERT_FALSE(bad_text.ok());
+  EXPECT_EQ(bad_text.error().message, "p.json: messages.0.content.0.text must be a string, got number");
+  auto calls = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":"ls"}])", "c.json");
+  ASSERT_FALSE(calls.ok());
+  EXPECT_EQ(calls.error().message, "c.json: messages.1.tool_calls must be an array, got string");
+
+  auto image = import_openai(
+      R"([{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}])", "i.json");
+  ASSERT_TRUE(image.ok()) << image.error().message;
+  ASSERT_EQ(image->report.repairs.size(), 1u);
+  EXPECT_EQ(image->report.repairs[0].kind, "part_dropped");
+  EXPECT_EQ(image->report.repairs[0].detail, "i.json: messages.0.content.1: a \"image_url\" part is not carried");
+}
+
+// Boost.JSON keeps the last of a key given twice; the arguments are refused as the reader refuses
+// such a document.
+TEST(OpenAiImport, ArgumentsWithAKeyGivenTwiceAreRefused) {
+  auto r = import_openai(
+      R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"p\": 1, \"p\": 2}"}}]}])",
+      "dup.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("function.arguments is not JSON: duplicate object key \"p\" at byte 9 of the string"), std::string::npos)
+      << r.error().message;
+}
+
+// The string's start is shown escaped: its newlines cannot split the error into several lines.
+TEST(OpenAiImport, TheArgumentsInAnErrorStayOnOneLine) {
+  auto r = import_openai(
+      R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\n.\n}\u001b[31m"}}]}])",
+      "nl.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(R"("{\n.\n}\u001b[31m")"), std::string::npos) << r.error().message;
 }
 
 // Issue 12, defect 9: arguments given as an object, a number or null all became input {} with

@@ -429,18 +429,47 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
     return Error{source + ": not valid JSON: " + ec.message()};
   }
   const json::array* list = nullptr;
+  std::string list_key = "messages";  // how error paths name the list: messages.N, or history.N in a trajectory
   if (root.is_array()) list = &root.get_array();
   else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
-  else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) list = &root.at("history").get_array();
+  else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) {
+    list = &root.at("history").get_array();
+    list_key = "history";
+  }
   if (list == nullptr) return Error{source + ": expected an OpenAI messages array, {\"messages\": […]} or a trajectory {\"history\": […]}"};
 
-  auto text_of = [](const json::value& content) {
+  // The text of a message's content: a string, or the text of its text parts. A part of another
+  // kind (an image, audio, a file) has no place in the imported text: it is a repair, never
+  // dropped unsaid. Content of another type is refused.
+  auto text_of = [&](const json::value& content, const std::string& where, std::size_t index) -> Expected<std::string> {
     if (content.is_string()) return std::string(content.get_string());
+    if (!content.is_array())
+      return Error{where + ".content must be a string or an array of parts, got " + std::string(detail::json_kind(content))};
     std::string out;
-    if (content.is_array())
-      for (const auto& part : content.get_array())
-        if (is_type(part, "text")) out += (out.empty() ? "" : "\n") + string_field(part, "text");
+    const json::array& parts = content.get_array();
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      const json::value& part = parts[j];
+      if (!is_type(part, "text")) {
+        std::string type = string_field(part, "type");
+        report.repairs.push_back({"part_dropped", index, where + ".content." + std::to_string(j) + ": a " +
+                                                              (type.empty() ? std::string(detail::json_kind(part)) : "\"" + type + "\" part") +
+                                                              " is not carried"});
+        continue;
+      }
+      const json::value* text = part.get_object().if_contains("text");
+      if (text == nullptr || !text->is_string())
+        return Error{where + ".content." + std::to_string(j) + ".text must be a string, got " +
+                     (text == nullptr ? std::string("nothing") : std::string(detail::json_kind(*text)))};
+      out += (out.empty() ? "" : "\n") + std::string(text->get_string());
+    }
     return out;
+  };
+  // Where a value of the file is, for an error about it: `source:line:col (byte N)`.
+  auto place_of = [&](const std::vector<detail::PathStep>& path) {
+    auto span = detail::find_value_span(bytes, path);
+    if (!span) return source;
+    detail::LineColumn lc = detail::line_column(bytes, span->begin);
+    return fmt::format("{}:{}:{} (byte {})", source, lc.line, lc.column, span->begin);
   };
   // Ids the Anthropic API refuses (^[a-zA-Z0-9_-]+$) are rewritten the same way in calls and results.
   std::unordered_map<std::string, std::string> renamed;
@@ -464,26 +493,37 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
   for (std::size_t i = 0; i < list->size(); ++i) {
     const json::value& m = (*list)[i];
     ++report.lines;
-    std::string where = source + ": messages." + std::to_string(i);
+    const std::string path = list_key + "." + std::to_string(i);
+    std::string where = source + ": " + path;
     if (!m.is_object()) return Error{where + ": a message must be an object"};
     for (const auto& kv : m.get_object())
       if (!kKnown.count(kv.key())) ++report.fields_dropped;
     std::string role = string_field(m, "role");
-    const json::value content = m.get_object().contains("content") ? m.at("content") : json::value();
+    const json::value* content = m.get_object().if_contains("content");
+    // Only an assistant's content may be null or absent (its tool calls say what it did).
+    const json::value no_content;
+    if (content == nullptr || content->is_null()) {
+      if (role == "system" || role == "developer" || role == "user" || role == "tool")
+        return Error{where + ".content: a " + role + " message needs content, got " + (content == nullptr ? "nothing" : "null")};
+      content = &no_content;
+    }
+    auto text = content->is_null() ? Expected<std::string>(std::string()) : text_of(*content, where, i);
+    if (!text) return text.error();
     if (role == "system" || role == "developer") {
-      system += (system.empty() ? "" : "\n\n") + text_of(content);
+      system += (system.empty() ? "" : "\n\n") + *text;
       continue;
     }
     if (role == "user") {
-      drafts.push_back({Role::user, json::array{json::object{{"type", "text"}, {"text", text_of(content)}}}, i, {}});
+      drafts.push_back({Role::user, json::array{json::object{{"type", "text"}, {"text", *text}}}, i, {}});
       continue;
     }
     if (role == "assistant") {
       Draft d{Role::assistant, {}, i, {}};
-      std::string text = text_of(content);
-      if (!text.empty()) d.content.push_back(json::object{{"type", "text"}, {"text", text}});
-      if (m.get_object().contains("tool_calls") && m.at("tool_calls").is_array()) {
-        const auto& calls = m.at("tool_calls").get_array();
+      if (!text->empty()) d.content.push_back(json::object{{"type", "text"}, {"text", *text}});
+      if (const json::value* tool_calls = m.get_object().if_contains("tool_calls"); tool_calls != nullptr && !tool_calls->is_null()) {
+        if (!tool_calls->is_array())
+          return Error{where + ".tool_calls must be an array, got " + std::string(detail::json_kind(*tool_calls))};
+        const auto& calls = tool_calls->get_array();
         for (std::size_t k = 0; k < calls.size(); ++k) {
           const json::value& call = calls[k];
           std::string at = where + ".tool_calls." + std::to_string(k);
@@ -509,11 +549,17 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
             std::string arguments(given->get_string());
             boost::system::error_code aec;
             input = detail::parse_json(arguments, aec);
-            if (aec) {
-              auto place = detail::find_json_error(arguments);
-              return Error{at + ".function.arguments is not JSON (" +
-                           (place ? "byte " + std::to_string(place->offset) + ": " + place->what : aec.message()) +
-                           "): " + arguments.substr(0, 80)};
+            auto refusal = detail::find_json_error(arguments);
+            if (aec || refusal) {  // the scanner also refuses what Boost.JSON takes: a key given twice
+              // One line: the string's start, escaped, so that its newlines and control bytes stay in it.
+              std::size_t cut = std::min<std::size_t>(arguments.size(), 60);
+              while (cut > 0 && cut < arguments.size() && (static_cast<unsigned char>(arguments[cut]) & 0xC0) == 0x80) --cut;
+              std::string excerpt = json::serialize(json::string(arguments.substr(0, cut))) + (cut < arguments.size() ? "…" : "");
+              return Error{fmt::format("{}: {}.tool_calls.{}.function.arguments is not JSON: {} at byte {} of the string {}",
+                                       place_of(root.is_array() ? std::vector<detail::PathStep>{{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}
+                                                                : std::vector<detail::PathStep>{{list_key}, {{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}),
+                                       path, k, refusal ? refusal->what : aec.message(), refusal ? refusal->offset : 0,
+                                       excerpt)};
             }
           }
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
@@ -546,7 +592,7 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
         result_id = api_id(id, i);
       }
       drafts.push_back({Role::user, json::array{json::object{{"type", "tool_result"}, {"tool_use_id", result_id},
-                                                             {"content", text_of(content)}}}, i, {}});
+                                                             {"content", *text}}}, i, {}});
       continue;
     }
     return Error{where + ": unknown role \"" + role + "\""};
