@@ -174,6 +174,24 @@ TEST(ClaudeCodeImport, ALineNestedDeeperThanBoostJsonsDefaultIsKept) {
   EXPECT_EQ(r.report.summary_line(), "3 messages, 1 tool_use, 0 repairs");
 }
 
+// A line is read as the conversation reader reads a document: a key given twice makes it broken
+// (Boost.JSON kept the last "type" and read the line as another kind); a number past 18 digits,
+// which the one-pass parser leaves to Boost.JSON, is still read; a value that goes on past its
+// line's end is broken.
+TEST(ClaudeCodeImport, ALineIsReadUnderTheReadersRules) {
+  const std::string user = R"({"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"go"}})";
+  const std::string twice = R"({"type":"user","type":"assistant","uuid":"u2","parentUuid":"u1","message":{"role":"user","content":"x"}})";
+  const std::string big = R"({"type":"assistant","uuid":"a1","parentUuid":"u1","n":123456789012345678901234,"message":{"id":"m1","role":"assistant","content":"done"}})";
+  const std::string split = "{\"type\":\"user\",\n\"uuid\":\"u3\"}";
+  ImportResult r = import_claude_code(user + "\n" + twice + "\n" + big + "\n" + split + "\n", "rules.jsonl", false);
+  EXPECT_EQ(r.report.broken_lines, (std::vector<std::size_t>{2, 4, 5}));
+  ASSERT_TRUE(r.conversation.has_value());
+  ASSERT_EQ(r.conversation->size(), 2u);
+  EXPECT_EQ(r.conversation->serialize(),
+            "[\n{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go\"}]},\n"
+            "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}\n]\n");
+}
+
 TEST(OpenAiImport, NestingIsReadUpToTheReadersLimitAndRefusedPastItWithItsPlace) {
   auto deep = import_openai(R"({"messages":[{"role":"user","content":"x"}],"meta":)" + nested(100) + "}", "deep.json");
   ASSERT_TRUE(deep.ok()) << deep.error().message;

@@ -342,6 +342,27 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   std::unordered_map<std::string, std::size_t> position;  // uuid → chain length right after it
   std::set<std::string> log_tool_uses;
   CallRecorder recorder;
+  // Each line is read under the conversation reader's rules (no key twice, the same depth), by
+  // its one-pass parser; a line it refuses is scanned for whether it is JSON at all (a number
+  // past 18 digits is), and then parsed by Boost.JSON.
+  const std::string_view all = bytes;
+  detail::ValueParser parser(all);
+  auto read_line = [&](std::string_view line) -> std::optional<json::value> {
+    const std::size_t line_begin = static_cast<std::size_t>(line.data() - all.data());
+    const std::size_t line_end = line_begin + line.size();
+    std::size_t begin = line_begin;
+    while (begin < line_end && (all[begin] == ' ' || all[begin] == '\t' || all[begin] == '\r')) ++begin;
+    std::size_t end = begin;
+    // The value must end on its line (JSON's whitespace includes newlines; a line's does not).
+    if (begin < line_end && parser.parse(begin, detail::kMaxJsonDepth, end) && end <= line_end &&
+        all.substr(end, line_end - end).find_first_not_of(" \t\r") == std::string_view::npos)
+      return parser.take();
+    if (detail::find_json_error(line)) return std::nullopt;
+    boost::system::error_code ec;
+    json::value v = detail::parse_json(line, ec);
+    if (ec) return std::nullopt;
+    return v;
+  };
   std::size_t line_no = 0;
   while (!bytes.empty()) {
     std::size_t nl = bytes.find('\n');
@@ -350,12 +371,12 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     ++line_no;
     if (blank(line)) continue;
     ++report.lines;
-    boost::system::error_code ec;
-    json::value v = detail::parse_json(line, ec);
-    if (ec || !v.is_object()) {
+    std::optional<json::value> read = read_line(line);
+    if (!read || !read->is_object()) {
       report.broken_lines.push_back(line_no);
       continue;
     }
+    json::value& v = *read;
     json::object& o = v.get_object();
     recorder.read(o, line_no);
     std::string type = string_field(v, "type"), uuid = string_field(v, "uuid"), parent = string_field(v, "parentUuid");
