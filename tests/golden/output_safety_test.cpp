@@ -80,6 +80,18 @@ TEST_F(OutputSafety, ImportRefusesToReplaceItsInput) {
   EXPECT_EQ(read("in.json"), kInput);
 }
 
+// It printed "OK in.json: …" and then the write's failure: the verdict now follows the writes.
+TEST_F(OutputSafety, ImportSaysOkOnlyOnceItsOutputIsWritten) {
+  auto r = run({"import", "--input", "in.json", "--output", "no-such-dir/out.json"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "compactor import: no-such-dir/out.json: cannot create a temporary file beside it: No such file or directory\n");
+  r = run({"import", "--input", "in.json", "--output", "out.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("OK in.json: ", 0), 0u) << r.out;
+  EXPECT_EQ(read("out.json"), kInput);
+}
+
 TEST_F(OutputSafety, APrivateOutputStaysPrivate) {
   std::ofstream(dir_ / "out.json") << "old";
   fs::permissions(dir_ / "out.json", fs::perms::owner_read | fs::perms::owner_write);

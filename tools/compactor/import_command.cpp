@@ -1,5 +1,5 @@
 // compactor import --input F [--input-format …] [--output F] [--output-format …] [--report F]
-// compactor import --corpus DIR [--report F] [--sidechains skip]
+// compactor import --corpus DIR [--report F] [--sidechains include|skip]
 #include "command_line.hpp"
 #include "commands.hpp"
 
@@ -30,10 +30,15 @@ request body's system). Broken lines are skipped and counted with their line num
 repair (an orphan result dropped, a call whose result was lost answered by an is_error result…)
 is counted and listed in the report, never silent. The result must pass every checker.
 
+--output writes the conversation (anthropic: a messages array or a request body; openai: a
+messages array); without it only the verdict line is printed. --report writes what was skipped
+and repaired, as JSON.
+
 --corpus imports every *.jsonl and *.traj file below DIR, checks each, prints one line per file
 and the totals, and exits 2 if any file fails.
 
-exit codes: 0 imported and valid; 2 unreadable, empty, or failing a checker.
+exit codes: 0 imported and valid; 2 unreadable, empty, or failing a checker; 3 an output could
+not be written (nothing was).
 )";
 
 // Imports one file and checks it; the line to print, and whether it passed.
@@ -53,8 +58,8 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   out.result = std::move(imported).value();
   const ImportReport& r = out.result->report;
   if (!out.result->conversation) {
-    out.line = "EMPTY " + path + ": no message to import (" + std::to_string(r.lines) + " lines, " +
-               std::to_string(r.broken_lines.size()) + " broken)";
+    out.line = fmt::format("EMPTY {}: no message to import ({} line{}, {} broken)", path, r.lines, r.lines == 1 ? "" : "s",
+                           r.broken_lines.size());
     return out;
   }
   const Conversation& c = *out.result->conversation;
@@ -124,8 +129,10 @@ int import_command(int argc, char** argv) {
       else if (c.result && !c.result->conversation) ++empty;
       else ++failed;
     }
-    fmt::print("total: {} files, {} imported, {} empty, {} failed; {} messages, {} tool_uses, {} broken lines skipped, {} repairs\n",
-               files.size(), imported, empty, failed, messages, tool_uses, broken, repairs);
+    auto s = [](std::size_t n) { return n == 1 ? "" : "s"; };
+    fmt::print("total: {} file{}, {} imported, {} empty, {} failed; {} message{}, {} tool_use{}, {} broken line{} skipped, {} repair{}\n",
+               files.size(), s(files.size()), imported, empty, failed, messages, s(messages), tool_uses, s(tool_uses), broken,
+               s(broken), repairs, s(repairs));
     if (auto path = args->get("report")) {
       auto w = write_file_atomically(*path, report + "\n]\n");
       if (!w) {
@@ -145,7 +152,6 @@ int import_command(int argc, char** argv) {
   }
   Checked c = import_and_check(*args->get("input"), format, false);
   bool stdout_taken = args->get("output") == std::optional<std::string>("-") || args->get("report") == std::optional<std::string>("-");
-  fmt::print(stdout_taken ? stderr : stdout, "{}\n", c.line);
   // The report is written whenever there is one; the conversation only when it passed. Both are
   // written before either replaces its target.
   std::string report_bytes, conversation_bytes;
@@ -163,10 +169,12 @@ int import_command(int argc, char** argv) {
       files.insert(files.begin(), FileWrite{*path, conversation_bytes});
     }
   }
+  // The verdict is printed once the outputs are in place: an "OK" is never followed by a failure.
   if (auto w = write_files_atomically(files); !w) {
     fmt::print(stderr, "compactor import: {}\n", w.error().message);
     return kExitPluginError;
   }
+  fmt::print(stdout_taken ? stderr : stdout, "{}\n", c.line);
   if (!c.ok) return kExitBadInput;
   return kExitOk;
 }
