@@ -328,5 +328,21 @@ TEST(ExportOpenAi, SystemEntriesBecomeSystemMessagesInPlace) {
                                      R"({"role":"user","content":"c"},{"role":"system","content":"S2"}])"));
 }
 
+// What the OpenAI form has no place for is counted, so that `import --output-format openai` says it.
+TEST(ExportOpenAi, WhatTheFormCannotCarryIsCounted) {
+  auto c = test::parse_or_die(
+      R"([{"role":"user","content":"look"},)"
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"shot","input":{}}]},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"here"},)"
+      R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]},)"
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"ok","signature":"s"},{"type":"text","text":"done"}]}])");
+  std::map<std::string, std::size_t> left_out;
+  boost::json::value back = boost::json::parse(export_openai(c, &left_out));
+  EXPECT_EQ(left_out, (std::map<std::string, std::size_t>{{"image parts of tool results", 1}, {"thinking blocks", 2}}));
+  EXPECT_EQ(back, boost::json::parse(R"([{"role":"user","content":"look"},)"
+                                     R"({"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"shot","arguments":"{}"}}]},)"
+                                     R"({"role":"tool","tool_call_id":"t1","content":"here"},{"role":"assistant","content":"done"}])"));
+}
+
 }  // namespace
 }  // namespace compactor

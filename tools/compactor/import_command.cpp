@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 namespace compactor::cli {
 
@@ -165,7 +166,13 @@ int import_command(int argc, char** argv) {
   if (c.ok) {
     if (auto path = args->get("output")) {
       const Conversation& conversation = *c.result->conversation;
-      conversation_bytes = output_format == "openai" ? export_openai(conversation) : conversation.serialize();
+      std::map<std::string, std::size_t> left_out;
+      conversation_bytes = output_format == "openai" ? export_openai(conversation, &left_out) : conversation.serialize();
+      // Said, never silent: what the OpenAI form has no place for.
+      std::string said;
+      for (const auto& [what, n] : left_out) said += fmt::format("{}{} ({})", said.empty() ? "" : ", ", what, n);
+      if (!said.empty())
+        fmt::print(stderr, "compactor import: the OpenAI form has no place for {}; left out of {}\n", said, *path);
       files.insert(files.begin(), FileWrite{*path, conversation_bytes});
     }
   }

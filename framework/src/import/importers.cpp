@@ -622,7 +622,10 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
   return finish(std::move(drafts), std::move(report), system);
 }
 
-std::string export_openai(const Conversation& c) {
+std::string export_openai(const Conversation& c, std::map<std::string, std::size_t>* left_out) {
+  auto leave_out = [&](std::string_view type) {
+    if (left_out != nullptr) ++(*left_out)[std::string(type)];
+  };
   json::array out;
   // A request body's system prompt comes back as the system message.
   if (c.format() == InputFormat::request_body && c.frame().buffer) {
@@ -663,10 +666,15 @@ std::string export_openai(const Conversation& c) {
           std::string content;
           if (const json::value* v = b.content(); v != nullptr && v->is_string()) content = std::string(v->get_string());
           else if (v != nullptr && v->is_array())
-            for (const auto& part : v->get_array()) content += (content.empty() ? "" : "\n") + string_field(part, "text");
+            for (const auto& part : v->get_array()) {
+              if (is_type(part, "text")) content += (content.empty() ? "" : "\n") + string_field(part, "text");
+              else leave_out((part.is_object() ? string_field(part, "type") : std::string("other")) + " parts of tool results");
+            }
           out.push_back(json::object{{"role", "tool"}, {"tool_call_id", b.tool_use_id()}, {"content", content}});
         } else if (b.kind() == BlockKind::text) {
           text += (text.empty() ? "" : "\n") + std::string(b.text());
+        } else {
+          leave_out(std::string(b.type()) + " blocks");
         }
       }
       if (!text.empty()) out.push_back(json::object{{"role", "user"}, {"content", text}});
@@ -676,6 +684,7 @@ std::string export_openai(const Conversation& c) {
     json::array calls;
     for (const Block& b : m->blocks()) {
       if (b.kind() == BlockKind::text) text += (text.empty() ? "" : "\n") + std::string(b.text());
+      else if (b.kind() != BlockKind::tool_use) leave_out(std::string(b.type()) + " blocks");
       if (b.kind() == BlockKind::tool_use)
         calls.push_back(json::object{{"id", b.id()}, {"type", "function"},
                                      {"function", json::object{{"name", b.name()},

@@ -7,6 +7,7 @@
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,8 +77,11 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
 // arguments are not JSON is an error naming the message.
 Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source);
 
-// Anthropic → OpenAI chat messages (a JSON array), for `--output-format openai`.
-std::string export_openai(const Conversation& conversation);
+// Anthropic → OpenAI chat messages (a JSON array), for `--output-format openai`. The OpenAI form
+// carries text, tool calls and the text of tool results; what it has no place for (thinking, an
+// image, a document, a result's non-text part…) is left out, each counted in `left_out` when
+// given ("thinking blocks" → 9, "image parts of tool results" → 2).
+std::string export_openai(const Conversation& conversation, std::map<std::string, std::size_t>* left_out = nullptr);
 
 // Detects the format of a file's bytes (and name): Claude Code JSONL lines carry "sessionId" or
 // "parentUuid"; OpenAI histories have role "tool" messages, tool_calls, or "history" (a system
