@@ -51,6 +51,19 @@ class InputLimits : public ::testing::Test {
   fs::path dir_;
 };
 
+// A bad --input-format is a usage error, found with the other options: `check`, `count` and
+// `run` printed the bare message (run's from its pipeline's process) where `import` said whose.
+TEST_F(InputLimits, ABadInputFormatIsAUsageErrorOfEveryCommand) {
+  for (auto args : commands("in.json")) {
+    args.insert(args.end(), {"--input-format", "xml"});
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("compactor " + args[0] + ": --input-format takes auto, anthropic, claude-code or openai, got \"xml\"\nusage: ", 0), 0u)
+        << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+  }
+}
+
 TEST_F(InputLimits, ADirectoryIsNotAnInput) {
   for (const auto& args : commands("folder")) {
     auto r = run(args);

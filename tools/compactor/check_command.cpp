@@ -42,6 +42,7 @@ int check_command(int argc, char** argv) {
   std::string error;
   auto input = required_option(*args, "input", error);
   if (!input) return command.usage_error(error);
+  if (auto bad = input_format_error(args->get("input-format"))) return command.usage_error(*bad);
 
   auto conversation = read_input(*input, args->get("input-format"));
   if (!conversation) {

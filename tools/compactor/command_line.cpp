@@ -11,12 +11,15 @@
 
 namespace compactor::cli {
 
+std::optional<std::string> input_format_error(const std::optional<std::string>& format) {
+  if (!format || *format == "auto" || import_format_from_string(*format)) return std::nullopt;
+  return "--input-format takes auto, anthropic, claude-code or openai, got \"" + *format + "\"";
+}
+
 Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format) {
+  if (auto bad = input_format_error(format)) return Error{*bad};
   std::optional<ImportFormat> f;
-  if (format && *format != "auto") {
-    f = import_format_from_string(*format);
-    if (!f) return Error{"--input-format takes auto, anthropic, claude-code or openai, got \"" + *format + "\""};
-  }
+  if (format && *format != "auto") f = import_format_from_string(*format);
   auto imported = import_file(path, f);
   if (!imported) return imported.error();
   const ImportReport& r = imported->report;

@@ -48,6 +48,7 @@ int count_command(int argc, char** argv) {
   std::string error;
   auto input = required_option(*args, "input", error);
   if (!input) return command.usage_error(error);
+  if (auto bad = input_format_error(args->get("input-format"))) return command.usage_error(*bad);
   std::vector<std::string> kinds = args->has("meter") ? args->options.at("meter")
                                                       : std::vector<std::string>{"chars4", "cl100k", "o200k", "claude-legacy"};
   if (!args->has("meter") && args->has("fit")) kinds.push_back("calibrated");

@@ -86,10 +86,8 @@ int import_command(int argc, char** argv) {
   if (!args) return exit_code;
   std::string error;
   std::optional<ImportFormat> format;
-  if (args->get("input-format") && *args->get("input-format") != "auto") {
-    format = import_format_from_string(*args->get("input-format"));
-    if (!format) error = "--input-format takes auto, claude-code, openai or anthropic";
-  }
+  if (auto bad = input_format_error(args->get("input-format"))) error = *bad;
+  else if (args->get("input-format") && *args->get("input-format") != "auto") format = import_format_from_string(*args->get("input-format"));
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
   if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
   std::string output_format = args->get("output-format").value_or("anthropic");

@@ -59,6 +59,7 @@ int run_command(int argc, char** argv) {
   else if (!args->get("input")) error = "--input is required";
   else if (args->get("reason") && *args->get("reason") != "prompt_too_long")
     error = "--reason takes only prompt_too_long, got \"" + *args->get("reason") + "\"";
+  else if (auto bad = input_format_error(args->get("input-format"))) error = *bad;
   if (!error.empty()) return command.usage_error(error);
   std::string input_path = *args->get("input");
   std::optional<std::string> output = args->get("output"), report_path = args->get("report");
