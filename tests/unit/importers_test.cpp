@@ -236,7 +236,23 @@ TEST(OpenAiImport, ContentOfTheWrongTypeIsRefusedAndAPartNotCarriedIsARepair) {
   ASSERT_TRUE(image.ok()) << image.error().message;
   ASSERT_EQ(image->report.repairs.size(), 1u);
   EXPECT_EQ(image->report.repairs[0].kind, "part_dropped");
-  EXPECT_EQ(image->report.repairs[0].detail, "i.json: messages.0.content.1: a \"image_url\" part is not carried");
+  EXPECT_EQ(image->report.repairs[0].detail, "i.json: messages.0.content.1 (image_url) is not carried");
+
+  // A field of the wrong type was read as empty: a result's id became "" (the result then an
+  // orphan, dropped, and its call answered as lost), a role 5 was 'unknown role ""'.
+  auto id = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]},)"
+                          R"({"role":"tool","tool_call_id":5,"content":"out"}])", "id.json");
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.error().message, "id.json: messages.2.tool_call_id must be a string, got number");
+  auto role = import_openai(R"([{"role":5,"content":"x"}])", "r.json");
+  ASSERT_FALSE(role.ok());
+  EXPECT_EQ(role.error().message, "r.json: messages.0.role must be a string, got number");
+  // Empty arguments become an empty input, counted as null ones are.
+  auto empty = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":""}}]},)"
+                             R"({"role":"tool","tool_call_id":"c1","content":"out"}])", "e.json");
+  ASSERT_TRUE(empty.ok()) << empty.error().message;
+  ASSERT_EQ(empty->report.repairs.size(), 1u);
+  EXPECT_EQ(empty->report.repairs[0].detail, "tool call c1 has empty function.arguments; its input is {}");
 }
 
 // Boost.JSON keeps the last of a key given twice; the arguments are refused as the reader refuses
@@ -259,6 +275,14 @@ TEST(OpenAiImport, TheArgumentsInAnErrorStayOnOneLine) {
   EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << r.error().message;
   EXPECT_EQ(r.error().message.find('\x1b'), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find(R"("{\n.\n}\u001b[31m")"), std::string::npos) << r.error().message;
+  // DEL, a C1 control (U+0085) and U+2028 too: terminals act on them or break the line there.
+  auto wide = import_openai(
+      "[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"function\":{\"name\":\"f\","
+      "\"arguments\":\"{\x7f\xc2\x85\xe2\x80\xa8\"}}]}]",
+      "wide.json");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.error().message.find(R"("{\u007f\u0085\u2028")"), std::string::npos) << wide.error().message;
+  EXPECT_EQ(wide.error().message.find('\x7f'), std::string::npos);
 }
 
 // Issue 12, defect 9: arguments given as an object, a number or null all became input {} with
@@ -333,12 +357,13 @@ TEST(ExportOpenAi, WhatTheFormCannotCarryIsCounted) {
   auto c = test::parse_or_die(
       R"([{"role":"user","content":"look"},)"
       R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"tool_use","id":"t1","name":"shot","input":{}}]},)"
-      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"here"},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"here"},)"
       R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]}]},)"
       R"({"role":"assistant","content":[{"type":"thinking","thinking":"ok","signature":"s"},{"type":"text","text":"done"}]}])");
   std::map<std::string, std::size_t> left_out;
   boost::json::value back = boost::json::parse(export_openai(c, &left_out));
-  EXPECT_EQ(left_out, (std::map<std::string, std::size_t>{{"image parts of tool results", 1}, {"thinking blocks", 2}}));
+  EXPECT_EQ(left_out, (std::map<std::string, std::size_t>{
+                          {"image parts of tool results", 1}, {"is_error flags of tool results", 1}, {"thinking blocks", 2}}));
   EXPECT_EQ(back, boost::json::parse(R"([{"role":"user","content":"look"},)"
                                      R"({"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"shot","arguments":"{}"}}]},)"
                                      R"({"role":"tool","tool_call_id":"t1","content":"here"},{"role":"assistant","content":"done"}])"));

@@ -93,7 +93,8 @@ int count_command(int argc, char** argv) {
   for (std::size_t k = 0; k < meters.size(); ++k) {
     Conversation metered = conversation->with_meter(meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;
-    fmt::print("  {:<14} {:>10} tokens{}\n", kinds[k], metered.sizes().tokens - fixed,
+    const std::uint64_t tokens = metered.sizes().tokens - fixed;
+    fmt::print("  {:<14} {:>10} token{}{}\n", kinds[k], tokens, tokens == 1 ? "" : "s",
                fixed_part.empty() ? "" : fmt::format(" + {} in {}", fixed, fixed_part));
   }
   return kExitOk;

@@ -38,8 +38,8 @@ and repaired, as JSON.
 --corpus imports every *.jsonl and *.traj file below DIR, checks each, prints one line per file
 and the totals, and exits 2 if any file fails.
 
-exit codes: 0 imported and valid; 2 unreadable, empty, or failing a checker; 3 an output could
-not be written (nothing was).
+exit codes: 0 imported and valid; 2 unreadable, empty, or failing a checker (the conversation is
+not written; --report still is: it says why); 3 an output could not be written (nothing was).
 )";
 
 // Imports one file and checks it; the line to print, and whether it passed.
@@ -153,7 +153,7 @@ int import_command(int argc, char** argv) {
   bool stdout_taken = args->get("output") == std::optional<std::string>("-") || args->get("report") == std::optional<std::string>("-");
   // The report is written whenever there is one; the conversation only when it passed. Both are
   // written before either replaces its target.
-  std::string report_bytes, conversation_bytes;
+  std::string report_bytes, conversation_bytes, left_out_line;
   std::vector<FileWrite> files;
   if (c.result) {
     if (auto path = args->get("report")) {
@@ -166,11 +166,11 @@ int import_command(int argc, char** argv) {
       const Conversation& conversation = *c.result->conversation;
       std::map<std::string, std::size_t> left_out;
       conversation_bytes = output_format == "openai" ? export_openai(conversation, &left_out) : conversation.serialize();
-      // Said, never silent: what the OpenAI form has no place for.
-      std::string said;
-      for (const auto& [what, n] : left_out) said += fmt::format("{}{} ({})", said.empty() ? "" : ", ", what, n);
-      if (!said.empty())
-        fmt::print(stderr, "compactor import: the OpenAI form has no place for {}; left out of {}\n", said, *path);
+      // Said, never silent, once the output is written: what the OpenAI form has no place for.
+      for (const auto& [what, n] : left_out) left_out_line += fmt::format("{}{} ({})", left_out_line.empty() ? "" : ", ", what, n);
+      if (!left_out_line.empty())
+        left_out_line = fmt::format("compactor import: the OpenAI form has no place for {}; left out of {}", left_out_line,
+                                    *path == "-" ? std::string("the output") : *path);
       files.insert(files.begin(), FileWrite{*path, conversation_bytes});
     }
   }
@@ -179,6 +179,7 @@ int import_command(int argc, char** argv) {
     fmt::print(stderr, "compactor import: {}\n", w.error().message);
     return kExitPluginError;
   }
+  if (!left_out_line.empty()) fmt::print(stderr, "{}\n", left_out_line);
   fmt::print(stdout_taken ? stderr : stdout, "{}\n", c.line);
   if (!c.ok) return kExitBadInput;
   return kExitOk;

@@ -57,6 +57,32 @@ std::string string_field(const json::value& v, std::string_view key) {
   return v.is_object() ? string_field(v.get_object(), key) : std::string();
 }
 
+// The start of a text for a one-line error: JSON-escaped (newlines, C0 controls), and DEL, the C1
+// controls and the Unicode line and paragraph separators escaped too, cut at a character
+// boundary after about `limit` bytes.
+std::string one_line_excerpt(std::string_view text, std::size_t limit) {
+  std::size_t cut = std::min(text.size(), limit);
+  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  std::string quoted = json::serialize(json::string(text.substr(0, cut)));
+  std::string out;
+  out.reserve(quoted.size());
+  for (std::size_t i = 0; i < quoted.size(); ++i) {
+    auto byte = [&](std::size_t k) { return k < quoted.size() ? static_cast<unsigned char>(quoted[k]) : 0u; };
+    if (byte(i) == 0x7F) {
+      out += "\\u007f";
+    } else if (byte(i) == 0xC2 && byte(i + 1) >= 0x80 && byte(i + 1) <= 0x9F) {  // U+0080..U+009F
+      out += fmt::format("\\u{:04x}", byte(i + 1));
+      ++i;
+    } else if (byte(i) == 0xE2 && byte(i + 1) == 0x80 && (byte(i + 2) == 0xA8 || byte(i + 2) == 0xA9)) {  // U+2028, U+2029
+      out += byte(i + 2) == 0xA8 ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += quoted[i];
+    }
+  }
+  return out + (cut < text.size() ? "…" : "");
+}
+
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
 // Consecutive messages of one role become one, results first: logs split parallel calls and
@@ -472,9 +498,9 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
       const json::value& part = parts[j];
       if (!is_type(part, "text")) {
         std::string type = string_field(part, "type");
-        report.repairs.push_back({"part_dropped", index, where + ".content." + std::to_string(j) + ": a " +
-                                                              (type.empty() ? std::string(detail::json_kind(part)) : "\"" + type + "\" part") +
-                                                              " is not carried"});
+        report.repairs.push_back({"part_dropped", index, where + ".content." + std::to_string(j) + " (" +
+                                                              (type.empty() ? std::string(detail::json_kind(part)) : type) +
+                                                              ") is not carried"});
         continue;
       }
       const json::value* text = part.get_object().if_contains("text");
@@ -519,6 +545,10 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
     if (!m.is_object()) return Error{where + ": a message must be an object"};
     for (const auto& kv : m.get_object())
       if (!kKnown.count(kv.key())) ++report.fields_dropped;
+    // A field the history gives with the wrong type is refused, never read as empty.
+    for (std::string_view key : {"role", "tool_call_id", "name"})
+      if (const json::value* f = m.get_object().if_contains(key); f != nullptr && !f->is_string() && !(key != "role" && f->is_null()))
+        return Error{where + "." + std::string(key) + " must be a string, got " + std::string(detail::json_kind(*f))};
     std::string role = string_field(m, "role");
     const json::value* content = m.get_object().if_contains("content");
     // Only an assistant's content may be null or absent (its tool calls say what it did).
@@ -557,25 +587,21 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           json::value input;
           if (given != nullptr && given->is_object()) {
             input = *given;
-          } else if (given == nullptr || given->is_null()) {
+          } else if (given == nullptr || given->is_null() || (given->is_string() && given->get_string().empty())) {
             input = json::object{};
             report.repairs.push_back({"missing_arguments_emptied", i,
-                                      "tool call " + string_field(call, "id") + " has " + (given ? "null" : "no") +
+                                      "tool call " + string_field(call, "id") + " has " +
+                                          (given == nullptr ? "no" : given->is_null() ? "null" : "empty") +
                                           " function.arguments; its input is {}"});
           } else if (!given->is_string()) {
             return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
-          } else if (given->get_string().empty()) {
-            input = json::object{};
           } else {
             std::string arguments(given->get_string());
             boost::system::error_code aec;
             input = detail::parse_json(arguments, aec);
             auto refusal = detail::find_json_error(arguments);
             if (aec || refusal) {  // the scanner also refuses what Boost.JSON takes: a key given twice
-              // One line: the string's start, escaped, so that its newlines and control bytes stay in it.
-              std::size_t cut = std::min<std::size_t>(arguments.size(), 60);
-              while (cut > 0 && cut < arguments.size() && (static_cast<unsigned char>(arguments[cut]) & 0xC0) == 0x80) --cut;
-              std::string excerpt = json::serialize(json::string(arguments.substr(0, cut))) + (cut < arguments.size() ? "…" : "");
+              std::string excerpt = one_line_excerpt(arguments, 60);
               return Error{fmt::format("{}: {}.tool_calls.{}.function.arguments is not JSON: {} at byte {} of the string {}",
                                        place_of(root.is_array() ? std::vector<detail::PathStep>{{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}
                                                                 : std::vector<detail::PathStep>{{list_key}, {{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}),
@@ -671,6 +697,7 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
               else leave_out((part.is_object() ? string_field(part, "type") : std::string("other")) + " parts of tool results");
             }
           out.push_back(json::object{{"role", "tool"}, {"tool_call_id", b.tool_use_id()}, {"content", content}});
+          if (b.is_error()) leave_out("is_error flags of tool results");
         } else if (b.kind() == BlockKind::text) {
           text += (text.empty() ? "" : "\n") + std::string(b.text());
         } else {
