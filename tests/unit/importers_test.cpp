@@ -10,6 +10,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace compactor {
 namespace {
 
@@ -174,6 +176,28 @@ TEST(ClaudeCodeImport, ALineNestedDeeperThanBoostJsonsDefaultIsKept) {
   EXPECT_EQ(r.report.summary_line(), "3 messages, 1 tool_use, 0 repairs");
 }
 
+// Detection does not take a leading system message for OpenAI (in Anthropic messages it is a
+// mistake to report), but the error says what to give when the file is an OpenAI chat.
+TEST(ImportDetection, AChatStartingWithItsSystemMessageIsAnErrorThatNamesTheOpenAiFormat) {
+  test::ScratchFolder scratch("detect");
+  const std::string file = (scratch.path() / "chat.json").string();
+  std::ofstream(file) << R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi"}])";
+  auto detected = import_file(file, std::nullopt);
+  ASSERT_FALSE(detected.ok());
+  const std::string hint = "\n" + file + ": an OpenAI chat history starts with its system message; if this is one, give "
+                           "--input-format openai";
+  const std::string& said = detected.error().message;
+  EXPECT_NE(said.find("(rule: never first)"), std::string::npos) << said;
+  ASSERT_GE(said.size(), hint.size());
+  EXPECT_EQ(said.substr(said.size() - hint.size()), hint) << said;  // the last line
+  auto anthropic = import_file(file, ImportFormat::anthropic);
+  ASSERT_FALSE(anthropic.ok());
+  EXPECT_EQ(anthropic.error().message.find("--input-format"), std::string::npos);  // asked for, not guessed
+  auto openai = import_file(file, ImportFormat::openai);
+  ASSERT_TRUE(openai.ok()) << openai.error().message;
+  EXPECT_EQ(openai->conversation->format(), InputFormat::request_body);
+}
+
 // A line is read as the conversation reader reads a document: a key given twice makes it broken
 // (Boost.JSON kept the last "type" and read the line as another kind); a number past 18 digits,
 // which the one-pass parser leaves to Boost.JSON, is still read; a value that goes on past its
@@ -185,6 +209,10 @@ TEST(ClaudeCodeImport, ALineIsReadUnderTheReadersRules) {
   const std::string split = "{\"type\":\"user\",\n\"uuid\":\"u3\"}";
   ImportResult r = import_claude_code(user + "\n" + twice + "\n" + big + "\n" + split + "\n", "rules.jsonl", false);
   EXPECT_EQ(r.report.broken_lines, (std::vector<std::size_t>{2, 4, 5}));
+  // The first one's reason is said: a key given twice at byte 15 of line 2.
+  EXPECT_EQ(r.report.first_broken_why, "line 2: duplicate object key \"type\" (byte 15 of the line)");
+  EXPECT_NE(r.report.summary_line().find("3 broken lines skipped (first: line 2: duplicate object key"), std::string::npos)
+      << r.report.summary_line();
   ASSERT_TRUE(r.conversation.has_value());
   ASSERT_EQ(r.conversation->size(), 2u);
   EXPECT_EQ(r.conversation->serialize(),

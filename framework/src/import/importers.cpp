@@ -373,6 +373,7 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   // past 18 digits is), and then parsed by Boost.JSON.
   const std::string_view all = bytes;
   detail::ValueParser parser(all);
+  std::string why;  // why read_line refused its line
   auto read_line = [&](std::string_view line) -> std::optional<json::value> {
     const std::size_t line_begin = static_cast<std::size_t>(line.data() - all.data());
     const std::size_t line_end = line_begin + line.size();
@@ -383,10 +384,16 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     if (begin < line_end && parser.parse(begin, detail::kMaxJsonDepth, end) && end <= line_end &&
         all.substr(end, line_end - end).find_first_not_of(" \t\r") == std::string_view::npos)
       return parser.take();
-    if (detail::find_json_error(line)) return std::nullopt;
+    if (auto error = detail::find_json_error(line)) {
+      why = error->what + " (byte " + std::to_string(error->offset) + " of the line)";
+      return std::nullopt;
+    }
     boost::system::error_code ec;
     json::value v = detail::parse_json(line, ec);
-    if (ec) return std::nullopt;
+    if (ec) {
+      why = ec.message();
+      return std::nullopt;
+    }
     return v;
   };
   std::size_t line_no = 0;
@@ -399,6 +406,8 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     ++report.lines;
     std::optional<json::value> read = read_line(line);
     if (!read || !read->is_object()) {
+      if (read) why = "a line holds a JSON object, got " + std::string(detail::json_kind(*read));
+      if (report.broken_lines.empty()) report.first_broken_why = "line " + std::to_string(line_no) + ": " + why;
       report.broken_lines.push_back(line_no);
       continue;
     }
@@ -754,6 +763,12 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
       ReadOptions options;
       options.source = source;
       auto c = read_conversation(std::move(bytes), options);
+      // An OpenAI chat without tool calls looks like Anthropic messages but starts with its system
+      // message: detection keeps the error (in Anthropic messages it is a mistake), and says what
+      // to give if the file is such a chat.
+      if (!c && !format && c.error().message.find("(rule: never first)") != std::string::npos)
+        return Error{c.error().message + "\n" + source +
+                     ": an OpenAI chat history starts with its system message; if this is one, give --input-format openai"};
       if (!c) return c.error();
       ImportResult r;
       r.report.source = source;
@@ -771,7 +786,9 @@ std::string ImportReport::summary_line() const {
   // "1 message", "2 messages"
   auto count = [](std::size_t n, std::string_view one, std::string_view many) { return fmt::format("{} {}", n, n == 1 ? one : many); };
   std::string out = count(messages, "message", "messages") + ", " + count(tool_uses, "tool_use", "tool_uses");
-  if (!broken_lines.empty()) out += ", " + count(broken_lines.size(), "broken line", "broken lines") + " skipped";
+  if (!broken_lines.empty())
+    out += ", " + count(broken_lines.size(), "broken line", "broken lines") + " skipped" +
+           (first_broken_why.empty() ? "" : " (" + std::string(broken_lines.size() == 1 ? "" : "first: ") + first_broken_why + ")");
   if (rewound_skipped) out += ", " + count(rewound_skipped, "rewound message", "rewound messages") + " left out";
   if (fields_dropped) out += ", " + count(fields_dropped, "field", "fields") + " left out";
   out += ", " + count(repairs.size(), "repair", "repairs");
@@ -783,7 +800,8 @@ std::string ImportReport::to_json() const {
   json::array rep;
   for (const auto& r : repairs) rep.push_back(json::object{{"kind", r.kind}, {"line", r.line}, {"detail", r.detail}});
   return json::serialize(json::object{{"source", source}, {"format", to_string(format)}, {"lines", lines},
-                                      {"broken_lines", broken}, {"meta_skipped", meta_skipped},
+                                      {"broken_lines", broken}, {"first_broken_why", first_broken_why},
+                                      {"meta_skipped", meta_skipped},
                                       {"sidechain_skipped", sidechain_skipped}, {"other_skipped", other_skipped},
                                       {"rewound_skipped", rewound_skipped}, {"fields_dropped", fields_dropped},
                                       {"repairs", rep}, {"messages", messages}, {"tool_uses", tool_uses},

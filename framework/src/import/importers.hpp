@@ -29,6 +29,7 @@ struct ImportReport {
   ImportFormat format = ImportFormat::anthropic;
   std::size_t lines = 0;                   // input lines (Claude Code) or messages (OpenAI)
   std::vector<std::size_t> broken_lines;   // not valid JSON: skipped, 1-based
+  std::string first_broken_why;            // why the first of them is: "line 2: duplicate object key …"
   std::size_t meta_skipped = 0;            // isMeta lines
   std::size_t sidechain_skipped = 0;       // sub-agent lines of a main session
   std::size_t other_skipped = 0;           // lines that are not messages (summary, system, snapshots…)
