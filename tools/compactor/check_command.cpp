@@ -7,6 +7,7 @@
 #include "model/conversation_reader.hpp"
 #include "import/importers.hpp"
 #include "host/exit_code.hpp"
+#include "platform/counted.hpp"
 
 #include <fmt/core.h>
 
@@ -70,9 +71,9 @@ int check_command(int argc, char** argv) {
   }
   const std::size_t entries = c.system_slots().size();
   std::string with_entries = entries == 0 ? "" : fmt::format(" and {} system entr{}", entries, entries == 1 ? "y" : "ies");
-  fmt::print("OK {}: {} message{} ({} user, {} assistant){}, {} tool pair{}, {} chars, {} bytes ({})\n", source, c.size(),
-             c.size() == 1 ? "" : "s", users, c.size() - users, with_entries, pairs, pairs == 1 ? "" : "s", c.sizes().chars,
-             c.sizes().bytes, to_string(c.format()));
+  fmt::print("OK {}: {} ({} user, {} assistant){}, {}, {} chars, {} bytes ({})\n", source, counted(c.size(), "message", "messages"),
+             users, c.size() - users, with_entries, counted(pairs, "tool pair", "tool pairs"), c.sizes().chars, c.sizes().bytes,
+             to_string(c.format()));
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include "host/exit_code.hpp"
 #include "meter/meter_kinds.hpp"
+#include "platform/counted.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -88,13 +89,12 @@ int count_command(int argc, char** argv) {
     return kExitOk;
   }
   std::string source = *input == "-" ? "<stdin>" : *input;
-  fmt::print("{}: {} message{}, {} chars\n", source, conversation->size(), conversation->size() == 1 ? "" : "s",
-             conversation->sizes().chars);
+  fmt::print("{}: {}, {} chars\n", source, counted(conversation->size(), "message", "messages"), conversation->sizes().chars);
   for (std::size_t k = 0; k < meters.size(); ++k) {
     Conversation metered = conversation->with_meter(meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;
     const std::uint64_t tokens = metered.sizes().tokens - fixed;
-    fmt::print("  {:<14} {:>10} token{}{}\n", kinds[k], tokens, tokens == 1 ? "" : "s",
+    fmt::print("  {:<14} {:>10} {}{}\n", kinds[k], tokens, tokens == 1 ? "token" : "tokens",
                fixed_part.empty() ? "" : fmt::format(" + {} in {}", fixed, fixed_part));
   }
   return kExitOk;

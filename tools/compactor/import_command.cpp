@@ -8,6 +8,7 @@
 #include "checkers/builtin_checkers.hpp"
 #include "host/exit_code.hpp"
 #include "import/importers.hpp"
+#include "platform/counted.hpp"
 
 #include <fmt/core.h>
 
@@ -59,7 +60,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   out.result = std::move(imported).value();
   const ImportReport& r = out.result->report;
   if (!out.result->conversation) {
-    out.line = fmt::format("EMPTY {}: no message to import ({} line{}, {} broken)", path, r.lines, r.lines == 1 ? "" : "s",
+    out.line = fmt::format("EMPTY {}: no message to import ({}, {} broken)", path, counted(r.lines, "line", "lines"),
                            r.broken_lines.size());
     return out;
   }
@@ -128,10 +129,9 @@ int import_command(int argc, char** argv) {
       else if (c.result && !c.result->conversation) ++empty;
       else ++failed;
     }
-    auto s = [](std::size_t n) { return n == 1 ? "" : "s"; };
-    fmt::print("total: {} file{}, {} imported, {} empty, {} failed; {} message{}, {} tool_use{}, {} broken line{} skipped, {} repair{}\n",
-               files.size(), s(files.size()), imported, empty, failed, messages, s(messages), tool_uses, s(tool_uses), broken,
-               s(broken), repairs, s(repairs));
+    fmt::print("total: {}, {} imported, {} empty, {} failed; {}, {}, {} skipped, {}\n", counted(files.size(), "file", "files"),
+               imported, empty, failed, counted(messages, "message", "messages"), counted(tool_uses, "tool_use", "tool_uses"),
+               counted(broken, "broken line", "broken lines"), counted(repairs, "repair", "repairs"));
     if (auto path = args->get("report")) {
       auto w = write_file_atomically(*path, report + "\n]\n");
       if (!w) {

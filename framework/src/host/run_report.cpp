@@ -1,4 +1,5 @@
 #include "host/run_report.hpp"
+#include "platform/counted.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -132,21 +133,17 @@ std::string RunReport::to_json() const {
   return out + "\n";
 }
 
-namespace {
-const char* messages_word(std::size_t n) { return n == 1 ? "message" : "messages"; }
-}  // namespace
-
 std::string RunReport::summary() const {
   std::string unit(to_string(budget.unit));
-  std::string out = fmt::format("compactor run: {} {}, {} {} in; budget {} {} (target {})\n", input_size.messages,
-                                messages_word(input_size.messages), input_size.sizes.in(budget.unit), unit, budget.limit,
-                                unit, budget.target);
+  std::string out = fmt::format("compactor run: {}, {} {} in; budget {} {} (target {})\n",
+                                counted(input_size.messages, "message", "messages"), input_size.sizes.in(budget.unit), unit,
+                                budget.limit, unit, budget.target);
   for (const auto& s : stages) {
     std::string detail;
     switch (s.status) {
       case StageStatus::committed:
-        detail = fmt::format("{} → {} {}, {} → {} {}", s.before.sizes.in(budget.unit), s.after.sizes.in(budget.unit), unit,
-                             s.before.messages, s.after.messages, messages_word(s.after.messages));
+        detail = fmt::format("{} → {} {}, {} → {}", s.before.sizes.in(budget.unit), s.after.sizes.in(budget.unit), unit,
+                             s.before.messages, counted(s.after.messages, "message", "messages"));
         break;
       case StageStatus::rejected: detail = s.violations.empty() ? "" : s.violations.front(); break;
       default: detail = s.reason; break;
@@ -156,8 +153,8 @@ std::string RunReport::summary() const {
     out += "\n";
   }
   if (output) {
-    out += fmt::format("output: {} {}, {} {}; first changed message: {}\n", output_size.messages,
-                       messages_word(output_size.messages), output_size.sizes.in(budget.unit), unit,
+    out += fmt::format("output: {}, {} {}; first changed message: {}\n", counted(output_size.messages, "message", "messages"),
+                       output_size.sizes.in(budget.unit), unit,
                        first_changed_message ? "messages." + std::to_string(*first_changed_message) : std::string("none"));
   }
   if (!summarizer_calls.empty()) {

@@ -3,6 +3,7 @@
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
+#include "platform/counted.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -369,33 +370,9 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   std::set<std::string> log_tool_uses;
   CallRecorder recorder;
   // Each line is read under the conversation reader's rules (no key twice, the same depth), by
-  // its one-pass parser; a line it refuses is scanned for whether it is JSON at all (a number
-  // past 18 digits is), and then parsed by Boost.JSON.
+  // one parser over the file's bytes.
   const std::string_view all = bytes;
   detail::ValueParser parser(all);
-  std::string why;  // why read_line refused its line
-  auto read_line = [&](std::string_view line) -> std::optional<json::value> {
-    const std::size_t line_begin = static_cast<std::size_t>(line.data() - all.data());
-    const std::size_t line_end = line_begin + line.size();
-    std::size_t begin = line_begin;
-    while (begin < line_end && (all[begin] == ' ' || all[begin] == '\t' || all[begin] == '\r')) ++begin;
-    std::size_t end = begin;
-    // The value must end on its line (JSON's whitespace includes newlines; a line's does not).
-    if (begin < line_end && parser.parse(begin, detail::kMaxJsonDepth, end) && end <= line_end &&
-        all.substr(end, line_end - end).find_first_not_of(" \t\r") == std::string_view::npos)
-      return parser.take();
-    if (auto error = detail::find_json_error(line)) {
-      why = error->what + " (byte " + std::to_string(error->offset) + " of the line)";
-      return std::nullopt;
-    }
-    boost::system::error_code ec;
-    json::value v = detail::parse_json(line, ec);
-    if (ec) {
-      why = ec.message();
-      return std::nullopt;
-    }
-    return v;
-  };
   std::size_t line_no = 0;
   while (!bytes.empty()) {
     std::size_t nl = bytes.find('\n');
@@ -404,10 +381,14 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
     ++line_no;
     if (blank(line)) continue;
     ++report.lines;
-    std::optional<json::value> read = read_line(line);
+    const std::size_t line_begin = static_cast<std::size_t>(line.data() - all.data());
+    detail::JsonErrorAt refusal;
+    std::optional<json::value> read = detail::read_json(parser, all, {line_begin, line_begin + line.size()}, refusal);
     if (!read || !read->is_object()) {
-      if (read) why = "a line holds a JSON object, got " + std::string(detail::json_kind(*read));
-      if (report.broken_lines.empty()) report.first_broken_why = "line " + std::to_string(line_no) + ": " + why;
+      if (report.broken_lines.empty())
+        report.first_broken_why = "line " + std::to_string(line_no) + ": " +
+                                  (read ? "a line holds a JSON object, got " + std::string(detail::json_kind(*read))
+                                        : refusal.what + " (byte " + std::to_string(refusal.offset) + " of the line)");
       report.broken_lines.push_back(line_no);
       continue;
     }
@@ -486,12 +467,14 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
   }
   const json::array* list = nullptr;
   std::string list_key = "messages";  // how error paths name the list: messages.N, or history.N in a trajectory
+  std::vector<detail::PathStep> list_steps;  // where the list is in the file: nothing for a top-level array
   if (root.is_array()) list = &root.get_array();
   else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
   else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) {
     list = &root.at("history").get_array();
     list_key = "history";
   }
+  if (root.is_object()) list_steps.push_back({list_key});
   if (list == nullptr) return Error{source + ": expected an OpenAI messages array, {\"messages\": […]} or a trajectory {\"history\": […]}"};
 
   // The text of a message's content: a string, or the text of its text parts. A part of another
@@ -605,18 +588,17 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           } else if (!given->is_string()) {
             return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
           } else {
-            std::string arguments(given->get_string());
-            boost::system::error_code aec;
-            input = detail::parse_json(arguments, aec);
-            auto refusal = detail::find_json_error(arguments);
-            if (aec || refusal) {  // the scanner also refuses what Boost.JSON takes: a key given twice
-              std::string excerpt = one_line_excerpt(arguments, 60);
+            const std::string_view arguments = given->get_string();
+            detail::ValueParser arguments_parser(arguments);
+            detail::JsonErrorAt refusal;
+            auto read = detail::read_json(arguments_parser, arguments, {0, arguments.size()}, refusal);
+            if (!read) {
+              std::vector<detail::PathStep> steps = list_steps;
+              steps.insert(steps.end(), {{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}});
               return Error{fmt::format("{}: {}.tool_calls.{}.function.arguments is not JSON: {} at byte {} of the string {}",
-                                       place_of(root.is_array() ? std::vector<detail::PathStep>{{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}
-                                                                : std::vector<detail::PathStep>{{list_key}, {{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}}),
-                                       path, k, refusal ? refusal->what : aec.message(), refusal ? refusal->offset : 0,
-                                       excerpt)};
+                                       place_of(steps), path, k, refusal.what, refusal.offset, one_line_excerpt(arguments, 60))};
             }
+            input = std::move(*read);
           }
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
           std::string original = string_field(call, "id");
@@ -783,15 +765,13 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
 }
 
 std::string ImportReport::summary_line() const {
-  // "1 message", "2 messages"
-  auto count = [](std::size_t n, std::string_view one, std::string_view many) { return fmt::format("{} {}", n, n == 1 ? one : many); };
-  std::string out = count(messages, "message", "messages") + ", " + count(tool_uses, "tool_use", "tool_uses");
+  std::string out = counted(messages, "message", "messages") + ", " + counted(tool_uses, "tool_use", "tool_uses");
   if (!broken_lines.empty())
-    out += ", " + count(broken_lines.size(), "broken line", "broken lines") + " skipped" +
+    out += ", " + counted(broken_lines.size(), "broken line", "broken lines") + " skipped" +
            (first_broken_why.empty() ? "" : " (" + std::string(broken_lines.size() == 1 ? "" : "first: ") + first_broken_why + ")");
-  if (rewound_skipped) out += ", " + count(rewound_skipped, "rewound message", "rewound messages") + " left out";
-  if (fields_dropped) out += ", " + count(fields_dropped, "field", "fields") + " left out";
-  out += ", " + count(repairs.size(), "repair", "repairs");
+  if (rewound_skipped) out += ", " + counted(rewound_skipped, "rewound message", "rewound messages") + " left out";
+  if (fields_dropped) out += ", " + counted(fields_dropped, "field", "fields") + " left out";
+  out += ", " + counted(repairs.size(), "repair", "repairs");
   return out;
 }
 

@@ -453,6 +453,28 @@ std::optional<JsonErrorAt> find_json_error(std::string_view text) {
   return error;
 }
 
+std::optional<boost::json::value> read_json(ValueParser& parser, std::string_view text, JsonSpan span, JsonErrorAt& refusal) {
+  std::size_t begin = span.begin;
+  while (begin < span.end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\r' || text[begin] == '\n')) ++begin;
+  std::size_t end = begin;
+  // The value must end inside the span: the parser reads on through whitespace past it.
+  if (begin < span.end && parser.parse(begin, kMaxJsonDepth, end) && end <= span.end &&
+      text.substr(end, span.end - end).find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return parser.take();
+  const std::string_view own = text.substr(span.begin, span.end - span.begin);
+  if (auto error = find_json_error(own)) {
+    refusal = std::move(*error);
+    return std::nullopt;
+  }
+  boost::system::error_code ec;
+  boost::json::value value = parse_json(own, ec);
+  if (ec) {
+    refusal = JsonErrorAt{0, {}, ec.message()};
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::string JsonErrorAt::to_string(const std::string& source) const {
   return source + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " (byte " + std::to_string(offset) +
          "): " + what;

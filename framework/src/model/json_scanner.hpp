@@ -147,6 +147,13 @@ struct JsonErrorAt {
 };
 std::optional<JsonErrorAt> find_json_error(std::string_view text);
 
+// The JSON value in `span` of `parser`'s text (one value and whitespace), read under the
+// conversation reader's rules (kMaxJsonDepth, no key given twice) in one pass; nothing, with
+// where and why in `refusal` (offsets within the span), when the span breaks them. A span the
+// one-pass parser leaves alone (a number past 18 digits) is scanned, then parsed by Boost.JSON.
+// One parser serves every span of its text, so its stacks are allocated once.
+std::optional<boost::json::value> read_json(ValueParser& parser, std::string_view text, JsonSpan span, JsonErrorAt& refusal);
+
 // Decodes a raw JSON string body (the text between the quotes, already validated).
 std::string unescape_json_string(std::string_view raw);
 

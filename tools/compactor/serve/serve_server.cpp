@@ -11,6 +11,7 @@
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
 #include "model/json_scanner.hpp"
+#include "platform/counted.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
@@ -813,11 +814,10 @@ Server::OpenAiOutcome Server::compact_openai(const Loaded& loaded, const std::st
     const auto& r = imported->report;
     o.warning = !imported->conversation ? "input refused, forwarded unchanged: no messages to compact"
                 : !r.repairs.empty()
-                    ? fmt::format("input refused, forwarded unchanged: the history would need {} repair{} (first: {} at message {})",
-                                  r.repairs.size(), r.repairs.size() == 1 ? "" : "s", r.repairs.front().kind,
-                                  r.repairs.front().line)
-                    : fmt::format("input refused, forwarded unchanged: {} field{} the Anthropic form cannot carry",
-                                  r.fields_dropped, r.fields_dropped == 1 ? "" : "s");
+                    ? fmt::format("input refused, forwarded unchanged: the history would need {} (first: {} at message {})",
+                                  counted(r.repairs.size(), "repair", "repairs"), r.repairs.front().kind, r.repairs.front().line)
+                    : fmt::format("input refused, forwarded unchanged: {} the Anthropic form cannot carry",
+                                  counted(r.fields_dropped, "field", "fields"));
     return o;
   }
   // The imported conversation (its system lifted into `system`, which the budget counts).
