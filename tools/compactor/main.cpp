@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
     if (command == "generate") return cli::generate_command(argc, argv);
     if (command == "serve") return cli::serve_command(argc, argv);
+    if (command == "serve-worker") return cli::serve_worker_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

@@ -1,7 +1,8 @@
 // compactor serve --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
 #include "command_line.hpp"
 #include "commands.hpp"
-#include "serve/serve_server.hpp"
+#include "serve/server.hpp"
+#include "serve/worker_zygote.hpp"
 
 #include "host/exit_code.hpp"
 #include "host/stderr_logger.hpp"
@@ -70,6 +71,20 @@ int serve_command(int argc, char** argv) {
   options.upstream = args->get("upstream");
   options.openai_upstream = args->get("openai-upstream");
   return serve::run_server(options);
+}
+
+// `compactor serve-worker --config F --parent PID`: the zygote `serve` starts for its pipeline
+// workers, with its end of the control socket as fd 3. Not for people: it exits at once unless
+// the process that started it is PID.
+int serve_worker_command(int argc, char** argv) {
+  const Command command{"serve-worker", "usage: compactor serve-worker --config FILE --parent PID (started by compactor serve)\n"};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"config"}, {"parent"}}, exit_code);
+  if (!args) return exit_code;
+  auto config = args->get("config"), parent = args->get("parent");
+  if (!config || !parent || parent->find_first_not_of("0123456789") != std::string::npos || parent->empty())
+    return command.usage_error("--config and --parent PID are required");
+  return serve::zygote_main(*config, 3, std::stoi(*parent));
 }
 
 }  // namespace compactor::cli

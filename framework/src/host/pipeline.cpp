@@ -58,6 +58,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
     if (!checker) return checker.error();
     p.checkers_.push_back(std::move(checker).value());
   }
+  p.default_rules_ = make_input_checkers();
   if (p.config_->summarizer != nullptr) {
     auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
     if (!s) return s.error();
@@ -105,9 +106,15 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   report.input_size = SizeSnapshot::of(input);
   report.resolved_pipeline = print_pipeline(*config_);
 
-  // The input must be a history the API accepts, whatever checkers the config enables.
+  // The input must be a history the API accepts, whatever checkers the config enables; the API's
+  // rules the config does not enable run after every stage too.
+  const std::vector<CheckerPtr>& rules = options.rules != nullptr ? *options.rules : default_rules_;
+  std::vector<const Checker*> extra_rules;
+  for (const CheckerPtr& rule : rules)
+    if (std::none_of(checkers_.begin(), checkers_.end(), [&](const CheckerPtr& c) { return c->name() == rule->name(); }))
+      extra_rules.push_back(rule.get());
   {
-    auto violations = run_checkers(make_input_checkers(), CheckInput{input, input, compute_protected_tail(input, 0), {}});
+    auto violations = run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}});
     if (!violations.empty()) {
       report.status = "bad_input";
       report.exit_code = 2;
@@ -203,6 +210,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     check.may_grow = entry.registered->info->may_grow;
     check.archive = &archive;
     auto violations = run_checkers(checkers_, check);
+    for (const Checker* rule : extra_rules) rule->check(check, violations);
     // A system entry left without a place is refused even when the config leaves `structure` out:
     // the host keeps them, so none is ever lost silently.
     if (!candidate.system_entries_placed() &&

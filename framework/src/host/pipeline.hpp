@@ -28,6 +28,10 @@ struct RunOptions {
   // and plugin to blame if the process dies or hangs (host/child_run.hpp).
   std::function<void(const std::string& stage, const std::string& plugin_file)> on_stage_start;
   std::function<void()> on_stage_end;
+  // The API's rules for the history (a wire format's checkers): the input must pass them, and
+  // they run after every stage beside the config's checkers (one of the same name runs once).
+  // The Anthropic Messages API's when unset: structure, pairing, unique_ids, cache_control.
+  const std::vector<CheckerPtr>* rules = nullptr;
 };
 
 class Pipeline {
@@ -51,6 +55,7 @@ class Pipeline {
   std::vector<BuiltStage> pipeline_;
   std::vector<BuiltStage> on_prompt_too_long_;
   std::vector<CheckerPtr> checkers_;
+  std::vector<CheckerPtr> default_rules_;
   std::unique_ptr<Summarizer> summarizer_;  // guarded
 };
 

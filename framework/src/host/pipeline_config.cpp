@@ -62,8 +62,10 @@ class ConfigLoader {
   }
 
   ConfigLoadResult load();
+  ServeSettingsLoadResult load_serve_settings();
 
  private:
+  std::optional<YAML::Node> read_root(std::vector<std::string>& errors);
   void read_budget(const YAML::Node& root);
   void read_sections(const YAML::Node& root);
   void read_meter(const YAML::Node& root);
@@ -93,27 +95,49 @@ class ConfigLoader {
   std::vector<std::pair<YAML::Node, std::string>> checker_nodes_;  // checkers.enabled entries and their paths
 };
 
-ConfigLoadResult ConfigLoader::load() {
-  ConfigLoadResult result;
+// The file's YAML root, a mapping; nothing (with the errors) when it is not one.
+std::optional<YAML::Node> ConfigLoader::read_root(std::vector<std::string>& errors) {
   // Read like every input: a regular file (or stdin), within the input size limit.
   auto text = read_input_bytes(config_.file);
   if (!text) {
-    result.errors.push_back(text.error().message);
-    return result;
+    errors.push_back(text.error().message);
+    return std::nullopt;
   }
   YAML::Node root;
   try {
     root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
-    result.errors.push_back(config_.file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                            ": YAML syntax error: " + e.msg);
-    return result;
+    errors.push_back(config_.file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": YAML syntax error: " + e.msg);
+    return std::nullopt;
   }
   if (!root.IsMap()) {
     r_.error(SourceLocation{config_.file, 1, 1}, "", "expected a mapping with version: 1, got " + YamlReader::describe(root));
-    result.errors = r_.errors();
-    return result;
+    errors = r_.errors();
+    return std::nullopt;
   }
+  return root;
+}
+
+ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
+  ServeSettingsLoadResult result;
+  auto root = read_root(result.errors);
+  if (!root) return result;
+  if (auto archive = r_.member(*root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
+    if (auto d = r_.member(*archive, "archive", "dir", true))
+      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
+  }
+  read_serve(*root);
+  result.errors = r_.errors();
+  if (result.errors.empty()) result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir};
+  return result;
+}
+
+ConfigLoadResult ConfigLoader::load() {
+  ConfigLoadResult result;
+  auto read = read_root(result.errors);
+  if (!read) return result;
+  const YAML::Node& root = *read;
   r_.check_mapping(root, "", kTopKeys);
   if (auto v = r_.member(root, "", "version", true)) {
     if (auto n = r_.integer(*v, "version", 1, 1); !n) {
@@ -169,7 +193,7 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
 void ConfigLoader::read_serve(const YAML::Node& root) {
   auto serve = r_.member(root, "", "serve", false);
   if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "max_body_bytes",
-                                                   "max_concurrency", "request_timeout_ms", "on_failure"}))
+                                                   "max_concurrency", "workers", "request_timeout_ms", "on_failure"}))
     return;
   ServeConfig s;
   if (auto l = r_.member(*serve, "serve", "listen", false))
@@ -193,6 +217,8 @@ void ConfigLoader::read_serve(const YAML::Node& root) {
     if (auto n = r_.integer(*b, "serve.max_body_bytes", 1024, std::int64_t{1} << 31)) s.max_body_bytes = *n;
   if (auto c = r_.member(*serve, "serve", "max_concurrency", false))
     if (auto n = r_.integer(*c, "serve.max_concurrency", 1, 4096)) s.max_concurrency = *n;
+  if (auto w = r_.member(*serve, "serve", "workers", false))
+    if (auto n = r_.integer(*w, "serve.workers", 1, 1024)) s.workers = *n;
   if (auto t = r_.member(*serve, "serve", "request_timeout_ms", false))
     if (auto n = r_.integer(*t, "serve.request_timeout_ms", 1, 86400000)) s.request_timeout_ms = *n;
   if (auto f = r_.member(*serve, "serve", "on_failure", false))
@@ -646,6 +672,8 @@ void print_entries(std::string& out, const std::string& key, const std::vector<P
 }  // namespace
 
 ConfigLoadResult load_pipeline_config(const std::string& file) { return ConfigLoader(file).load(); }
+
+ServeSettingsLoadResult load_serve_settings(const std::string& file) { return ConfigLoader(file).load_serve_settings(); }
 
 Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file) {
   auto text = read_input_bytes(file);

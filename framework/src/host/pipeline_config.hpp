@@ -50,6 +50,7 @@ struct ServeConfig {
   std::string openai_upstream;            // OpenAI-compatible base URL (--openai-upstream overrides)
   std::int64_t max_body_bytes = std::int64_t{32} << 20;  // a larger request body is answered 413
   std::int64_t max_concurrency = 32;      // requests in flight; more are answered 529/503 with Retry-After
+  std::int64_t workers = 0;               // pipelines that run at once; 0: one per core
   std::int64_t request_timeout_ms = 600000;  // the pipeline's and the upstream's time per request
   bool reject_on_failure = false;         // `on_failure: reject` (else `forward`: fail open)
 };
@@ -87,6 +88,18 @@ struct ConfigLoadResult {
 // `plugin:` path, `plugin_dirs`, `plugins/` beside the config, each folder of the environment
 // variable COMPACTOR_PLUGIN_PATH (colon-separated), then the binary's own plugin folder.
 ConfigLoadResult load_pipeline_config(const std::string& file);
+
+// What `compactor serve` itself reads of a config, without loading a plugin (its workers load
+// and validate the rest): the `serve:` section and `archive.dir`. Errors are located lines.
+struct ServeSettings {
+  ServeConfig serve;
+  std::string archive_dir = ".compactor/archive";
+};
+struct ServeSettingsLoadResult {
+  std::optional<ServeSettings> settings;  // set when there were no errors
+  std::vector<std::string> errors;
+};
+ServeSettingsLoadResult load_serve_settings(const std::string& file);
 
 // What a config file says about plugins, read without validating the rest (for `plugins`): its
 // search folders, and the files its entries (and its summarizer) name by path with `plugin:`.

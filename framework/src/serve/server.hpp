@@ -1,5 +1,7 @@
 // `compactor serve`: an HTTP proxy in front of the model API that compacts each request's
-// conversation with the config's pipeline before forwarding it (README, "Serve").
+// conversation with the config's pipeline before forwarding it (docs/serve.md). Connections are
+// a thread each; every request a wire format handles (serve/../wire/wire_format.hpp) has its
+// compaction run by a worker (serve/worker_pool.hpp); everything else is passed through.
 #pragma once
 
 #include <optional>
@@ -15,7 +17,8 @@ struct ServeOptions {
 };
 
 // Runs until SIGTERM or SIGINT (then drains in-flight requests); returns the exit code:
-// 0 after a drain, 2 for a bad config or listen address, 3 when the pipeline cannot be built.
+// 0 after a drain, 1 when requests were cut at the time limit, 2 for a bad config or listen
+// address, 3 when the pipeline cannot be built.
 int run_server(const ServeOptions& options);
 
 }  // namespace compactor::serve

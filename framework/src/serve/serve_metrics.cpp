@@ -1,4 +1,4 @@
-#include "serve_metrics.hpp"
+#include "serve/serve_metrics.hpp"
 
 #include <fmt/core.h>
 

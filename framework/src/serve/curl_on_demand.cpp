@@ -1,7 +1,7 @@
 // libcurl, loaded when `compactor serve` first calls it rather than when any command starts.
 // Linked, libcurl and the ~30 libraries it needs (TLS, Kerberos, LDAP, SSH…) cost every process
-// about 9 ms of CPU in the dynamic loader (issue 17: most of the fixed cost of `compactor run`,
-// which never makes a request). These definitions stand in for the few functions serve uses and
+// about 9 ms of CPU in the dynamic loader (most of the fixed cost of `compactor run`, which never
+// makes a request). These definitions stand in for the few functions serve uses and
 // forward to libcurl.so.4 opened with dlopen on first use; serve's code is unchanged. When the
 // library cannot be opened, curl_global_init and curl_easy_init fail as libcurl documents
 // (CURLE_FAILED_INIT, a null handle), which serve reports as it reports any client failure.

@@ -1,0 +1,94 @@
+#include "serve/compaction_job.hpp"
+
+#include "session/continuation.hpp"
+
+#include <chrono>
+
+namespace compactor::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t us_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+}
+
+std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+
+}  // namespace
+
+CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store, const wire::WireFormat& format,
+                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log) {
+  CompactionResult out;
+  JobOutcome& o = out.outcome;
+  o.unit = std::string(to_string(pipeline.config().budget.unit));
+  auto t = Clock::now();
+  auto request = format.read(std::move(body), "request");
+  o.parse_us = us_since(t);
+  if (!request) {
+    o.result = JobOutcome::refused;
+    o.warning = "input refused, forwarded unchanged: " + first_line(request.error().message);
+    return out;
+  }
+  const Continuation continuation((*request)->conversation());
+  o.messages = continuation.request().size();
+
+  t = Clock::now();
+  const std::vector<std::string> keys = continuation.prefix_keys(format.name());
+  std::optional<SentHistory> stored = store.longest(keys);
+  if (stored && continuation.continues_from(*stored)) {
+    o.state_hit = true;
+    o.covered = stored->covered;
+  } else {
+    stored.reset();
+  }
+  const Conversation input = continuation.input(stored ? &*stored : nullptr);
+  o.state_us = us_since(t);
+
+  const std::vector<CheckerPtr> rules = format.rules();
+  RunOptions options;
+  options.prompt_too_long = prompt_too_long;
+  options.input_name = "request";
+  options.rules = &rules;
+  if (progress != nullptr) {
+    options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
+    options.on_stage_end = [progress] { progress->stage_finished(); };
+  }
+  RunReport r = pipeline.run(input, options, log);
+  o.status = r.status;
+  o.size_in = r.input_size.sizes.in(r.budget.unit);
+  o.size_out = r.output_size.sizes.in(r.budget.unit);
+  for (const auto& s : r.stages) {
+    o.stage_statuses.emplace_back(s.stage, std::string(to_string(s.status)));
+    o.stage_us.push_back(s.wall_us);
+    o.stages_us += s.wall_us;
+  }
+  if (r.exit_code == 2) {
+    o.result = JobOutcome::refused;
+    o.warning = "input refused, forwarded unchanged: " + first_line(r.error);
+    return out;
+  }
+  if ((r.exit_code != 0 && r.exit_code != 1) || !r.output) {
+    o.warning = "pipeline failed, forwarded unchanged: " + first_line(r.error);
+    return out;
+  }
+
+  t = Clock::now();
+  const SentHistory sent = continuation.sent_for(*r.output);
+  if (sent.unchanged) {
+    o.result = JobOutcome::unchanged;
+  } else {
+    auto written = (*request)->write(continuation.with_breakpoints(*r.output));
+    if (!written) {
+      o.warning = "pipeline failed, forwarded unchanged: " + first_line(written.error().message);
+      return out;
+    }
+    out.body = std::move(*written);
+    o.result = JobOutcome::compacted;
+  }
+  if (!keys.empty()) store.put(keys.back(), sent);
+  o.write_us = us_since(t);
+  return out;
+}
+
+}  // namespace compactor::serve

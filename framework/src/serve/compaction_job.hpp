@@ -1,0 +1,28 @@
+// What a worker does for one request: the wire format reads the body, the continuation rule
+// picks the input (the history sent last time for the longest known prefix, plus what arrived
+// since), the pipeline runs on it with the API's rules as checkers, and the compacted
+// conversation is written back into the API's form with the client's breakpoints. The history
+// sent is stored only once the body to forward exists.
+#pragma once
+
+#include "serve/continuity_store.hpp"
+#include "serve/job_protocol.hpp"
+
+#include "host/child_run.hpp"
+#include "host/pipeline.hpp"
+#include "wire/wire_format.hpp"
+
+#include <string>
+
+namespace compactor::serve {
+
+struct CompactionResult {
+  JobOutcome outcome;
+  std::string body;  // what to forward when outcome.result is compacted (else the client's body)
+};
+
+// `progress`, when given, hears each stage start and end (the server's time limit per stage).
+CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store, const wire::WireFormat& format,
+                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log);
+
+}  // namespace compactor::serve

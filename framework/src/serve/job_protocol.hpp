@@ -1,0 +1,64 @@
+// What the server and its pipeline workers say to each other. Each request is one job: the server
+// hands the zygote (serve/worker_zygote.hpp) the request body in a memfd and one end of a
+// socketpair; the worker forked for it answers on that socket:
+//   "P <pid>"           first, with a pidfd of itself (how the server stops it, race-free);
+//   "S <stage>\t<file>"  a stage started, "E" it ended (host/child_run.hpp's progress lines);
+//   "R <outcome json>"  last, with a memfd holding the body to forward (when there is one).
+// Messages are SOCK_SEQPACKET datagrams: each arrives whole, and end of file means the worker is
+// gone.
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor::serve {
+
+// The server's request to the zygote.
+struct Job {
+  std::string wire;              // the wire format's name
+  bool prompt_too_long = false;  // run on_prompt_too_long (the upstream refused the context)
+};
+
+// What became of one request's compaction: the worker's answer, or the server's account of a
+// worker that did not give one.
+struct JobOutcome {
+  enum Result { compacted, unchanged, refused, failed } result = failed;
+  std::string warning;  // refused and failed: one line, what and where
+  std::string status;   // the pipeline's report status (ok, over_budget, …)
+  std::string unit;     // the budget's unit, for the size metrics
+  std::uint64_t size_in = 0, size_out = 0;
+  std::vector<std::pair<std::string, std::string>> stage_statuses;  // stage, status (skipped ones too)
+  std::vector<std::int64_t> stage_us;
+  std::int64_t parse_us = 0, state_us = 0, stages_us = 0, write_us = 0;
+  std::size_t messages = 0, covered = 0;  // request messages; those continued from a stored history
+  bool state_hit = false;
+
+  boost::json::object to_json() const;
+  static std::optional<JobOutcome> from_json(std::string_view text);
+};
+
+std::string_view to_string(JobOutcome::Result result);
+
+// One datagram with up to 4 file descriptors; false when the peer is gone.
+bool send_message(int socket, std::string_view text, const std::vector<int>& fds = {});
+
+// Waits up to `timeout_ms` (-1: no limit) for one datagram. Nothing on timeout; an empty text
+// with `closed` set at end of file. Received descriptors are close-on-exec.
+struct Received {
+  std::string text;
+  std::vector<int> fds;
+  bool closed = false;
+};
+std::optional<Received> receive_message(int socket, int timeout_ms);
+
+// A memfd holding `bytes` (sealed size not needed: each side reads what the other wrote); -1 on
+// failure with errno set.
+int memfd_with(std::string_view name, std::string_view bytes);
+// The whole contents of a file descriptor from offset 0.
+std::string read_whole(int fd);
+
+}  // namespace compactor::serve

@@ -1,0 +1,67 @@
+// The server's side of its pipeline workers: a zygote (serve/worker_zygote.hpp) started with
+// posix_spawn, through which each request's compaction runs in a worker of its own, at most
+// `serve.workers` at once. The server process itself never forks and never loads plugin code.
+//
+// A worker that crashes, aborts, is killed or passes its time limit fails its request (open, or
+// rejected under `on_failure: reject`) with one line naming the stage and plugin it was in, and
+// leaves no temporary archive file; the next request gets a new worker.
+#pragma once
+
+#include "serve/job_protocol.hpp"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace compactor::serve {
+
+struct JobRun {
+  JobOutcome outcome;
+  std::string body;  // the body to forward, when outcome.result is compacted
+};
+
+class Zygote {
+ public:
+  // Starts a zygote for `config_file` and waits (up to `load_timeout`) for it to load the config
+  // and its plugins. Fails with the config's problems, one line each, and the exit code they
+  // call for (2 bad config, 3 a plugin failed).
+  struct StartFailure {
+    std::vector<std::string> errors;
+    int exit_code = 3;
+  };
+  static std::shared_ptr<Zygote> start(const std::string& config_file, std::chrono::milliseconds load_timeout,
+                                       StartFailure& failure);
+
+  // Closes the control socket: the zygote lets its running workers finish, then exits.
+  ~Zygote();
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+
+  // Runs one request's compaction in a new worker, waiting at most `request_timeout` in all and
+  // the config's `limits.stage_timeout_ms` per stage.
+  JobRun run(const Job& job, const std::string& body, std::chrono::milliseconds request_timeout);
+
+  // False once the zygote process has ended (then it must be replaced).
+  bool alive() const;
+
+  int pid() const { return pid_; }
+  const std::string& archive_dir() const { return archive_dir_; }
+  const std::string& unit() const { return unit_; }
+
+ private:
+  Zygote() = default;
+  int pid_ = -1;
+  int pidfd_ = -1;    // the zygote's, to see it end
+  int control_ = -1;  // the server's end of the control socket
+  std::mutex send_mutex_;
+  std::string archive_dir_, unit_;
+  std::chrono::milliseconds stage_timeout_{600000};
+};
+
+// Ignores SIGCHLD in the server so that ended zygotes are reaped by the kernel; called once at
+// start, before any thread.
+void reap_children_automatically();
+
+}  // namespace compactor::serve

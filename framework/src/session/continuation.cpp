@@ -1,0 +1,194 @@
+#include "session/continuation.hpp"
+
+#include "compactor/archive.hpp"
+
+#include <map>
+#include <memory>
+
+namespace compactor {
+namespace {
+
+// The end of the JSON string starting at `i` (a quote), past its closing quote.
+std::size_t skip_string(std::string_view raw, std::size_t i) {
+  for (++i; i < raw.size(); ++i) {
+    if (raw[i] == '\\') ++i;
+    else if (raw[i] == '"') return i + 1;
+  }
+  return raw.size();
+}
+
+std::size_t skip_space(std::string_view raw, std::size_t i) {
+  while (i < raw.size() && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == '\t')) ++i;
+  return i;
+}
+
+// The end of the JSON value starting at `i`.
+std::size_t skip_value(std::string_view raw, std::size_t i) {
+  if (i >= raw.size()) return i;
+  if (raw[i] == '"') return skip_string(raw, i);
+  if (raw[i] == '{' || raw[i] == '[') {
+    int depth = 0;
+    while (i < raw.size()) {
+      char c = raw[i];
+      if (c == '"') {
+        i = skip_string(raw, i);
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+      ++i;
+    }
+    return i;
+  }
+  while (i < raw.size() && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' && raw[i] != ' ' && raw[i] != '\n') ++i;
+  return i;
+}
+
+// The value's bytes with every `"cache_control": …` member cut out, the rest byte for byte: what
+// the same client sends for that message once the breakpoint has moved on (cut textually, not
+// re-serialized, so it hashes the same). Nothing when it has none.
+std::optional<std::string> cut_cache_control(std::string_view raw) {
+  std::string out;
+  bool cut = false;
+  for (std::size_t i = 0; i < raw.size();) {
+    if (raw[i] != '"') {
+      out += raw[i++];
+      continue;
+    }
+    std::size_t end = skip_string(raw, i);
+    std::size_t after = skip_space(raw, end);
+    if (raw.substr(i, end - i) == "\"cache_control\"" && after < raw.size() && raw[after] == ':') {
+      std::size_t value_end = skip_value(raw, skip_space(raw, after + 1));
+      while (!out.empty() && (out.back() == ' ' || out.back() == '\n' || out.back() == '\r' || out.back() == '\t')) out.pop_back();
+      if (!out.empty() && out.back() == ',') {
+        out.pop_back();
+      } else {
+        value_end = skip_space(raw, value_end);
+        if (value_end < raw.size() && raw[value_end] == ',') value_end = skip_space(raw, value_end + 1);
+      }
+      i = value_end;
+      cut = true;
+      continue;
+    }
+    out.append(raw.substr(i, end - i));
+    i = end;
+  }
+  if (!cut) return std::nullopt;
+  return out;
+}
+
+MessagePtr cut_message(const MessagePtr& m) {
+  if (m->raw().find("\"cache_control\"") == std::string_view::npos) return m;
+  std::optional<std::string> cut = cut_cache_control(m->raw());
+  if (!cut) return m;
+  auto buffer = std::make_shared<const std::string>(std::move(*cut));
+  auto built = Message::from_input(buffer, *buffer);
+  return built ? *built : m;
+}
+
+std::size_t count_breakpoints(std::string_view text) {
+  std::size_t n = 0;
+  for (std::size_t p = 0; (p = text.find("\"cache_control\"", p)) != std::string_view::npos; p += 15) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::string without_cache_control(std::string_view raw) {
+  if (raw.find("\"cache_control\"") == std::string_view::npos) return std::string(raw);
+  std::optional<std::string> cut = cut_cache_control(raw);
+  return cut ? std::move(*cut) : std::string(raw);
+}
+
+Continuation::Continuation(Conversation request) : request_(std::move(request)), stripped_from_(request_.size()) {
+  stripped_.resize(request_.size());
+}
+
+const std::vector<MessagePtr>& Continuation::stripped(std::size_t begin) const {
+  for (std::size_t i = begin; i < stripped_from_; ++i) stripped_[i] = cut_message(request_.messages()[i]);
+  if (begin < stripped_from_) stripped_from_ = begin;
+  return stripped_;
+}
+
+std::vector<std::string> Continuation::prefix_keys(std::string_view scope) const {
+  const std::vector<MessagePtr>& messages = stripped(0);
+  const auto& entries = request_.frame().system_entries;
+  const std::vector<std::size_t>& slots = request_.system_slots();
+  std::vector<std::string> out;
+  out.reserve(messages.size());
+  // The chain hashes the previous link and this message's hash; a system entry after a message
+  // joins the chain marked as one. The first link names the scope (none for Anthropic's, so the
+  // keys of state stored before scopes existed still match).
+  std::string previous = "compactor-serve-state-1";
+  if (scope != "anthropic_messages") previous += "\n" + std::string(scope);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    previous = receipt_of(previous + "\n" + receipt_of(messages[i]->raw())).substr(7);
+    for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k)
+      previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_cache_control(entries[k].raw))).substr(7);
+    out.push_back(previous);
+  }
+  return out;
+}
+
+std::size_t Continuation::entries_through(std::size_t covered) const {
+  const std::vector<std::size_t>& slots = request_.system_slots();
+  std::size_t n = 0;
+  while (n < slots.size() && slots[n] <= covered) ++n;
+  return n;
+}
+
+bool Continuation::continues_from(const SentHistory& sent) const {
+  if (sent.covered == 0 || sent.covered > request_.size()) return false;
+  return sent.unchanged || sent.system_slots.size() == entries_through(sent.covered);
+}
+
+Conversation Continuation::input(const SentHistory* sent) const {
+  if (sent == nullptr || sent->unchanged || !continues_from(*sent))
+    return request_.with_messages_at(stripped(0), request_.system_slots());
+  const std::vector<MessagePtr>& cut = stripped(sent->covered);
+  std::vector<MessagePtr> messages = sent->messages;
+  std::vector<std::size_t> slots = sent->system_slots;
+  const std::vector<std::size_t>& request_slots = request_.system_slots();
+  for (std::size_t k = entries_through(sent->covered); k < request_slots.size(); ++k)
+    slots.push_back(request_slots[k] - sent->covered + messages.size());
+  messages.insert(messages.end(), cut.begin() + static_cast<std::ptrdiff_t>(sent->covered), cut.end());
+  return request_.with_messages_at(std::move(messages), std::move(slots));
+}
+
+SentHistory Continuation::sent_for(const Conversation& output) const {
+  SentHistory sent;
+  sent.covered = request_.size();
+  sent.unchanged = output.messages() == stripped(0) && output.system_slots() == request_.system_slots();
+  if (!sent.unchanged) {
+    sent.messages = output.messages();
+    sent.system_slots = output.system_slots();
+  }
+  return sent;
+}
+
+Conversation Continuation::with_breakpoints(const Conversation& output) const {
+  const std::vector<MessagePtr>& original = request_.messages();
+  const std::vector<MessagePtr>& cut = stripped(0);
+  std::map<std::string_view, MessagePtr> carried;
+  for (std::size_t i = 0; i < original.size(); ++i)
+    if (original[i] != cut[i]) carried[cut[i]->raw()] = original[i];
+  if (carried.empty()) return output;
+  // Breakpoints outside the messages (the system prompt, tools, the system entries) count first.
+  std::size_t budget = 4;
+  std::size_t outside = count_breakpoints(request_.frame().prefix) + count_breakpoints(request_.frame().suffix);
+  for (const SystemEntry& e : request_.frame().system_entries) outside += count_breakpoints(e.raw);
+  budget = outside >= budget ? 0 : budget - outside;
+  std::vector<MessagePtr> result = output.messages();
+  for (std::size_t i = result.size(); i-- > 0;) {
+    auto it = carried.find(result[i]->raw());
+    if (it == carried.end()) continue;
+    std::size_t marks = count_breakpoints(it->second->raw());
+    if (marks > budget) continue;
+    budget -= marks;
+    result[i] = it->second;
+  }
+  return output.with_messages_at(std::move(result), output.system_slots());
+}
+
+}  // namespace compactor

@@ -1,0 +1,72 @@
+// The rule of a living session: before each model call, the request is the compacted history
+// sent last time plus the messages that arrived since, and the pipeline runs on that. `serve`
+// applies it to live traffic (the history it sent is stored per conversation) and `bench`
+// replays recorded sessions with it (the history it sent is the previous call's output), through
+// this one component, so a bench result predicts what the server does.
+//
+// An agent sends its whole, uncompacted history every call, and moves its `cache_control`
+// breakpoints to the newest messages. So histories are compared, keyed and stored without
+// `cache_control`, and the client's breakpoints are put back on the messages the pipeline left
+// alone when the request goes out.
+#pragma once
+
+#include "compactor/conversation.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor {
+
+// What was sent for the first `covered` messages of a conversation (and the system entries
+// placed up to just after them): the compacted messages, and where those entries sat among them.
+struct SentHistory {
+  std::size_t covered = 0;
+  bool unchanged = false;  // what was sent is that prefix itself (`messages` is then empty)
+  std::vector<MessagePtr> messages;
+  std::vector<std::size_t> system_slots;
+};
+
+class Continuation {
+ public:
+  // `request`: the whole history the agent sends for this call, as read.
+  explicit Continuation(Conversation request);
+
+  const Conversation& request() const { return request_; }
+
+  // The key of each prefix of the request: keys[i] names messages [0, i+1) and the system
+  // entries placed up to just after message i, cache_control cut, in `scope` (a wire format's
+  // name: the same messages in two APIs are two conversations). 64 hex digits each.
+  std::vector<std::string> prefix_keys(std::string_view scope) const;
+
+  // Whether `sent` can stand for the request's first `sent.covered` messages: the system
+  // entries it placed are the ones the request has there. (A history that does not is a miss.)
+  bool continues_from(const SentHistory& sent) const;
+
+  // The pipeline's input: `sent` followed by the request's messages past `sent.covered`, or the
+  // request itself without one; cache_control cut, the system entries at their slots.
+  Conversation input(const SentHistory* sent) const;
+
+  // What to remember as sent for the whole request once the pipeline made `output` from input().
+  SentHistory sent_for(const Conversation& output) const;
+
+  // `output` with the client's cache_control breakpoints back on the messages that carried them
+  // and that the pipeline left alone, never more than the API's 4 in all (those outside the
+  // messages counted first; the newest kept).
+  Conversation with_breakpoints(const Conversation& output) const;
+
+ private:
+  // The request's messages from `begin` on, without cache_control (cut once, then kept).
+  const std::vector<MessagePtr>& stripped(std::size_t begin) const;
+  std::size_t entries_through(std::size_t covered) const;
+
+  Conversation request_;
+  mutable std::vector<MessagePtr> stripped_;  // [stripped_from_, size) are cut
+  mutable std::size_t stripped_from_;
+};
+
+// The bytes of one JSON value without its `cache_control` members (the same bytes when none).
+std::string without_cache_control(std::string_view raw);
+
+}  // namespace compactor

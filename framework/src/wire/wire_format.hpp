@@ -1,0 +1,88 @@
+// One wire format: everything one model API means to Compactor. An adapter recognises the API's
+// requests, reads a request body into the Conversation the stages see (keeping what they must not
+// touch opaque, with the message or block it came with), writes a compacted conversation back
+// into the API's own form (what the pipeline left alone goes out as the client's own bytes),
+// names the API's rules as checkers the host runs after every stage, says how the upstream
+// refuses a context that is too long, and gives the API's shape for every error the proxy writes
+// itself. `serve` routes by adapter, and adding an API is one adapter and its tests
+// (docs/serve.md, "Adding a wire format").
+#pragma once
+
+#include "compactor/checker.hpp"
+#include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor::wire {
+
+// One request body, read. What the write-back needs (the client's bytes, where each item came
+// from) lives here, so the reading is done once per request.
+class WireRequest {
+ public:
+  virtual ~WireRequest() = default;
+
+  // The conversation the pipeline runs on (the Anthropic form the stages know).
+  virtual const Conversation& conversation() const = 0;
+
+  // The body to forward for `compacted` (a conversation made from conversation() by the
+  // pipeline): untouched messages as the client sent them, the rest in the API's form. An error
+  // when the compacted messages cannot be put back into the API's form.
+  virtual Expected<std::string> write(const Conversation& compacted) const = 0;
+};
+
+// The errors the proxy answers itself, each in the API's own error shape.
+enum class ProxyError {
+  overloaded,       // more requests in flight than serve.max_concurrency (Retry-After given)
+  body_too_large,   // over serve.max_body_bytes
+  upstream_failed,  // the upstream could not be reached or ended early
+  pipeline_failed,  // the pipeline failed under `on_failure: reject`
+};
+
+struct ErrorReply {
+  int status = 500;
+  std::string body;  // JSON in the API's shape
+};
+
+class WireFormat {
+ public:
+  virtual ~WireFormat() = default;
+
+  // Its name in the continuity key, the workers' jobs and `--input-format`.
+  virtual std::string_view name() const = 0;
+  // Its route's name in metrics and logs (`route="messages"`).
+  virtual std::string_view route() const = 0;
+
+  // Whether an HTTP request is this API's conversation request (the path without its query).
+  virtual bool handles(std::string_view method, std::string_view path) const = 0;
+
+  // Reads a request body. An error is one line saying what and where (the request is then
+  // forwarded as it came, marked refused); it says so only for what the API itself would refuse
+  // or what the adapter cannot map.
+  virtual Expected<std::unique_ptr<WireRequest>> read(std::string body, const std::string& source) const = 0;
+
+  // The API's rules for a history, as checkers: the host runs them on the input and after every
+  // stage, like the built-in invariants, so a stage that breaks one is rejected.
+  virtual std::vector<CheckerPtr> rules() const = 0;
+
+  // True when the upstream's answer says the context is too long (the proxy then runs
+  // on_prompt_too_long and retries once).
+  virtual bool context_refusal(int status, std::string_view body) const = 0;
+
+  // The proxy's own error in the API's shape.
+  virtual ErrorReply error_reply(ProxyError kind, std::string_view message) const = 0;
+};
+
+// Every wire format Compactor speaks, in routing order.
+const std::vector<const WireFormat*>& wire_formats();
+
+// The format that handles an HTTP request, or null (then the request is passed through).
+const WireFormat* wire_format_for(std::string_view method, std::string_view path);
+
+// The format of that name, or null.
+const WireFormat* wire_format_named(std::string_view name);
+
+}  // namespace compactor::wire
