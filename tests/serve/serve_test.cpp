@@ -2,6 +2,7 @@
 // built CLI runs as a separate process on a free port; each test's upstream records what it
 // received. Nothing leaves the machine.
 #include "support/loopback_http_server.hpp"
+#include "support/serve_process.hpp"
 #include "support/test_support.hpp"
 
 #include "bench_replay.hpp"
@@ -44,100 +45,11 @@ namespace json = boost::json;
 using tcp = asio::ip::tcp;
 using test::LoopbackHttpServer;
 using test::ScriptedResponse;
+using test::ServeProcess;
+using test::Reply;
+using test::call;
 
 fs::path fresh_dir(const std::string& name) { return test::scratch_folder_until_exit("serve-" + name); }
-
-// `compactor serve` as a child process; stopped with SIGTERM when destroyed.
-class ServeProcess {
- public:
-  ServeProcess(const fs::path& dir, const std::string& config, const std::string& upstream, const std::string& name = "serve")
-      : err_(dir / (name + ".err")) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (::chdir(dir.c_str()) != 0) ::_exit(127);
-      ::dup2(out[1], 1);
-      FILE* err = std::fopen(err_.c_str(), "w");
-      if (err != nullptr) ::dup2(fileno(err), 2);
-      ::close(out[0]);
-      ::setenv("COMPACTOR_LOG", "info", 1);
-      std::vector<std::string> args = {COMPACTOR_CLI, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream};
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    // The first line on stdout names the port.
-    std::string line;
-    for (;;) {
-      pollfd p{out[0], POLLIN, 0};
-      if (::poll(&p, 1, 60000) <= 0) break;
-      char c;
-      if (::read(out[0], &c, 1) != 1 || c == '\n') break;
-      line += c;
-    }
-    ::close(out[0]);
-    auto at = line.find("http://127.0.0.1:");
-    if (at == std::string::npos) throw std::runtime_error("compactor serve did not start: " + line + " " + stderr_text());
-    port_ = static_cast<unsigned short>(std::stoi(line.substr(at + 17)));
-  }
-  ~ServeProcess() { stop(); }
-
-  int stop() {
-    if (pid_ <= 0) return exit_code_;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return exit_code_;
-  }
-  void signal(int sig) const { ::kill(pid_, sig); }
-  unsigned short port() const { return port_; }
-  std::string stderr_text() const { return test::read_file(err_.string()); }
-
- private:
-  fs::path err_;
-  pid_t pid_ = -1;
-  unsigned short port_ = 0;
-  int exit_code_ = -1;
-};
-
-struct Reply {
-  int status = 0;
-  std::map<std::string, std::string> headers;  // lower-cased names
-  std::string body;
-};
-
-Reply call(unsigned short port, const std::string& method, const std::string& target, const std::string& body = "",
-           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.set(http::field::content_type, "application/json");
-  for (const auto& [k, v] : headers) req.set(k, v);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(socket, req);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(1u << 30);
-  http::read(socket, buffer, parser);
-  Reply r;
-  r.status = static_cast<int>(parser.get().result_int());
-  for (const auto& f : parser.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
-  r.body = parser.get().body();
-  return r;
-}
 
 // A request body around a session's first `count` messages; `breakpoint`: the newest message's
 // last block carries cache_control, as agents mark it on every call.

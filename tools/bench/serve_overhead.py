@@ -8,8 +8,8 @@ upstream that answers at once:
   - "full": a second server whose state folder is removed before every request (every call a
     miss: the pipeline runs on the whole uncompacted history).
 Each server logs one line per request with its timings (COMPACTOR_LOG=info); this prints p50 and
-p99 of parse, state lookup, stages, the pipeline child (fork + stages + archive syncs + state
-write) and forwarding (to the loopback upstream and back), and the stage time of the continuing
+p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + state write, as
+the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
 usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N]
@@ -27,7 +27,7 @@ import tempfile
 import threading
 import urllib.request
 
-LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) child_us=(\d+) forward_us=(\d+)")
+LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -113,7 +113,7 @@ def main():
         print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}")
         print("| path | component | p50 ms | p99 ms |")
         print("|---|---|---:|---:|")
-        names = ["parse", "state lookup", "stages", "pipeline child (fork, stages, syncs, state write)", "forwarding"]
+        names = ["parse", "state lookup", "stages", "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
         for n, rows in results.items():
             for k, label in enumerate(names):
                 vals = [r[2 + k] / 1000 for r in rows]

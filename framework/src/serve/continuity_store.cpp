@@ -1,18 +1,44 @@
 #include "serve/continuity_store.hpp"
 
-#include "host/atomic_file.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json/value.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace compactor::serve {
+namespace {
+
+// Written whole (a temporary renamed over the name) but not flushed to disk: a state file is a
+// cache of what was sent, and one that a power loss leaves empty or short reads as a miss (a full
+// run), never as a wrong history. Flushing it cost each compacted call about 3 ms of its worker.
+bool write_whole(const std::string& path, std::string_view bytes) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = true;
+  while (!bytes.empty() && ok) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  ok = ::close(fd) == 0 && ok;
+  if (ok && ::rename(temp.c_str(), path.c_str()) == 0) return true;
+  ::unlink(temp.c_str());
+  return false;
+}
+
+}  // namespace
 
 std::string continuity_dir(const std::string& archive_dir) { return archive_dir + "/serve-state"; }
 
@@ -65,7 +91,7 @@ std::optional<SentHistory> ContinuityStore::longest(const std::vector<std::strin
 bool ContinuityStore::put(const std::string& key, const SentHistory& sent) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  if (sent.unchanged) return static_cast<bool>(write_file_atomically(path_of(key), "="));
+  if (sent.unchanged) return write_whole(path_of(key), "=");
   std::string bytes;
   if (!sent.system_slots.empty()) {
     bytes = R"({"system_slots":[)";
@@ -79,7 +105,7 @@ bool ContinuityStore::put(const std::string& key, const SentHistory& sent) const
   }
   bytes += "]";
   if (!sent.system_slots.empty()) bytes += "}";
-  return static_cast<bool>(write_file_atomically(path_of(key), bytes));
+  return write_whole(path_of(key), bytes);
 }
 
 }  // namespace compactor::serve

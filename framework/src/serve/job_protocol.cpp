@@ -35,7 +35,8 @@ json::object JobOutcome::to_json() const {
                       {"unit", unit},                {"in", size_in},         {"out", size_out},
                       {"stages", std::move(stages)}, {"parse_us", parse_us},  {"state_us", state_us},
                       {"stages_us", stages_us},      {"write_us", write_us},  {"messages", messages},
-                      {"covered", covered},          {"state_hit", state_hit}};
+                      {"covered", covered},          {"state_hit", state_hit},
+                      {"peak_rss_kb", peak_rss_kb}};
 }
 
 std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
@@ -64,6 +65,7 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.messages = o.at("messages").to_number<std::size_t>();
     out.covered = o.at("covered").to_number<std::size_t>();
     out.state_hit = o.at("state_hit").as_bool();
+    out.peak_rss_kb = o.at("peak_rss_kb").to_number<std::int64_t>();
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -36,6 +36,7 @@ struct JobOutcome {
   std::int64_t parse_us = 0, state_us = 0, stages_us = 0, write_us = 0;
   std::size_t messages = 0, covered = 0;  // request messages; those continued from a stored history
   bool state_hit = false;
+  std::int64_t peak_rss_kb = 0;  // the worker's peak resident memory
 
   boost::json::object to_json() const;
   static std::optional<JobOutcome> from_json(std::string_view text);

@@ -35,6 +35,12 @@ void Metrics::add(const std::string& name, const std::string& labels, double val
   counters_[name][labels] += value;
 }
 
+void Metrics::raise_to(const std::string& name, const std::string& labels, double value) {
+  std::lock_guard lock(mutex_);
+  double& v = counters_[name][labels];
+  if (value > v) v = value;
+}
+
 void Metrics::observe(const std::string& name, const std::string& labels, double seconds) {
   std::lock_guard lock(mutex_);
   Histogram& h = histograms_[name][labels];

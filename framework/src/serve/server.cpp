@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -160,6 +161,7 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
   metrics_.describe("compactor_serve_queue_seconds", "histogram", "Wait for a free worker slot (serve.workers).");
   metrics_.describe("compactor_serve_worker_seconds", "histogram", "Wall time of a request's compaction in its worker, as the server sees it.");
+  metrics_.describe("compactor_serve_worker_peak_rss_bytes", "gauge", "The largest peak resident memory of a worker so far.");
   metrics_.describe("compactor_serve_rejections_total", "counter", "Requests refused by the server's limits.");
   metrics_.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures.");
   metrics_.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
@@ -179,6 +181,7 @@ void Server::record(const JobRun& run, const std::string& route) {
                  c.size_in > c.size_out ? static_cast<double>(c.size_in - c.size_out) : 0.0);
     metrics_.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
+  if (c.peak_rss_kb > 0) metrics_.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
   for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
     const auto& [stage, status] = c.stage_statuses[i];
     std::string label = label_value(stage);
@@ -309,6 +312,9 @@ void Server::connection(int fd) {
   }
   timeval idle{60, 0};  // an idle keep-alive connection is closed after a minute
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+  // Each server-sent event goes out as it arrives, not when the previous one is acknowledged.
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   beast::flat_buffer buffer;
   for (;;) {
     auto d = current();

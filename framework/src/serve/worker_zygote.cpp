@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -69,6 +70,9 @@ std::string describe_status(int status) {
       result.outcome.warning = std::string("pipeline failed, forwarded unchanged: cannot create a memfd: ") + std::strerror(errno);
     }
   }
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  result.outcome.peak_rss_kb = usage.ru_maxrss;
   std::fflush(nullptr);
   send_message(reply, "R " + json::serialize(result.outcome.to_json()), out);
   ::_exit(0);

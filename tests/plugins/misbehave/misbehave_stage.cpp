@@ -1,10 +1,13 @@
 // TEST ONLY: a stage that archives a blob (so the run has a temporary file) and then takes the
 // process down in the way its `mode` says, to prove the host survives it: exit(0), abort,
-// a segfault, a stack overflow, or an endless loop.
+// a segfault, a stack overflow, or an endless loop; or, `slow`, takes two seconds and changes
+// nothing (a worker a test can kill from outside mid-request).
 #include "compactor/archive.hpp"
 #include "compactor/plugin.hpp"
 
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <cstdlib>
 
 namespace {
@@ -32,6 +35,7 @@ class MisbehaveStage final : public Stage {
     if (mode_ == "overflow") sink = recurse(0);
     if (mode_ == "hang")
       for (;;) sink = sink + 1;
+    if (mode_ == "slow") std::this_thread::sleep_for(std::chrono::seconds(2));
     return StageResult::candidate(committed);
   }
 
@@ -43,7 +47,7 @@ void register_stages(PluginRegistrar& registrar) {
   StageInfo info;
   info.name = "misbehave";
   info.description = "TEST ONLY: takes the process down";
-  info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "none"})};
+  info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "slow", "none"})};
   info.create = factory_of<MisbehaveStage>();
   registrar.add_stage(std::move(info));
 }

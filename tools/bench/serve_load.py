@@ -1,0 +1,394 @@
+#!/usr/bin/env python3
+"""`compactor serve` under load, against the upstream alone, in one run (a benchmark, not a test).
+
+N agents at once, each replaying a real session call by call (a model call before each assistant
+message; each request is the whole uncompacted history up to it, streamed, as Claude Code sends
+it), against a loopback upstream that answers every call after a fixed delay. Three phases:
+  1. direct: the agents talk to the upstream itself;
+  2. serve: the same calls through `compactor serve` (a fresh archive);
+  3. kill (optional, --kill): the same through a server that is `kill -9`ed half-way and started
+     again on the same archive folder and port; the agents retry refused connections (as the SDKs
+     do) and go on; the conversations continue from their stored state.
+It prints, per phase, calls/s, p50/p99 latency and time to first byte, errors, the server's and
+its zygote's peak memory and the workers' peak (from /metrics); for the kill phase, state hits
+after the restart and whether any state file is torn. With --check every body the upstream got
+through the server is checked with `compactor check`.
+
+usage: serve_load.py COMPACTOR CONFIG CORPUS [--agents 16] [--calls 30] [--delay-ms 200] [--kill] [--check]
+  CORPUS: a folder of sessions `compactor import` reads (Claude Code logs, OpenAI histories); the
+  first AGENTS sessions (sorted by path) with at least CALLS calls are used.
+"""
+import argparse
+import http.client
+import http.server
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+SSE = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+       b'"content":[],"model":"m","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+       b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+       b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}\n\n'
+       b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+       b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}\n\n'
+       b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+
+
+def run_upstream(port_queue, delay_ms, record_dir, stop):
+    """The model API stand-in: reads the body, waits `delay_ms`, answers an event stream."""
+    counter = [0]
+    lock = threading.Lock()
+
+    class Upstream(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else the head and the body wait on each other's ACK (40 ms)
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            if record_dir.value:
+                with lock:
+                    counter[0] += 1
+                    n = counter[0]
+                with open(os.path.join(record_dir.value.decode(), f"{n:06d}.json"), "wb") as f:
+                    f.write(body)
+            time.sleep(delay_ms / 1000)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(SSE)))
+            self.end_headers()
+            self.wfile.write(SSE)
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.daemon_threads = True
+    http.server.ThreadingHTTPServer.request_queue_size = 256
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    port_queue.put(server.server_address[1])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stop.wait()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else 0.0
+
+
+def load_sessions(cli, corpus, agents, calls):
+    """Each agent's session as its list of request bodies (bytes), one per call. With fewer usable
+    sessions than agents, sessions are used again, each copy made a conversation of its own by a
+    first message that names its agent (so no two agents share continuity state)."""
+    files = []
+    for root, _, names in os.walk(corpus):
+        for n in names:
+            if n.endswith((".jsonl", ".json", ".traj")):
+                files.append(os.path.join(root, n))
+    usable = []
+    for f in sorted(files):
+        r = subprocess.run([cli, "import", "--input", f, "--output", "-"], capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.strip():
+            continue
+        doc = json.loads(r.stdout)
+        messages = doc["messages"] if isinstance(doc, dict) else doc
+        system = doc.get("system") if isinstance(doc, dict) else None
+        answers = [i for i in range(1, len(messages)) if messages[i]["role"] == "assistant"]
+        if len(answers) >= calls:
+            usable.append((os.path.relpath(f, corpus), messages, system, answers[:calls]))
+        if len(usable) == agents:
+            break
+    sessions = []
+    for k in range(agents if usable else 0):
+        name, messages, system, answers = usable[k % len(usable)]
+        if k >= len(usable):
+            messages = [{"role": "user", "content": f"(agent {k + 1})"}, {"role": "assistant", "content": "ok"}] + messages
+            answers = [i + 2 for i in answers]
+        bodies = []
+        for i in answers:
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True}
+            if system:
+                body["system"] = system
+            body["messages"] = messages[:i]
+            bodies.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+        sessions.append((name, bodies))
+    return sessions, len(usable)
+
+
+class Agent(threading.Thread):
+    """One agent: its session's calls in order on one keep-alive connection; a refused connection
+    or a 529/503 is retried (after Retry-After), as the SDKs do."""
+
+    def __init__(self, port_of, bodies, start_gate, on_call=None):
+        super().__init__(daemon=True)
+        self.port_of, self.bodies, self.gate, self.on_call = port_of, bodies, start_gate, on_call
+        self.latency, self.ttfb, self.errors, self.retries, self.overloaded = [], [], [], 0, 0
+        self.statuses = {}
+
+    def run(self):
+        self.gate.wait()
+        conn = None
+        for k, body in enumerate(self.bodies):
+            if self.on_call:
+                self.on_call(k)
+            started = time.monotonic()
+            deadline = started + 120
+            while True:
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", self.port_of(), timeout=60)
+                    conn.request("POST", "/v1/messages", body=body,
+                                 headers={"content-type": "application/json", "x-api-key": "bench",
+                                          "anthropic-version": "2023-06-01"})
+                    r = conn.getresponse()
+                    first = r.read(1)
+                    t_first = time.monotonic()
+                    rest = r.read()
+                    if r.status in (529, 503):
+                        self.overloaded += 1
+                        time.sleep(float(r.getheader("retry-after", "1")))
+                        continue
+                    status = r.getheader("x-compactor-status", "direct")
+                    self.statuses[status] = self.statuses.get(status, 0) + 1
+                    if r.status != 200 or not (first + rest).endswith(b"message_stop\"}\n\n"):
+                        self.errors.append(f"call {k + 1}: HTTP {r.status}")
+                    self.latency.append(time.monotonic() - started)
+                    self.ttfb.append(t_first - started)
+                    break
+                except (ConnectionError, http.client.HTTPException, OSError) as e:
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                    self.retries += 1
+                    if time.monotonic() > deadline:
+                        self.errors.append(f"call {k + 1}: {e}")
+                        break
+                    time.sleep(0.1)
+        if conn is not None:
+            conn.close()
+
+
+def start_serve(cli, config, upstream, port, workdir, name):
+    err = open(os.path.join(workdir, name + ".err"), "a")
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", f"127.0.0.1:{port}", "--upstream", upstream],
+                         stdout=subprocess.PIPE, stderr=err, cwd=workdir, text=True)
+    line = p.stdout.readline()
+    if "listening" not in line:
+        raise SystemExit(f"compactor serve did not start: {line} (see {err.name})")
+    return p
+
+
+def peak_kb(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    try:
+        return [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def metric(text, name):
+    total = 0.0
+    for m in re.finditer(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M):
+        total += float(m.group(1))
+    return total
+
+
+def run_phase(sessions, port_of, on_call=None):
+    gate = threading.Event()
+    agents = [Agent(port_of, bodies, gate, on_call) for _, bodies in sessions]
+    for a in agents:
+        a.start()
+    started = time.monotonic()
+    gate.set()
+    for a in agents:
+        a.join()
+    wall = time.monotonic() - started
+    lat = [x for a in agents for x in a.latency]
+    ttfb = [x for a in agents for x in a.ttfb]
+    statuses = {}
+    for a in agents:
+        for k, v in a.statuses.items():
+            statuses[k] = statuses.get(k, 0) + v
+    return {
+        "calls": len(lat), "wall": wall, "rate": len(lat) / wall if wall else 0,
+        "p50": pct(lat, 0.5) * 1000, "p99": pct(lat, 0.99) * 1000,
+        "ttfb50": pct(ttfb, 0.5) * 1000, "ttfb99": pct(ttfb, 0.99) * 1000,
+        "errors": [e for a in agents for e in a.errors], "retries": sum(a.retries for a in agents),
+        "overloaded": sum(a.overloaded for a in agents), "statuses": statuses,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cli")
+    ap.add_argument("config")
+    ap.add_argument("corpus")
+    ap.add_argument("--agents", type=int, default=16)
+    ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--delay-ms", type=int, default=200)
+    ap.add_argument("--kill", action="store_true", help="add the kill -9 and restart phase")
+    ap.add_argument("--check", action="store_true", help="check every forwarded body with compactor check")
+    ap.add_argument("--max-concurrency", type=int, default=0, help="serve.max_concurrency (0: the config's)")
+    a = ap.parse_args()
+    cli = os.path.abspath(a.cli)
+
+    sessions, distinct = load_sessions(cli, a.corpus, a.agents, a.calls)
+    if not sessions:
+        print(f"no session of {a.corpus} has {a.calls} calls", file=sys.stderr)
+        return 2
+    if distinct < a.agents:
+        print(f"{distinct} sessions of {a.corpus} have {a.calls} calls: the other agents replay them again as "
+              f"conversations of their own", file=sys.stderr)
+    work = tempfile.mkdtemp(prefix="compactor-serve-load-")
+    record = multiprocessing.Array("c", 4096)
+    stop = multiprocessing.Event()
+    ports = multiprocessing.Queue()
+    upstream_proc = multiprocessing.Process(target=run_upstream, args=(ports, a.delay_ms, record, stop), daemon=True)
+    upstream_proc.start()
+    upstream_port = ports.get(timeout=30)
+    upstream = f"http://127.0.0.1:{upstream_port}"
+    results = {}
+    try:
+        text = open(a.config).read()
+        text = re.sub(r"(?m)^archive:.*(\n  dir:.*)?$", "archive: {dir: archive}", text)
+        if a.max_concurrency:
+            text = re.sub(r"(?m)^serve:.*(\n  .*)*", "", text)
+            text += f"\nserve:\n  max_concurrency: {a.max_concurrency}\n"
+        print(f"{len(sessions)} agents x {a.calls} calls ({sum(len(b) for _, b in sessions)} calls), upstream delay "
+              f"{a.delay_ms} ms, config {a.config}, {os.cpu_count()} cores", flush=True)
+
+        results["direct"] = run_phase(sessions, lambda: upstream_port)
+
+        def serve_phase(name, kill):
+            d = os.path.join(work, name)
+            os.makedirs(d)
+            cfg = os.path.join(d, "c.yaml")
+            open(cfg, "w").write(text)
+            sent = os.path.join(d, "sent")
+            os.makedirs(sent)
+            record.value = sent.encode()
+            port = free_port()
+            state = {"proc": start_serve(cli, cfg, upstream, port, d, name), "killed": False, "peak": [0, 0]}
+            lock = threading.Lock()
+            total = sum(len(b) for _, b in sessions)
+            done = [0]
+
+            def sample():
+                while not state.get("stop"):
+                    p = state["proc"]
+                    state["peak"][0] = max(state["peak"][0], peak_kb(p.pid))
+                    for z in children(p.pid):
+                        state["peak"][1] = max(state["peak"][1], peak_kb(z))
+                    time.sleep(0.05)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+
+            def on_call(_):
+                with lock:
+                    done[0] += 1
+                    if kill and not state["killed"] and done[0] >= total // 2:
+                        state["killed"] = True
+                        state["proc"].send_signal(signal.SIGKILL)
+                        state["proc"].wait()
+                        state["before_kill"] = state.get("metrics", "")
+                        state["proc"] = start_serve(cli, cfg, upstream, port, d, name)
+
+            r = run_phase(sessions, lambda: port, on_call)
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+            state["stop"] = True
+            sampler.join()
+            p = state["proc"]
+            r["server_peak_mb"] = state["peak"][0] / 1024
+            r["zygote_peak_mb"] = state["peak"][1] / 1024
+            r["worker_peak_mb"] = metric(metrics, "compactor_serve_worker_peak_rss_bytes") / 2**20
+            r["state_hits"] = metric(metrics, 'compactor_serve_state_total\\{result="hit"\\}')
+            r["state_misses"] = metric(metrics, 'compactor_serve_state_total\\{result="miss"\\}')
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+            # Torn state: every stored history must read back as JSON (atomic writes).
+            torn = 0
+            state_dir = os.path.join(d, "archive", "serve-state")
+            files = os.listdir(state_dir) if os.path.isdir(state_dir) else []
+            for f in files:
+                path = os.path.join(state_dir, f)
+                if ".tmp." in f:
+                    continue
+                data = open(path, "rb").read()
+                if data != b"=":
+                    try:
+                        json.loads(data)
+                    except ValueError:
+                        torn += 1
+            r["state_files"] = len([f for f in files if ".tmp." not in f])
+            r["state_torn"] = torn
+            r["temp_left"] = sum(1 for root, _, names in os.walk(os.path.join(d, "archive")) for n in names if ".tmp." in n)
+            if a.check:
+                bad = []
+                for f in sorted(os.listdir(sent)):
+                    c = subprocess.run([cli, "check", "--input", os.path.join(sent, f)], capture_output=True, text=True)
+                    if c.returncode != 0:
+                        bad.append(f"{f}: {c.stderr.strip().splitlines()[-1] if c.stderr.strip() else c.returncode}")
+                r["checked"] = len(os.listdir(sent))
+                r["check_failures"] = bad
+            record.value = b""
+            return r
+
+        results["serve"] = serve_phase("serve", False)
+        if a.kill:
+            results["kill"] = serve_phase("kill", True)
+    finally:
+        stop.set()
+        upstream_proc.join(timeout=5)
+        shutil.rmtree(work, ignore_errors=True)
+
+    d = results["direct"]
+    print("| phase | calls | calls/s | p50 ms | p99 ms | first byte p50 | first byte p99 | errors | 529/503 retried |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {r['calls']} | {r['rate']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} | {r['ttfb50']:.0f} | "
+              f"{r['ttfb99']:.0f} | {len(r['errors'])} | {r['overloaded']} |")
+    for name in ("serve", "kill"):
+        if name not in results:
+            continue
+        r = results[name]
+        print(f"{name}: p50 {r['p50'] - d['p50']:+.0f} ms against the upstream alone, p99 {r['p99'] / max(d['p99'], 1e-9):.2f}x; "
+              f"statuses {r['statuses']}; state hits {r['state_hits']:.0f}, misses {r['state_misses']:.0f}"
+              f"{' (after the restart)' if name == 'kill' else ''}; peak memory: server {r['server_peak_mb']:.1f} MB, "
+              f"zygote {r['zygote_peak_mb']:.1f} MB, largest worker {r['worker_peak_mb']:.1f} MB; "
+              f"{r['state_files']} state files, {r['state_torn']} torn, {r['temp_left']} temporary files left")
+        if "checked" in r:
+            print(f"{name}: {r['checked']} forwarded bodies checked, {len(r['check_failures'])} refused"
+                  + "".join(f"\n  {x}" for x in r["check_failures"][:10]))
+        for e in r["errors"][:10]:
+            print(f"{name}: error: {e}")
+    return 0 if all(not r["errors"] and not r.get("check_failures") for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
