@@ -46,11 +46,15 @@ else
   echo "setup: tokenizer rank files already in $data/node_modules"
 fi
 
-# The official SDKs the serve tests drive (tests/serve: @anthropic-ai/sdk, openai; pinned by the lock).
-clients="$(cd "$(dirname "$0")/.." && pwd)/tests/serve"
-if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
-  echo "setup: installing the SDKs the serve tests use (npm ci in $clients)"
-  npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
-else
-  echo "setup: serve test SDKs already in $clients/node_modules"
-fi
+# The real clients the tests drive (the official SDKs, Claude Code): one folder each under
+# tests/clients, pinned by its lock file.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for clients in "$root"/tests/clients/*/; do
+  [ -f "$clients/package-lock.json" ] || continue
+  if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
+    echo "setup: installing the test client in ${clients#$root/} (npm ci)"
+    npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
+  else
+    echo "setup: test client in ${clients#$root/} already installed"
+  fi
+done
