@@ -431,9 +431,9 @@ TEST(Serve, SigtermDrainsTheRequestInFlightThenExits) {
   fs::remove_all(dir);
 }
 
-TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarning) {
+TEST(Serve, AnOpenAiHistoryTheApiWouldRefuseIsForwardedUnchangedWithTheRuleNamed) {
   fs::path dir = fresh_dir("openai-repair");
-  // A tool call whose result never came: the importer would answer it; the server must not.
+  // A tool call whose result never came: the API refuses it; the server does not repair it.
   const std::string body =
       R"({"model":"gpt-4o","messages":[{"role":"user","content":"list files"},)"
       R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},)"
@@ -443,7 +443,7 @@ TEST(Serve, AnOpenAiHistoryTheImporterWouldRepairIsForwardedUnchangedWithAWarnin
   Reply r = call(serve.port(), "POST", "/v1/chat/completions", body, {{"authorization", "Bearer sk-openai-test"}});
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, test::openai_reply("ok"));
-  EXPECT_NE(r.headers["x-compactor-warning"].find("would need 1 repair (first: lost_result_answered at message 1)"),
+  EXPECT_NE(r.headers["x-compactor-warning"].find("pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: call_1"),
             std::string::npos)
       << r.headers["x-compactor-warning"];
   EXPECT_EQ(r.headers["x-compactor-status"], "refused");

@@ -78,6 +78,8 @@ TEST(ServeWorkers, AWorkerKilledMidRequestFailsThatRequestOpenAndTheOthersAreUnt
     replies.push_back(std::async(std::launch::async, [&, i] { return call(serve.port(), "POST", "/v1/messages", body_saying("call " + std::to_string(i))); }));
   // Four workers, each in its two-second stage: kill one with SIGKILL, one with SIGSEGV.
   ASSERT_TRUE(eventually([&] { return children_of(zygote).size() == 4; })) << children_of(zygote).size();
+  // Each worker has reached its stage within moments of its fork; the stage lasts two seconds.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::vector<pid_t> workers = children_of(zygote);
   ::kill(workers[0], SIGKILL);
   ::kill(workers[1], SIGSEGV);

@@ -33,9 +33,14 @@ std::vector<CheckerPtr> make_builtin_checkers() {
   return checkers;
 }
 
+const std::vector<std::string_view>& messages_api_rule_names() {
+  static const std::vector<std::string_view> names = {"structure", "pairing", "unique_ids", "cache_control"};
+  return names;
+}
+
 std::vector<CheckerPtr> make_input_checkers() {
   std::vector<CheckerPtr> checkers;
-  for (std::string_view n : {"structure", "pairing", "unique_ids", "cache_control"}) checkers.push_back(make_builtin_checker(n));
+  for (std::string_view n : messages_api_rule_names()) checkers.push_back(make_builtin_checker(n));
   return checkers;
 }
 

@@ -17,8 +17,13 @@ CheckerPtr make_builtin_checker(std::string_view name);
 
 std::vector<CheckerPtr> make_builtin_checkers();
 
-// The checkers every input must pass, whatever a config enables: a history the API accepts
-// (structure, pairing, unique_ids, at most 4 cache breakpoints).
+// The built-in checkers that are the Anthropic Messages API's own rules rather than Compactor's
+// invariants: structure, pairing, unique_ids, cache_control. A request of another API is checked
+// by its wire format's rules instead.
+const std::vector<std::string_view>& messages_api_rule_names();
+
+// The checkers every Messages API input must pass, whatever a config enables: a history the API
+// accepts (structure, pairing, unique_ids, at most 4 cache breakpoints).
 std::vector<CheckerPtr> make_input_checkers();
 
 // Runs every checker on `input`; violations in checker order.

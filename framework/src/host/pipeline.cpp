@@ -106,13 +106,21 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   report.input_size = SizeSnapshot::of(input);
   report.resolved_pipeline = print_pipeline(*config_);
 
-  // The input must be a history the API accepts, whatever checkers the config enables; the API's
-  // rules the config does not enable run after every stage too.
+  // The input must be a history the API accepts, whatever checkers the config enables, and the
+  // API's rules run after every stage: the config's own (structure, pairing, …) for the Messages
+  // API, in their place; another API's rules instead of them, since those are not its rules.
   const std::vector<CheckerPtr>& rules = options.rules != nullptr ? *options.rules : default_rules_;
-  std::vector<const Checker*> extra_rules;
+  const auto& api_rules = messages_api_rule_names();
+  auto among_rules = [&](std::string_view name) {
+    return std::any_of(rules.begin(), rules.end(), [&](const CheckerPtr& r) { return r->name() == name; });
+  };
+  std::vector<const Checker*> stage_checkers;
+  for (const CheckerPtr& c : checkers_)
+    if (among_rules(c->name()) || std::find(api_rules.begin(), api_rules.end(), c->name()) == api_rules.end())
+      stage_checkers.push_back(c.get());
   for (const CheckerPtr& rule : rules)
-    if (std::none_of(checkers_.begin(), checkers_.end(), [&](const CheckerPtr& c) { return c->name() == rule->name(); }))
-      extra_rules.push_back(rule.get());
+    if (std::none_of(stage_checkers.begin(), stage_checkers.end(), [&](const Checker* c) { return c->name() == rule->name(); }))
+      stage_checkers.push_back(rule.get());
   {
     auto violations = run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}});
     if (!violations.empty()) {
@@ -209,8 +217,8 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     check.may_touch_tail = entry.registered->info->may_touch_tail;
     check.may_grow = entry.registered->info->may_grow;
     check.archive = &archive;
-    auto violations = run_checkers(checkers_, check);
-    for (const Checker* rule : extra_rules) rule->check(check, violations);
+    std::vector<Violation> violations;
+    for (const Checker* c : stage_checkers) c->check(check, violations);
     // A system entry left without a place is refused even when the config leaves `structure` out:
     // the host keeps them, so none is ever lost silently.
     if (!candidate.system_entries_placed() &&
