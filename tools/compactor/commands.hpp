@@ -16,5 +16,6 @@ int count_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
+int mcp_command(int argc, char** argv);
 
 }  // namespace compactor::cli
