@@ -54,3 +54,12 @@ if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lo
 else
   echo "setup: serve test SDKs already in $clients/node_modules"
 fi
+
+# The official MCP SDK whose client drives `compactor mcp` in tests (tests/mcp; pinned by the lock).
+mcp_clients="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+if [ ! -f "$mcp_clients/node_modules/.package-lock.json" ] || [ "$mcp_clients/package-lock.json" -nt "$mcp_clients/node_modules/.package-lock.json" ]; then
+  echo "setup: installing the MCP SDK the mcp tests use (npm ci in $mcp_clients)"
+  npm ci --prefix "$mcp_clients" --no-audit --no-fund --loglevel=error
+else
+  echo "setup: mcp test SDK already in $mcp_clients/node_modules"
+fi
