@@ -32,7 +32,7 @@ options:
 
 The folder must be the one serve writes, whatever folder the agent starts this server in, so a
 relative one is refused: serve resolves it against the folder serve runs in, which this server
-cannot know. A folder that another user owns (but root) or that every user can write is refused.
+cannot know. A folder owned by another user (other than root) or writable by every user is refused.
 
 exit codes: 0 the client ended the session; 2 bad arguments, an unreadable config, or an archive
 folder that is relative, not a folder, or not trusted.
