@@ -78,6 +78,8 @@ json::value McpServer::dispatch(const RpcMessage& request, McpSession& session, 
     error = RpcError{RpcErrorCode::method_not_found, "Method not found: " + method, nullptr};
     return nullptr;
   }
+  // Served once initialize is answered, even before the initialized notification: a client
+  // SHOULD send that first, and one whose request overtakes it loses nothing by being answered.
   if (!session.protocol_version) {
     error = RpcError{RpcErrorCode::invalid_request, "Invalid Request: " + method + " before initialize", nullptr};
     return nullptr;
