@@ -115,6 +115,9 @@ TEST(McpProtocol, TheLifecycleIsKept) {
   EXPECT_TRUE(answer(server, session, R"({"jsonrpc":"2.0","method":"notifications/initialized"})").is_null());
   EXPECT_FALSE(session.client_ready);
   ASSERT_TRUE(answer(server, session, initialize_request("2025-06-18")).as_object().contains("result"));
+  // A request that overtakes the initialized notification is served.
+  EXPECT_FALSE(session.client_ready);
+  EXPECT_TRUE(answer(server, session, R"({"jsonrpc":"2.0","id":6,"method":"tools/list"})").as_object().contains("result"));
   // Once only.
   EXPECT_EQ(answer(server, session, initialize_request("2025-06-18", 9)),
             error_response(9, -32600, "Invalid Request: the session is already initialized"));
