@@ -556,6 +556,30 @@ TEST(ArchiveTrust, AFolderOthersCanWriteIsRefused) {
   fs::remove_all(dir);
 }
 
+// The refusal above reaches the user before any stage declines: `run` (like `serve` and
+// `validate`, which build the pipeline the same way) warns once when it starts, and the stage's
+// decline still says why.
+TEST(ArchiveTrust, RunWarnsOfAFolderOthersCanWrite) {
+  fs::path dir = scratch("trust-warn");
+  fs::create_directory(dir / "shared");
+  fs::permissions(dir / "shared", fs::perms::all);  // 0777
+  std::ofstream(dir / "in.json") << four_results().serialize();
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {limit: 100}\nrecent: {exchanges: 0}\narchive: {dir: shared}\n"
+                                   "plugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\npipeline:\n  - stage: micro\n    params: {keep_recent: 0}\n";
+  auto r = test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // nothing could be archived: still over budget
+  const std::string warning = "compactor: warning: archive: shared is writable by every user (mode 0777), who could plant "
+                              "or remove blobs; run chmod o-w on it or use a folder of your own; until then every stage "
+                              "that archives declines\n";
+  EXPECT_EQ(r.err.find(warning), 0u) << r.err;
+  EXPECT_EQ(r.err.find(warning, 1), std::string::npos) << r.err;  // once
+  EXPECT_EQ(test::read_file((dir / "out.json").string()), four_results().serialize());
+  fs::permissions(dir / "shared", fs::perms::owner_all);
+  r = test::run_cli({"run", "--config", "p.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.err.find("warning: archive"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(ArchiveTrust, GcIsBoundedAndTouchesOnlyTheArchivesOwnFiles) {
   fs::path dir = scratch("trust-gc");
   fs::path archive = dir / "a";

@@ -17,5 +17,6 @@ int calibrate_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
 int serve_worker_command(int argc, char** argv);
+int mcp_command(int argc, char** argv);
 
 }  // namespace compactor::cli

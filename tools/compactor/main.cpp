@@ -44,6 +44,8 @@ commands:
                            write a seeded Claude-Code-like session (same seed, same bytes)
   serve           --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
                            a proxy in front of the model API that compacts every request
+  mcp             --config F | --archive DIR
+                           an MCP server over stdio: the model restores and searches the archive
   archive gc      --keep-days N [--archive DIR]
                            remove archive blobs older than N days
 
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return cli::generate_command(argc, argv);
     if (command == "serve") return cli::serve_command(argc, argv);
     if (command == "serve-worker") return cli::serve_worker_command(argc, argv);
+    if (command == "mcp") return cli::mcp_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());
     return kExitPluginError;

@@ -1,5 +1,7 @@
 #include "archive/archive_store.hpp"
 
+#include "archive/folder_trust.hpp"
+
 #include <nettle/sha2.h>
 
 #include <algorithm>
@@ -25,12 +27,6 @@ bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 
 Error errno_error(const std::string& what, const std::string& path, int err) {
   return Error{"archive: cannot " + what + " " + path + ": " + std::strerror(err)};
-}
-
-std::string fmt_mode(const std::string& before, mode_t mode) {
-  char octal[8];
-  std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode & 07777));
-  return before + octal;
 }
 
 // The bytes of the regular file at `path`, at most `max` of them. A symlink is not followed
@@ -294,12 +290,7 @@ Expected<bool> ArchiveStore::check_folder_owner() {
   if (folder_checked_) return true;
   struct stat st {};
   if (::stat(dir_.c_str(), &st) != 0) return errno_error("inspect", dir_, errno);
-  if (st.st_mode & S_IWOTH)
-    return Error{fmt_mode("archive: " + dir_ + " is writable by every user (mode ", st.st_mode) +
-                 "), who could plant or remove blobs; run chmod o-w on it or use a folder of your own"};
-  if (st.st_uid != ::geteuid() && st.st_uid != 0)
-    return Error{"archive: " + dir_ + " belongs to another user (uid " + std::to_string(st.st_uid) + "; this is uid " +
-                 std::to_string(::geteuid()) + "), who could plant or remove blobs; use a folder of your own"};
+  if (auto distrust = archive_folder_distrust(dir_)) return Error{"archive: " + *distrust};
   folder_checked_ = true;
   return true;
 }

@@ -2,7 +2,9 @@
 
 #include "model/active_request.hpp"
 #include "archive/archive_store.hpp"
+#include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +76,11 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   };
   if (auto e = build_list(p.config_->pipeline, p.pipeline_)) return *e;
   if (auto e = build_list(p.config_->on_prompt_too_long, p.on_prompt_too_long_)) return *e;
+  // The store refuses a folder others could write at its first put, and every stage that archives
+  // then declines with that reason in the report: said once here, when `run`, `serve` or
+  // `validate` starts, so that it is not found only by reading declines.
+  if (auto distrust = archive_folder_distrust(p.config_->archive_dir))
+    make_stderr_logger("")->warn("archive: " + *distrust + "; until then every stage that archives declines");
   return p;
 }
 

@@ -703,6 +703,25 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file) {
   return paths;
 }
 
+Expected<std::string> config_archive_dir(const std::string& file) {
+  auto text = read_input_bytes(file);
+  if (!text) return text.error();
+  YamlReader r(file);
+  std::string dir = PipelineConfig{}.archive_dir;
+  try {
+    YAML::Node root = YAML::Load(*text);
+    if (!root.IsMap()) return Error{file + ":1:1: expected a mapping with version: 1, got " + YamlReader::describe(root)};
+    if (auto archive = r.member(root, "", "archive", false); archive && r.check_mapping(*archive, "archive", {"dir"}))
+      if (auto d = r.member(*archive, "archive", "dir", true))
+        if (auto s = r.string(*d, "archive.dir")) dir = *s;
+  } catch (const YAML::Exception& e) {
+    return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                 ": YAML syntax error: " + e.msg};
+  }
+  if (!r.errors().empty()) return Error{r.errors().front()};
+  return dir;
+}
+
 std::string print_pipeline(const PipelineConfig& c) {
   std::string out = "# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n";
   out += "version: 1\n";

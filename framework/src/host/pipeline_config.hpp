@@ -109,6 +109,11 @@ struct ConfigPluginPaths {
 };
 Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 
+// What a config file says its archive folder is: `archive.dir` as written (the default when the
+// config has none), read without validating the rest or loading any plugin (for `mcp`, which
+// only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
+Expected<std::string> config_archive_dir(const std::string& file);
+
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
 // pipeline. Plugin versions are given in comments.
 std::string print_pipeline(const PipelineConfig& config);

@@ -1,0 +1,108 @@
+// compactor mcp (--config FILE | --archive DIR): the archive's MCP server over stdio.
+#include "command_line.hpp"
+#include "commands.hpp"
+
+#include "archive/folder_trust.hpp"
+#include "host/exit_code.hpp"
+#include "host/pipeline_config.hpp"
+#include "mcp/archive_tools.hpp"
+#include "mcp/stdio_transport.hpp"
+
+#include <fmt/core.h>
+
+#include <csignal>
+#include <filesystem>
+#include <sys/stat.h>
+
+namespace compactor::cli {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: compactor mcp (--config FILE | --archive DIR)
+
+An MCP server over stdio (JSON-RPC, one message a line on stdin and stdout; logs on stderr) that
+gives the model back what Compactor archived, through two tools:
+  restore {receipt, offset?, max_chars?}  what a receipt holds, as the model saw it, in pages
+  search {pattern, receipt}              the lines holding pattern there and in what it names
+An agent starts it (docs/mcp.md gives the set-up for Claude Code, Codex, Gemini CLI, Qwen Code).
+
+options:
+  --config FILE   the config compactor serve runs with; its archive.dir must be absolute
+  --archive DIR   the archive folder itself, absolute
+
+The folder must be the one serve writes, whatever folder the agent starts this server in, so a
+relative one is refused: serve resolves it against the folder serve runs in, which this server
+cannot know. A folder owned by another user (other than root) or writable by every user is refused.
+
+exit codes: 0 the client ended the session; 2 bad arguments, an unreadable config, or an archive
+folder that is relative, not a folder, or not trusted.
+)";
+
+constexpr const char* kInstructions =
+    "Compactor keeps this conversation within the model's context window. What it removes is archived, and the "
+    "[compactor …] marker or summary left in its place names a receipt (sha256:…). restore gives back what a receipt "
+    "holds; search finds lines in it and in the receipts named there.";
+
+}  // namespace
+
+int mcp_command(int argc, char** argv) {
+  const Command command{"mcp", kHelp};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"config"}, {"archive"}}, exit_code);
+  if (!args) return exit_code;
+  if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
+  if (args->has("config") == args->has("archive")) return command.usage_error("give one of --config FILE and --archive DIR");
+
+  std::string dir;
+  if (auto config = args->get("config")) {
+    auto written = config_archive_dir(*config);
+    if (!written) {
+      fmt::print(stderr, "compactor mcp: {}\n", written.error().message);
+      return kExitBadInput;
+    }
+    dir = *written;
+    if (!std::filesystem::path(dir).is_absolute()) {
+      fmt::print(stderr,
+                 "compactor mcp: {}: archive.dir \"{}\" is relative, and serve resolves it against the folder it runs in, "
+                 "which this server cannot know: set an absolute archive.dir there, or give --archive with the absolute "
+                 "folder serve writes\n",
+                 *config, dir);
+      return kExitBadInput;
+    }
+  } else {
+    dir = *args->get("archive");
+    if (!std::filesystem::path(dir).is_absolute()) {
+      fmt::print(stderr,
+                 "compactor mcp: --archive \"{}\" is relative, and the agent starts this server in a folder of its "
+                 "choosing: give the absolute folder serve writes (its archive.dir, resolved against the folder serve "
+                 "runs in)\n",
+                 dir);
+      return kExitBadInput;
+    }
+  }
+  // One spelling per folder: the pack indexes read are cached by the folder's name.
+  dir = std::filesystem::path(dir).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    fmt::print(stderr, "compactor mcp: {}: not a folder; give the archive folder serve writes\n", dir);
+    return kExitBadInput;
+  }
+  if (auto distrust = archive_folder_distrust(dir)) {
+    fmt::print(stderr, "compactor mcp: refused: the archive {}\n", *distrust);
+    return kExitBadInput;
+  }
+  if (::stat(dir.c_str(), &st) != 0)
+    fmt::print(stderr, "compactor mcp: no archive at {} yet; its receipts are served once serve archives there\n", dir);
+
+  // A client that goes away makes a write fail (EPIPE), which ends the session, rather than the
+  // signal ending the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  mcp::ArchiveTools tools(dir);
+  const mcp::McpServer server(mcp::ServerInfo{"compactor", "Compactor archive", COMPACTOR_VERSION, kInstructions}, tools.tools());
+  mcp::serve_stdio(server);
+  return kExitOk;
+}
+
+}  // namespace compactor::cli
