@@ -4,7 +4,7 @@
 // replayed call of the real sessions passes the checkers with nothing lost.
 #include "support/test_support.hpp"
 
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 #include "support/loopback_http_server.hpp"
 #include "support/test_support.hpp"
 
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include "model/conversation_reader.hpp"
 #include "import/importers.hpp"

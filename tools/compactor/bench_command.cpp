@@ -1,13 +1,13 @@
 // compactor bench --corpus DIR --config F [--config F]… [--out DIR] [--jobs N] [--shard I/N] …
 // compactor bench --merge DIR… --out DIR
-// Replays every session of a folder call by call through each pipeline (bench_replay.hpp) and
+// Replays every session of a folder call by call through each pipeline (bench/replay.hpp) and
 // compares what an agent would pay: tokens sent, prompt-cache reuse, cost, retention.
-#include "bench_output.hpp"
-#include "bench_replay.hpp"
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "config_loading.hpp"
 
+#include "bench/output.hpp"
+#include "bench/replay.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "meter/calibration_fit.hpp"
 #include "host/exit_code.hpp"

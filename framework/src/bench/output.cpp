@@ -1,4 +1,4 @@
-#include "bench_output.hpp"
+#include "bench/output.hpp"
 
 #include "host/atomic_file.hpp"
 

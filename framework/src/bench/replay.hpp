@@ -1,8 +1,7 @@
-// Replaying one recorded session through one pipeline call by call, as an agent lives it
-// (DESIGN.md, "One rule for a living session"): a model call happens before each assistant
-// message of the original, and its request is the history sent last time plus the messages
-// that arrived since. The model's answers are the original ones: a replay cannot know what the
-// model would have said with less context.
+// Replaying one recorded session through one pipeline call by call, as an agent lives it: a
+// model call happens before each assistant message of the original, and its request is the
+// history sent last time plus the messages that arrived since. The model's answers are the
+// original ones: a replay cannot know what the model would have said with less context.
 #pragma once
 
 #include "compactor/conversation.hpp"

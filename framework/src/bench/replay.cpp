@@ -1,4 +1,4 @@
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include "model/active_request.hpp"
 #include "archive/archive_store.hpp"

@@ -3,7 +3,7 @@
 // merged set of shards gives the same files as one run. Wall times live apart (timings.jsonl).
 #pragma once
 
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include "compactor/error.hpp"
 
