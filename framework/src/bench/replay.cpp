@@ -1,18 +1,14 @@
 #include "bench/replay.hpp"
 
-#include "model/active_request.hpp"
-#include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
-#include "model/json_scanner.hpp"
+#include "model/active_request.hpp"
 
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
-#include <set>
-#include <unistd.h>
+#include <cmath>
 
 namespace compactor::bench {
 
@@ -38,54 +34,6 @@ class NoSyncFileSystem final : public FileSystem {
   static FileSystem& real() { return real_file_system(); }
 };
 
-// Every string value below `v`, each followed by '\n' and a 0x01 byte so that a probe never
-// matches across two strings (a probe is one line or one string; 0x01 occurs in neither).
-void append_strings(const json::value& v, std::string& out);
-
-void append_strings(const json::object& o, std::string& out) {
-  for (const auto& kv : o) append_strings(kv.value(), out);
-}
-
-void append_strings(const json::value& v, std::string& out) {
-  switch (v.kind()) {
-    case json::kind::string:
-      out.append(v.get_string().data(), v.get_string().size());
-      out += "\n\x01";
-      break;
-    case json::kind::array:
-      for (const auto& e : v.get_array()) append_strings(e, out);
-      break;
-    case json::kind::object:
-      append_strings(v.get_object(), out);
-      break;
-    default:
-      break;
-  }
-}
-
-// A blob's strings: it holds one JSON value (a message, a block, a result's content) or JSONL
-// (a summarized history, one message a line); anything else is searched as it is.
-std::string blob_strings(const std::string& bytes) {
-  std::string out;
-  boost::system::error_code ec;
-  json::value v = detail::parse_json(bytes, ec);
-  if (!ec) {
-    append_strings(v, out);
-    return out;
-  }
-  std::string_view rest = bytes;
-  while (!rest.empty()) {
-    std::size_t nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
-    ec.clear();
-    json::value l = detail::parse_json(line, ec);
-    if (ec) out.append(line).append("\n\x01");
-    else append_strings(l, out);
-  }
-  return out;
-}
-
 // The message's JSON without cache_control markers, serialized: what the prompt cache compares.
 std::string without_cache_control(const Message& m) {
   json::object o = m.json();
@@ -104,34 +52,10 @@ bool is_summary_stage(const std::string& stage) {
   return stage == "summarize" || stage == "reactive_compact" || stage == "compact_request";
 }
 
-std::string first_line(std::string_view text) {
-  std::size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) return "";
-  text.remove_prefix(start);
-  std::string_view line = text.substr(0, text.find('\n'));
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.remove_suffix(1);
-  return std::string(line);
-}
-
-// The text of a tool_result's content: a string, or its text blocks joined.
-std::string result_text(const Block& b) {
-  const json::value* content = b.content();
-  if (content == nullptr) return "";
-  if (content->is_string()) return std::string(content->get_string());
-  std::string out;
-  if (content->is_array())
-    for (const auto& e : content->get_array())
-      if (e.is_object())
-        if (const auto* t = e.get_object().if_contains("text"); t != nullptr && t->is_string()) {
-          if (!out.empty()) out += "\n";
-          out += t->get_string();
-        }
-  return out;
-}
-
 }  // namespace
 
 std::uint64_t to_nusd(double usd) { return usd <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(usd * 1e9)); }
+double to_usd(std::uint64_t nusd) { return static_cast<double>(nusd) / 1e9; }
 
 FileSystem& scratch_file_system() {
   static NoSyncFileSystem fs;
@@ -146,73 +70,101 @@ std::size_t shared_prefix(const Conversation& previous, const Conversation& requ
 
 namespace {
 
-std::vector<std::string> probes_of(const Conversation& session, std::size_t end, bool facts_only) {
-  std::set<std::string> probes;
-  // "[compactor …" is Compactor's own text (an importer's placeholder for a result the log lacks),
-  // not something of the session's to retain.
-  auto add = [&](std::string text) {
-    if (text.find_first_not_of(" \t\r\n") != std::string::npos && !text.starts_with("[compactor ")) probes.insert(std::move(text));
-  };
-  for (std::size_t i = 0; i < std::min(end, session.size()); ++i) {
-    const Message& m = session[i];
-    for (const Block& b : m.blocks()) {
-      if (b.kind() == BlockKind::text && m.role() == Role::user && !facts_only) add(std::string(b.text()));
-      if (b.kind() == BlockKind::tool_result && b.is_error()) add(first_line(result_text(b)));
-      if (b.kind() == BlockKind::tool_use) {
-        if (!facts_only) add(std::string(b.name()));
-        if (const json::value* input = b.input(); input != nullptr && input->is_object())
-          for (const char* key : {"file_path", "path", "notebook_path"})
-            if (const auto* p = input->get_object().if_contains(key); p != nullptr && p->is_string())
-              add(std::string(p->get_string()));
-      }
+// One pipeline run on the request `sent`, which becomes the run's output when there is one; the
+// stages' outcomes and the summarizer's calls are recorded. Returns the run's status, or
+// "failed" when it gave no output: the agent then sends its history as it was.
+std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c, const ReplaySetup& setup,
+                         StageLogger& log, Conversation& sent, CallRecord& call, SessionReplay& out) {
+  RunOptions options;
+  options.prompt_too_long = prompt_too_long;
+  options.input_name = out.session + " call " + std::to_string(c + 1);
+  options.archive_dir = setup.archive_dir;
+  options.file_system = &scratch_file_system();
+  auto started = std::chrono::steady_clock::now();
+  RunReport r = pipeline.run(sent, options, log);
+  call.pipeline_us +=
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+  for (const auto& s : r.stages) {
+    if (s.status == StageStatus::skipped) continue;
+    if (!call.stages.empty()) call.stages += ' ';
+    call.stages += s.stage + ":" + std::string(to_string(s.status));
+    if (s.status == StageStatus::committed && is_summary_stage(s.stage)) ++out.summaries;
+    if (s.status == StageStatus::rejected) {
+      ++out.rejections;
+      out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +
+                           (s.violations.empty() ? std::string() : first_line(s.violations.front())));
     }
   }
-  return {probes.begin(), probes.end()};
+  for (const auto& sc : r.summarizer_calls) {
+    ++out.summarizer_calls;
+    out.summarizer_input += sc.call.input_tokens;
+    out.summarizer_output += sc.call.output_tokens;
+    std::optional<double> cost = sc.cost_usd;
+    if (const ModelPrice* p = !cost && setup.prices != nullptr ? setup.prices->find(sc.call.model) : nullptr)
+      cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
+    out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
+  }
+  if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
+    ++out.failures;
+    out.errors.push_back("call " + std::to_string(c + 1) + ": " + r.status + ": " + first_line(r.error));
+    return std::string("failed");
+  }
+  if (r.first_changed_message) call.compacted = true;
+  sent = *r.output;
+  if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
+  return r.status;
+}
+
+// A request the pipeline left over budget: counted apart when its protected tail alone is over
+// the limit, since no policy could fit it.
+void count_over_budget(const Conversation& sent, const PipelineConfig& config, SessionReplay& out) {
+  const ProtectedTail tail = compute_protected_tail(sent, config.recent_exchanges);
+  std::uint64_t alone = sent.frame().fixed.in(config.budget.unit);
+  for (std::size_t i = tail.begin; i < sent.size(); ++i) alone += sent.size_of(sent[i], config.budget.unit);
+  // … and the request, which a summary quotes verbatim, as a message of its own.
+  json::array quoted;
+  for (const std::string& text : find_active_request(sent).texts) quoted.push_back(json::object{{"type", "text"}, {"text", text}});
+  if (auto request = Message::from_json(json::object{{"role", "user"}, {"content", std::move(quoted)}}))
+    alone += sent.size_of(**request, config.budget.unit);
+  ++(alone > config.budget.limit ? out.over_budget_tail : out.over_budget);
+}
+
+// The tokens of a call: sent, read from and written to the prompt cache, and the answer's;
+// added to the session's totals. `previous` is the request of the call before, if any.
+void count_tokens(const Conversation* previous, const Conversation& sent, std::uint64_t output,
+                  std::uint64_t min_cacheable, CallRecord& call, SessionReplay& out) {
+  call.messages = sent.size();
+  call.sent = sent.size_in(SizeUnit::tokens);
+  std::uint64_t prefix_tokens = 0;
+  if (previous != nullptr) {
+    call.cached_messages = shared_prefix(*previous, sent);
+    prefix_tokens = sent.frame().fixed.tokens;
+    for (std::size_t i = 0; i < call.cached_messages; ++i) prefix_tokens += sent.size_of(sent[i], SizeUnit::tokens);
+  }
+  // The agent marks the end of each request for caching: the prefix is read when it is long
+  // enough to have been cached, the rest written when the request is long enough to be.
+  call.cache_read = prefix_tokens >= min_cacheable ? prefix_tokens : 0;
+  call.cache_write = call.sent >= min_cacheable ? call.sent - call.cache_read : 0;
+  call.output = output;
+  const std::uint64_t uncached = call.sent - call.cache_read - call.cache_write;
+  out.sent += call.sent;
+  out.cache_read += call.cache_read;
+  out.cache_write += call.cache_write;
+  out.uncached += uncached;
+  out.output += call.output;
+}
+
+// Each call's request is checked as the next call's input; the last one (of call `calls`) is
+// checked here.
+void check_last_request(const Conversation& last, std::size_t calls, SessionReplay& out) {
+  auto violations = run_checkers(make_input_checkers(), CheckInput{last, last, compute_protected_tail(last, 0), {}});
+  if (!violations.empty()) {
+    ++out.failures;
+    out.errors.push_back("call " + std::to_string(calls) + ": the request sent: " + first_line(violations.front().to_string()));
+  }
 }
 
 }  // namespace
-
-std::vector<std::string> retention_probes(const Conversation& session, std::size_t end) { return probes_of(session, end, false); }
-std::vector<std::string> fact_probes(const Conversation& session, std::size_t end) { return probes_of(session, end, true); }
-
-Retention measure_retention(const Conversation& request, const std::vector<std::string>& probes,
-                            const std::vector<std::string>& facts, const std::string& archive_dir,
-                            std::map<std::string, std::string>& blobs) {
-  Retention r;
-  std::string visible;
-  for (const auto& m : request.messages()) append_strings(m->json(), visible);
-  // Receipts named by the request, then by every blob restored (a summary's snapshot names the
-  // receipts of the results micro had archived before it).
-  std::string reachable;
-  std::set<std::string> seen;
-  std::vector<std::string> queue = find_receipts(visible);
-  while (!queue.empty()) {
-    std::string receipt = std::move(queue.back());
-    queue.pop_back();
-    if (!seen.insert(receipt).second) continue;
-    auto cached = blobs.find(receipt);
-    if (cached == blobs.end()) {
-      auto bytes = restore_blob(archive_dir, receipt);
-      cached = blobs.emplace(receipt, bytes ? blob_strings(*bytes) : std::string()).first;
-    }
-    reachable += cached->second;
-    for (auto& next : find_receipts(cached->second)) queue.push_back(std::move(next));
-  }
-  r.facts = facts.size();
-  for (const auto& f : facts) r.facts_visible += visible.find(f) != std::string::npos;
-  r.probes = probes.size();
-  for (const auto& p : probes) {
-    if (visible.find(p) != std::string::npos) {
-      ++r.visible;
-      ++r.recoverable;
-    } else if (reachable.find(p) != std::string::npos) {
-      ++r.recoverable;
-    } else {
-      r.lost.push_back(p);
-    }
-  }
-  return r;
-}
 
 SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
                              StageLogger& log) {
@@ -242,88 +194,21 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     const Conversation input = original.with_first_system_entries(held_slots.size(), held, held_slots);
     CallRecord call;
     Conversation sent = input;
-    auto run = [&](bool prompt_too_long) {
-      RunOptions options;
-      options.prompt_too_long = prompt_too_long;
-      options.input_name = out.session + " call " + std::to_string(c + 1);
-      options.archive_dir = setup.archive_dir;
-      options.file_system = &scratch_file_system();
-      auto started = std::chrono::steady_clock::now();
-      RunReport r = pipeline.run(sent, options, log);
-      call.pipeline_us +=
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
-      for (const auto& s : r.stages) {
-        if (s.status == StageStatus::skipped) continue;
-        if (!call.stages.empty()) call.stages += ' ';
-        call.stages += s.stage + ":" + std::string(to_string(s.status));
-        if (s.status == StageStatus::committed && is_summary_stage(s.stage)) ++out.summaries;
-        if (s.status == StageStatus::rejected) {
-          ++out.rejections;
-          out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +
-                               (s.violations.empty() ? std::string() : first_line(s.violations.front())));
-        }
-      }
-      for (const auto& sc : r.summarizer_calls) {
-        ++out.summarizer_calls;
-        out.summarizer_input += sc.call.input_tokens;
-        out.summarizer_output += sc.call.output_tokens;
-        std::optional<double> cost = sc.cost_usd;
-        if (const ModelPrice* p = !cost && setup.prices != nullptr ? setup.prices->find(sc.call.model) : nullptr)
-          cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
-        out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
-      }
-      if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
-        ++out.failures;
-        out.errors.push_back("call " + std::to_string(c + 1) + ": " + r.status + ": " + first_line(r.error));
-        return std::string("failed");
-      }
-      if (r.first_changed_message) call.compacted = true;
-      sent = *r.output;
-      if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
-      return r.status;
-    };
-    std::string status = run(false);
+    std::string status = run_pipeline(pipeline, false, c, setup, log, sent, call, out);
     if (sent.size_in(SizeUnit::tokens) > setup.window) {
       // The API refuses the request; the agent compacts reactively, once, and sends again.
       call.refused = true;
       ++out.refusals;
-      status = run(true);
+      status = run_pipeline(pipeline, true, c, setup, log, sent, call, out);
       if (sent.size_in(SizeUnit::tokens) > setup.window) ++out.over_window;
     }
-    if (status == "over_budget") {
-      const PipelineConfig& config = pipeline.config();
-      const ProtectedTail tail = compute_protected_tail(sent, config.recent_exchanges);
-      std::uint64_t alone = sent.frame().fixed.in(config.budget.unit);
-      for (std::size_t i = tail.begin; i < sent.size(); ++i) alone += sent.size_of(sent[i], config.budget.unit);
-      // … and the request, which a summary quotes verbatim, as a message of its own.
-      json::array quoted;
-      for (const std::string& text : find_active_request(sent).texts) quoted.push_back(json::object{{"type", "text"}, {"text", text}});
-      if (auto request = Message::from_json(json::object{{"role", "user"}, {"content", std::move(quoted)}}))
-        alone += sent.size_of(**request, config.budget.unit);
-      ++(alone > config.budget.limit ? out.over_budget_tail : out.over_budget);
-    }
+    if (status == "over_budget") count_over_budget(sent, pipeline.config(), out);
     if (call.compacted) ++out.compactions;
 
-    call.messages = sent.size();
-    call.sent = sent.size_in(SizeUnit::tokens);
-    std::uint64_t prefix_tokens = 0;
-    if (previous) {
-      call.cached_messages = shared_prefix(*previous, sent);
-      prefix_tokens = sent.frame().fixed.tokens;
-      for (std::size_t i = 0; i < call.cached_messages; ++i) prefix_tokens += sent.size_of(sent[i], SizeUnit::tokens);
-    }
-    // The agent marks the end of each request for caching: the prefix is read when it is long
-    // enough to have been cached, the rest written when the request is long enough to be.
-    call.cache_read = prefix_tokens >= min_cacheable ? prefix_tokens : 0;
-    call.cache_write = call.sent >= min_cacheable ? call.sent - call.cache_read : 0;
     auto recorded = setup.recorded_output.find(answers[c]);
-    call.output = recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
-    const std::uint64_t uncached = call.sent - call.cache_read - call.cache_write;
-    out.sent += call.sent;
-    out.cache_read += call.cache_read;
-    out.cache_write += call.cache_write;
-    out.uncached += uncached;
-    out.output += call.output;
+    const std::uint64_t output =
+        recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
+    count_tokens(previous ? &*previous : nullptr, sent, output, min_cacheable, call, out);
 
     if (c == median || c == last) {
       auto probes = retention_probes(original, answers[c]);
@@ -340,14 +225,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   }
   // Prices are linear in tokens: the session's cost is the cost of its totals.
   if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
-  // Each call's request is checked as the next call's input; the last one is checked here.
-  if (previous) {
-    auto violations = run_checkers(make_input_checkers(), CheckInput{*previous, *previous, compute_protected_tail(*previous, 0), {}});
-    if (!violations.empty()) {
-      ++out.failures;
-      out.errors.push_back("call " + std::to_string(answers.size()) + ": the request sent: " + first_line(violations.front().to_string()));
-    }
-  }
+  if (previous) check_last_request(*previous, answers.size(), out);
   return out;
 }
 
