@@ -37,7 +37,7 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     compactor, generate, configs = (os.path.abspath(a) for a in sys.argv[1:4])
-    work = tempfile.mkdtemp(prefix="compactor-1g-", dir=sys.argv[4] if len(sys.argv) > 4 else None)
+    work = tempfile.mkdtemp(prefix="compactor-1g-", dir=os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None)
     try:
         session = os.path.join(work, "session.json")
         subprocess.run([generate, "--exchanges", "36000", "--seed", "7", "--output", session], check=True)
