@@ -35,6 +35,8 @@ struct FamilyPoints {
   std::vector<const Session*> session;
 };
 
+// The fit over the meter `b` (an index in compared_meters()) per family, with each family's
+// overhead; the outliers by family when asked for.
 CalibrationFit fit_over(const std::vector<Point>& fit_points, std::size_t b, const std::string& base,
                         std::map<std::string, Outliers>* outliers = nullptr) {
   CalibrationFit fit;
@@ -165,7 +167,7 @@ Expected<Calibration> calibrate_corpus(const std::string& corpus, const std::str
   c.corpus = corpus;
   c.base = base;
   const std::vector<Session> sessions = read_recorded_calls(files, meters, c.counts);
-  // Fit per family: Δprompt ≈ a·Δbase + c·Δmessages, least squares through the origin.
+  // Fit per family on the fitting half (Δprompt ≈ a·Δbase + b·Δmessages), measure on the other.
   std::vector<Point> fit_points = points_of(sessions, false), test_points = points_of(sessions, true);
   c.fit = fit_over(fit_points, b, base, &c.outliers);
   if (c.fit.families.empty()) return Error{corpus + ": no usable calls to fit (see --help for what is left out)"};
