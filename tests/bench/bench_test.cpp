@@ -4,7 +4,7 @@
 // replayed call of the real sessions passes the checkers with nothing lost.
 #include "support/test_support.hpp"
 
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -236,10 +236,13 @@ TEST(BenchProbes, ProbesArePathsErrorFirstLinesPromptsAndToolNames) {
   EXPECT_EQ(bench::retention_probes(c, 1), (std::vector<std::string>{"fix it"}));
 }
 
+// The test tool that writes seeded sessions for the scale test and the benchmarks.
+CommandResult generate_session(const std::vector<std::string>& args) { return run_program(COMPACTOR_GENERATE_SESSION, args); }
+
 TEST(BenchGenerate, TheSameSeedGivesTheSameBytesAndAValidSession) {
-  auto a = run_cli({"generate", "--exchanges", "60", "--seed", "7"});
-  auto b = run_cli({"generate", "--exchanges", "60", "--seed", "7"});
-  auto c = run_cli({"generate", "--exchanges", "60", "--seed", "8"});
+  auto a = generate_session({"--exchanges", "60", "--seed", "7"});
+  auto b = generate_session({"--exchanges=60", "--seed=7"});
+  auto c = generate_session({"--exchanges", "60", "--seed", "8"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, c.out);
@@ -247,7 +250,23 @@ TEST(BenchGenerate, TheSameSeedGivesTheSameBytesAndAValidSession) {
   EXPECT_EQ(check.exit_code, 0) << check.err;
   for (const char* needle : {"\"type\":\"thinking\"", "\"is_error\":true", "\"name\":\"Read\"", "\"name\":\"Edit\""})
     EXPECT_NE(a.out.find(needle), std::string::npos) << needle;
-  EXPECT_EQ(run_cli({"generate", "--exchanges", "0", "--seed", "1"}).exit_code, 2);
+  const std::string file = scratch("generated-session.json");
+  ASSERT_EQ(generate_session({"--exchanges", "60", "--seed", "7", "--output", file}).exit_code, 0);
+  EXPECT_EQ(read_file(file), a.out);
+}
+
+TEST(BenchGenerate, BadArgumentsAreRefusedWithTheirReason) {
+  auto zero = generate_session({"--exchanges", "0", "--seed", "1"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_EQ(zero.err.substr(0, zero.err.find('\n')),
+            "compactor_generate_session: --exchanges takes a number from 1 to 1000000, got \"0\"");
+  auto no_seed = generate_session({"--exchanges", "3"});
+  EXPECT_EQ(no_seed.exit_code, 2);
+  EXPECT_EQ(no_seed.err.substr(0, no_seed.err.find('\n')), "compactor_generate_session: --seed is required");
+  auto unknown = generate_session({"--exchanges", "3", "--seed", "1", "--size", "9"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err.substr(0, unknown.err.find('\n')), "compactor_generate_session: unknown option --size");
+  EXPECT_TRUE(zero.out.empty() && no_seed.out.empty() && unknown.out.empty());
 }
 
 // The deterministic files of an --out folder (timings.jsonl holds the wall times).

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""A 1 GB input, end to end (issue 12): `compactor generate` writes a ~1 GB session, then
-`compactor check` and `compactor run` (the default pipeline at a 400,000-char budget) read it,
-and the peak memory of each (the largest process, the forked pipeline child included) must stay
-within 4x the input. Prints the figures. Run by .ci/run; too large for ctest on a shared VM.
+"""A 1 GB input, end to end: the test tool compactor_generate_session writes a ~1 GB
+session, then `compactor check` and `compactor run` (the default pipeline at a 400,000-char
+budget) read it, and the peak memory of each (the largest process, the forked pipeline child
+included) must stay within 4x the input. Prints the figures. Run by .ci/run; too large for ctest
+on a shared VM.
 
-usage: one_gigabyte.py COMPACTOR_BINARY CONFIGS_DIR [WORK_DIR]
+usage: one_gigabyte.py COMPACTOR_BINARY GENERATE_SESSION_BINARY CONFIGS_DIR [WORK_DIR]
 """
 import os
 import shutil
@@ -33,13 +34,13 @@ def peak_of(argv, cwd):
 
 
 def main():
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
-    compactor, configs = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    work = tempfile.mkdtemp(prefix="compactor-1g-", dir=sys.argv[3] if len(sys.argv) > 3 else None)
+    compactor, generate, configs = (os.path.abspath(a) for a in sys.argv[1:4])
+    work = tempfile.mkdtemp(prefix="compactor-1g-", dir=os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None)
     try:
         session = os.path.join(work, "session.json")
-        subprocess.run([compactor, "generate", "--exchanges", "36000", "--seed", "7", "--output", session], check=True)
+        subprocess.run([generate, "--exchanges", "36000", "--seed", "7", "--output", session], check=True)
         size = os.path.getsize(session)
         with open(os.path.join(configs, "default.yaml")) as f:
             config = f.read()

@@ -5,7 +5,7 @@
 #include "support/serve_process.hpp"
 #include "support/test_support.hpp"
 
-#include "bench_replay.hpp"
+#include "bench/replay.hpp"
 
 #include "model/conversation_reader.hpp"
 #include "import/importers.hpp"

@@ -98,12 +98,12 @@ MessagePtr message_or_die(const std::string& json) { return message_or_die(boost
 
 namespace {
 
-CommandResult spawn_cli(const std::vector<std::string>& args, int in_fd, const std::string& cwd) {
+CommandResult spawn(const std::string& program, const std::vector<std::string>& args, int in_fd, const std::string& cwd) {
   char out_name[] = "/tmp/compactor-test-out-XXXXXX";
   char err_name[] = "/tmp/compactor-test-err-XXXXXX";
   int out_fd = mkstemp(out_name), err_fd = mkstemp(err_name);
 
-  std::vector<std::string> argv_storage = {COMPACTOR_CLI};
+  std::vector<std::string> argv_storage = {program};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_storage) argv.push_back(a.data());
@@ -136,12 +136,17 @@ CommandResult spawn_cli(const std::vector<std::string>& args, int in_fd, const s
 }  // namespace
 
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text, const std::string& cwd) {
+  return run_program(COMPACTOR_CLI, args, stdin_text, cwd);
+}
+
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const std::string& stdin_text,
+                          const std::string& cwd) {
   char in_name[] = "/tmp/compactor-test-in-XXXXXX";
   int in_fd = mkstemp(in_name);
   if (write(in_fd, stdin_text.data(), stdin_text.size()) != static_cast<ssize_t>(stdin_text.size()))
     throw std::runtime_error("cannot write stdin file");
   lseek(in_fd, 0, SEEK_SET);
-  CommandResult result = spawn_cli(args, in_fd, cwd);
+  CommandResult result = spawn(program, args, in_fd, cwd);
   close(in_fd);
   std::remove(in_name);
   return result;
@@ -150,7 +155,7 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& s
 CommandResult run_cli_stdin_from(const std::vector<std::string>& args, const std::string& stdin_path, const std::string& cwd) {
   int in_fd = open(stdin_path.c_str(), O_RDONLY);
   if (in_fd < 0) throw std::runtime_error("cannot open " + stdin_path);
-  CommandResult result = spawn_cli(args, in_fd, cwd);
+  CommandResult result = spawn(COMPACTOR_CLI, args, in_fd, cwd);
   close(in_fd);
   return result;
 }

@@ -49,6 +49,9 @@ struct CommandResult {
 // Runs the built `compactor` with the arguments (no shell), capturing both streams.
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "",
                       const std::string& cwd = "");
+// Runs another built program (a test tool) the same way.
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args,
+                          const std::string& stdin_text = "", const std::string& cwd = "");
 // The same with stdin redirected from a file (`compactor … < stdin_path`).
 CommandResult run_cli_stdin_from(const std::vector<std::string>& args, const std::string& stdin_path,
                                  const std::string& cwd = "");

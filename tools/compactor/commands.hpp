@@ -14,7 +14,6 @@ int import_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
 int count_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
-int generate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
 int serve_worker_command(int argc, char** argv);
 int mcp_command(int argc, char** argv);

@@ -40,8 +40,6 @@ commands:
   bench           --merge DIR [--merge DIR]… --out DIR
                            replay every session call by call through each pipeline: tokens
                            sent, prompt-cache reuse, cost, retention
-  generate        --exchanges N --seed S [--output F]
-                           write a seeded Claude-Code-like session (same seed, same bytes)
   serve           --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
                            a proxy in front of the model API that compacts every request
   mcp             --config F | --archive DIR
@@ -89,7 +87,6 @@ int main(int argc, char** argv) {
     if (command == "bench") return cli::bench_command(argc, argv);
     if (command == "count") return cli::count_command(argc, argv);
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
-    if (command == "generate") return cli::generate_command(argc, argv);
     if (command == "serve") return cli::serve_command(argc, argv);
     if (command == "serve-worker") return cli::serve_worker_command(argc, argv);
     if (command == "mcp") return cli::mcp_command(argc, argv);

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <thread>
 #include <cstdlib>
+#include <fstream>
 
 namespace {
 
@@ -35,7 +36,17 @@ class MisbehaveStage final : public Stage {
     if (mode_ == "overflow") sink = recurse(0);
     if (mode_ == "hang")
       for (;;) sink = sink + 1;
-    if (mode_ == "slow") std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (mode_ == "slow") {
+      // When a test names a log, the stage notes when it starts and ends (steady clock, ns).
+      const char* log = std::getenv("COMPACTOR_TEST_STAGE_LOG");
+      auto note = [&](const char* what) {
+        if (log == nullptr) return;
+        std::ofstream(log, std::ios::app) << what << ' ' << std::chrono::steady_clock::now().time_since_epoch().count() << '\n';
+      };
+      note("start");
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      note("end");
+    }
     return StageResult::candidate(committed);
   }
 

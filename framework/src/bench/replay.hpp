@@ -1,16 +1,17 @@
-// Replaying one recorded session through one pipeline call by call, as an agent lives it
-// (DESIGN.md, "One rule for a living session"): a model call happens before each assistant
-// message of the original, and its request is the history sent last time plus the messages
-// that arrived since. The model's answers are the original ones: a replay cannot know what the
-// model would have said with less context.
+// Replaying one recorded session through one pipeline call by call, as an agent lives it: a
+// model call happens before each assistant message of the original, and its request is the
+// history sent last time plus the messages that arrived since. The model's answers are the
+// original ones: a replay cannot know what the model would have said with less context.
 #pragma once
 
-#include "compactor/conversation.hpp"
+#include "bench/retention.hpp"
+
 #include "archive/file_system.hpp"
+#include "compactor/conversation.hpp"
 #include "compactor/meter.hpp"
+#include "compactor/stage_logger.hpp"
 #include "host/pipeline.hpp"
 #include "pricing/price_table.hpp"
-#include "compactor/stage_logger.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -35,19 +36,9 @@ struct CallRecord {
   std::int64_t pipeline_us = 0;       // wall time of the pipeline runs (timings.jsonl only)
 };
 
-// Probes of the original session up to a call: visible in the request sent, or recoverable from
-// the blobs its receipts reach (a visible probe is recoverable too).
-struct Retention {
-  std::uint64_t call = 0;  // 1-based index of the call measured
-  std::uint64_t probes = 0, visible = 0, recoverable = 0;
-  // The working facts among the probes: file paths and error lines (what the agent must not
-  // re-discover); counted apart, since prompts and tool names are easy to keep.
-  std::uint64_t facts = 0, facts_visible = 0;
-  std::vector<std::string> lost;  // neither visible nor recoverable
-};
-
-// USD to nano-USD, rounded.
+// USD to nano-USD, rounded, and back.
 std::uint64_t to_nusd(double usd);
+double to_usd(std::uint64_t nusd);
 
 struct SessionReplay {
   std::string session;  // relative to the corpus
@@ -99,18 +90,6 @@ struct ReplaySetup {
 // is recorded in `failures` and `errors`, and the agent is taken to send its history as it was.
 SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
                              StageLogger& log);
-
-// The probes of the messages [0, end) of the original session: file paths in tool inputs, the
-// first line of each is_error result, every user prompt, the tool names. Sorted, unique.
-std::vector<std::string> retention_probes(const Conversation& session, std::size_t end);
-// The facts among them: file paths and error lines. Sorted, unique.
-std::vector<std::string> fact_probes(const Conversation& session, std::size_t end);
-
-// Measures `probes` against `request`, following receipts through the archive in `archive_dir`
-// (and receipts inside restored blobs). `blobs` caches restored blobs' text between calls.
-Retention measure_retention(const Conversation& request, const std::vector<std::string>& probes,
-                            const std::vector<std::string>& facts, const std::string& archive_dir,
-                            std::map<std::string, std::string>& blobs);
 
 // The number of whole messages at the start of `request` that are byte-identical to those of
 // `previous` (cache_control markers ignored).

@@ -1,27 +1,25 @@
-// compactor generate --exchanges N --seed S [--output F]
-// A seeded generator of Claude-Code-like sessions of any size: the same seed gives the same bytes
-// (its own PRNG and arithmetic, no std:: distribution, whose results differ between libraries).
-#include "command_line.hpp"
-#include "commands.hpp"
-
+// compactor_generate_session --exchanges N --seed S [--output FILE]
+// A test tool: a seeded generator of Claude-Code-like sessions of any size, for the tests and the
+// benchmarks that need a large or a realistic input. The same seed gives the same bytes (its own
+// PRNG and arithmetic, no std:: distribution, whose results differ between libraries).
 #include "host/atomic_file.hpp"
-#include "host/exit_code.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <bit>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-namespace compactor::cli {
 
 namespace {
 
 namespace json = boost::json;
 
-constexpr const char* kHelp = R"(usage: compactor generate --exchanges N --seed S [--output FILE]
+constexpr const char* kHelp = R"(usage: compactor_generate_session --exchanges N --seed S [--output FILE]
 
 Writes a realistic Claude-Code-like session as a messages array: a user prompt (short or long),
 then N exchanges (an assistant message and the user message answering it). The assistant thinks
@@ -34,6 +32,8 @@ options:
   --exchanges N    assistant/user exchanges (1 to 1,000,000)
   --seed S         any unsigned number
   --output FILE    where to write ("-" or absent: stdout), atomically
+
+exit codes: 0 written; 2 bad arguments; 3 the output could not be written.
 )";
 
 // splitmix64: small, fast, and the same everywhere.
@@ -194,24 +194,66 @@ std::optional<std::uint64_t> parse_number(const std::string& text) {
   return std::stoull(text);
 }
 
+int usage_error(const std::string& what) {
+  fmt::print(stderr, "compactor_generate_session: {}\n{}", what, kHelp);
+  return 2;
+}
+
+// The options, `--name value` or `--name=value`, each once ("help" for --help or -h); the usage
+// error otherwise.
+std::optional<std::map<std::string, std::string>> parse_options(int argc, char** argv, std::string& error) {
+  std::map<std::string, std::string> options;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      options["help"];
+      continue;
+    }
+    if (!arg.starts_with("--")) {
+      error = "unexpected argument " + std::string(arg);
+      return std::nullopt;
+    }
+    std::string name(arg.substr(2, arg.find('=') == std::string_view::npos ? std::string_view::npos : arg.find('=') - 2));
+    if (name != "exchanges" && name != "seed" && name != "output") {
+      error = "unknown option --" + name;
+      return std::nullopt;
+    }
+    std::string value;
+    if (auto eq = arg.find('='); eq != std::string_view::npos) {
+      value = std::string(arg.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      error = "--" + name + " needs a value";
+      return std::nullopt;
+    }
+    if (!options.emplace(name, value).second) {
+      error = "--" + name + " is given twice";
+      return std::nullopt;
+    }
+  }
+  return options;
+}
+
 }  // namespace
 
-int generate_command(int argc, char** argv) {
-  const Command command{"generate", kHelp};
-  int exit_code = kExitOk;
-  auto args = command.parse(argc, argv, 2, {{"exchanges"}, {"seed"}, {"output"}}, exit_code);
-  if (!args) return exit_code;
+int main(int argc, char** argv) {
   std::string error;
-  std::optional<std::string> exchanges_text = args->get("exchanges"), seed_text = args->get("seed");
+  auto options = parse_options(argc, argv, error);
+  if (!options) return usage_error(error);
+  if (options->count("help")) {
+    fmt::print("{}", kHelp);
+    return 0;
+  }
   std::uint64_t exchanges = 0, seed = 0;
-  if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
-  else if (!exchanges_text) error = "--exchanges is required";
-  else if (auto n = parse_number(*exchanges_text); !n || *n == 0 || *n > 1000000)
-    error = "--exchanges takes a number from 1 to 1000000, got \"" + *exchanges_text + "\"";
-  else if (!seed_text) error = "--seed is required";
-  else if (auto s = parse_number(*seed_text); !s) error = "--seed takes an unsigned number, got \"" + *seed_text + "\"";
+  auto exchanges_text = options->find("exchanges"), seed_text = options->find("seed");
+  if (exchanges_text == options->end()) error = "--exchanges is required";
+  else if (auto n = parse_number(exchanges_text->second); !n || *n == 0 || *n > 1000000)
+    error = "--exchanges takes a number from 1 to 1000000, got \"" + exchanges_text->second + "\"";
+  else if (seed_text == options->end()) error = "--seed is required";
+  else if (auto s = parse_number(seed_text->second); !s) error = "--seed takes an unsigned number, got \"" + seed_text->second + "\"";
   else exchanges = *n, seed = *s;
-  if (!error.empty()) return command.usage_error(error);
+  if (!error.empty()) return usage_error(error);
 
   Generator generator(seed);
   json::array messages = generator.session(exchanges);
@@ -219,16 +261,14 @@ int generate_command(int argc, char** argv) {
   std::string out = "[\n";
   for (std::size_t i = 0; i < messages.size(); ++i) out += json::serialize(messages[i]) + (i + 1 < messages.size() ? ",\n" : "\n");
   out += "]\n";
-  std::string path = args->get("output").value_or("-");
+  std::string path = options->count("output") ? options->at("output") : "-";
   if (path == "-") {
     fmt::print("{}", out);
-    return kExitOk;
+    return 0;
   }
-  if (auto w = write_file_atomically(path, out); !w) {
-    fmt::print(stderr, "compactor generate: {}\n", w.error().message);
-    return kExitPluginError;
+  if (auto w = compactor::write_file_atomically(path, out); !w) {
+    fmt::print(stderr, "compactor_generate_session: {}\n", w.error().message);
+    return 3;
   }
-  return kExitOk;
+  return 0;
 }
-
-}  // namespace compactor::cli

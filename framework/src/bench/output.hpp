@@ -1,9 +1,10 @@
 // What `compactor bench` writes: one JSON line per session × config (the unit of --merge), the
-// per-session CSV, the Markdown table and the SVG charts, all made from the same results so a
-// merged set of shards gives the same files as one run. Wall times live apart (timings.jsonl).
+// per-session CSV, the Markdown table and the SVG charts (bench/charts.hpp), all made from the
+// same results so a merged set of shards gives the same files as one run. Wall times live apart
+// (timings.jsonl).
 #pragma once
 
-#include "bench_replay.hpp"
+#include "bench/results.hpp"
 
 #include "compactor/error.hpp"
 
@@ -13,25 +14,6 @@
 #include <vector>
 
 namespace compactor::bench {
-
-struct BenchConfig {
-  std::string path;      // as given on the command line
-  std::string pipeline;  // its print-pipeline text
-};
-
-struct Skipped {
-  std::string session;
-  std::string reason;
-};
-
-struct BenchResults {
-  std::vector<BenchConfig> configs;
-  std::vector<SessionReplay> replays;  // sorted by (session, config_index)
-  std::vector<Skipped> skipped;        // sorted by session
-  std::string chart_session;           // empty: the session with the most calls
-
-  void sort();
-};
 
 // One line (no newline) and back. The timings line holds the per-call pipeline times alone.
 std::string to_json_line(const SessionReplay& r);
@@ -45,9 +27,6 @@ Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& inde
 // The Markdown table, one row per config (the pipeline-time columns come from the timings).
 std::string markdown_table(const BenchResults& results);
 std::string sessions_csv(const BenchResults& results);
-// Tokens sent per call, every config, over one session; cumulative cost per config over the corpus.
-std::string tokens_chart_svg(const BenchResults& results);
-std::string cost_chart_svg(const BenchResults& results);
 
 // Writes every file of an --out folder (sessions.jsonl, timings.jsonl, skipped.jsonl,
 // configs.jsonl, sessions.csv, pipeline-N.yaml, tokens-per-call.svg, cumulative-cost.svg).

@@ -1,0 +1,232 @@
+#include "bench/replay.hpp"
+
+#include "checkers/builtin_checkers.hpp"
+#include "compactor/protected_tail.hpp"
+#include "model/active_request.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace compactor::bench {
+
+namespace json = boost::json;
+
+namespace {
+
+class NoSyncFileSystem final : public FileSystem {
+ public:
+  int open_exclusive(const std::string& path, int mode) override { return real().open_exclusive(path, mode); }
+  ssize_t write(int fd, const void* data, std::size_t size) override { return real().write(fd, data, size); }
+  ssize_t read_at(int fd, void* data, std::size_t size, off_t offset) override {
+    return real().read_at(fd, data, size, offset);
+  }
+  int close(int fd) override { return real().close(fd); }
+  int rename(const std::string& from, const std::string& to) override { return real().rename(from, to); }
+  int mkdir(const std::string& path, int mode) override { return real().mkdir(path, mode); }
+  int unlink(const std::string& path) override { return real().unlink(path); }
+  int sync_filesystem(const std::string&) override { return 0; }
+  bool exists(const std::string& path) override { return real().exists(path); }
+
+ private:
+  static FileSystem& real() { return real_file_system(); }
+};
+
+// The message's JSON without cache_control markers, serialized: what the prompt cache compares.
+std::string without_cache_control(const Message& m) {
+  json::object o = m.json();
+  if (auto* content = o.if_contains("content"); content != nullptr && content->is_array())
+    for (auto& block : content->get_array())
+      if (block.is_object()) block.get_object().erase("cache_control");
+  return json::serialize(o);
+}
+
+bool same_for_cache(const MessagePtr& a, const MessagePtr& b) {
+  if (a == b || a->raw() == b->raw()) return true;
+  return without_cache_control(*a) == without_cache_control(*b);
+}
+
+bool is_summary_stage(const std::string& stage) {
+  return stage == "summarize" || stage == "reactive_compact" || stage == "compact_request";
+}
+
+}  // namespace
+
+std::uint64_t to_nusd(double usd) { return usd <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(usd * 1e9)); }
+double to_usd(std::uint64_t nusd) { return static_cast<double>(nusd) / 1e9; }
+
+FileSystem& scratch_file_system() {
+  static NoSyncFileSystem fs;
+  return fs;
+}
+
+std::size_t shared_prefix(const Conversation& previous, const Conversation& request) {
+  std::size_t n = std::min(previous.size(), request.size()), k = 0;
+  while (k < n && same_for_cache(previous.messages()[k], request.messages()[k])) ++k;
+  return k;
+}
+
+namespace {
+
+// One pipeline run on the request `sent`, which becomes the run's output when there is one; the
+// stages' outcomes and the summarizer's calls are recorded. Returns the run's status, or
+// "failed" when it gave no output: the agent then sends its history as it was.
+std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c, const ReplaySetup& setup,
+                         StageLogger& log, Conversation& sent, CallRecord& call, SessionReplay& out) {
+  RunOptions options;
+  options.prompt_too_long = prompt_too_long;
+  options.input_name = out.session + " call " + std::to_string(c + 1);
+  options.archive_dir = setup.archive_dir;
+  options.file_system = &scratch_file_system();
+  auto started = std::chrono::steady_clock::now();
+  RunReport r = pipeline.run(sent, options, log);
+  call.pipeline_us +=
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+  for (const auto& s : r.stages) {
+    if (s.status == StageStatus::skipped) continue;
+    if (!call.stages.empty()) call.stages += ' ';
+    call.stages += s.stage + ":" + std::string(to_string(s.status));
+    if (s.status == StageStatus::committed && is_summary_stage(s.stage)) ++out.summaries;
+    if (s.status == StageStatus::rejected) {
+      ++out.rejections;
+      out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +
+                           (s.violations.empty() ? std::string() : first_line(s.violations.front())));
+    }
+  }
+  for (const auto& sc : r.summarizer_calls) {
+    ++out.summarizer_calls;
+    out.summarizer_input += sc.call.input_tokens;
+    out.summarizer_output += sc.call.output_tokens;
+    std::optional<double> cost = sc.cost_usd;
+    if (const ModelPrice* p = !cost && setup.prices != nullptr ? setup.prices->find(sc.call.model) : nullptr)
+      cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
+    out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
+  }
+  if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
+    ++out.failures;
+    out.errors.push_back("call " + std::to_string(c + 1) + ": " + r.status + ": " + first_line(r.error));
+    return std::string("failed");
+  }
+  if (r.first_changed_message) call.compacted = true;
+  sent = *r.output;
+  if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
+  return r.status;
+}
+
+// A request the pipeline left over budget: counted apart when its protected tail alone is over
+// the limit, since no policy could fit it.
+void count_over_budget(const Conversation& sent, const PipelineConfig& config, SessionReplay& out) {
+  const ProtectedTail tail = compute_protected_tail(sent, config.recent_exchanges);
+  std::uint64_t alone = sent.frame().fixed.in(config.budget.unit);
+  for (std::size_t i = tail.begin; i < sent.size(); ++i) alone += sent.size_of(sent[i], config.budget.unit);
+  // … and the request, which a summary quotes verbatim, as a message of its own.
+  json::array quoted;
+  for (const std::string& text : find_active_request(sent).texts) quoted.push_back(json::object{{"type", "text"}, {"text", text}});
+  if (auto request = Message::from_json(json::object{{"role", "user"}, {"content", std::move(quoted)}}))
+    alone += sent.size_of(**request, config.budget.unit);
+  ++(alone > config.budget.limit ? out.over_budget_tail : out.over_budget);
+}
+
+// The tokens of a call: sent, read from and written to the prompt cache, and the answer's;
+// added to the session's totals. `previous` is the request of the call before, if any.
+void count_tokens(const Conversation* previous, const Conversation& sent, std::uint64_t output,
+                  std::uint64_t min_cacheable, CallRecord& call, SessionReplay& out) {
+  call.messages = sent.size();
+  call.sent = sent.size_in(SizeUnit::tokens);
+  std::uint64_t prefix_tokens = 0;
+  if (previous != nullptr) {
+    call.cached_messages = shared_prefix(*previous, sent);
+    prefix_tokens = sent.frame().fixed.tokens;
+    for (std::size_t i = 0; i < call.cached_messages; ++i) prefix_tokens += sent.size_of(sent[i], SizeUnit::tokens);
+  }
+  // The agent marks the end of each request for caching: the prefix is read when it is long
+  // enough to have been cached, the rest written when the request is long enough to be.
+  call.cache_read = prefix_tokens >= min_cacheable ? prefix_tokens : 0;
+  call.cache_write = call.sent >= min_cacheable ? call.sent - call.cache_read : 0;
+  call.output = output;
+  const std::uint64_t uncached = call.sent - call.cache_read - call.cache_write;
+  out.sent += call.sent;
+  out.cache_read += call.cache_read;
+  out.cache_write += call.cache_write;
+  out.uncached += uncached;
+  out.output += call.output;
+}
+
+// Each call's request is checked as the next call's input; the last one (of call `calls`) is
+// checked here.
+void check_last_request(const Conversation& last, std::size_t calls, SessionReplay& out) {
+  auto violations = run_checkers(make_input_checkers(), CheckInput{last, last, compute_protected_tail(last, 0), {}});
+  if (!violations.empty()) {
+    ++out.failures;
+    out.errors.push_back("call " + std::to_string(calls) + ": the request sent: " + first_line(violations.front().to_string()));
+  }
+}
+
+}  // namespace
+
+SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
+                             StageLogger& log) {
+  SessionReplay out;
+  out.session = setup.session;
+  out.model = setup.model;
+  out.meter = setup.meter_name;
+  const Conversation original = session.with_meter(setup.meter);
+  std::vector<std::size_t> answers;  // a model call happens before each of these
+  for (std::size_t i = 1; i < original.size(); ++i)
+    if (original[i].role() == Role::assistant) answers.push_back(i);
+  const std::size_t last = answers.empty() ? 0 : answers.size() - 1, median = last / 2;
+  const std::uint64_t min_cacheable = setup.price != nullptr ? setup.price->min_cacheable_tokens : 1024;
+  std::map<std::string, std::string> blobs;
+
+  std::vector<MessagePtr> held;  // the history the agent holds: what it sent last, and what came since
+  std::vector<std::size_t> held_slots;  // where its system entries sit (the session's first ones)
+  const std::vector<SystemEntry>& entries = original.frame().system_entries;
+  std::optional<Conversation> previous;
+  std::size_t next = 0;
+  for (std::size_t c = 0; c < answers.size(); ++c) {
+    // The entries that came with the new messages (up to just before the answer) join the held
+    // history after them, as the agent sent them.
+    for (std::size_t k = held_slots.size(); k < entries.size() && entries[k].slot <= answers[c]; ++k)
+      held_slots.push_back(held.size() + (entries[k].slot - next));
+    for (; next < answers[c]; ++next) held.push_back(original.messages()[next]);
+    const Conversation input = original.with_first_system_entries(held_slots.size(), held, held_slots);
+    CallRecord call;
+    Conversation sent = input;
+    std::string status = run_pipeline(pipeline, false, c, setup, log, sent, call, out);
+    if (sent.size_in(SizeUnit::tokens) > setup.window) {
+      // The API refuses the request; the agent compacts reactively, once, and sends again.
+      call.refused = true;
+      ++out.refusals;
+      status = run_pipeline(pipeline, true, c, setup, log, sent, call, out);
+      if (sent.size_in(SizeUnit::tokens) > setup.window) ++out.over_window;
+    }
+    if (status == "over_budget") count_over_budget(sent, pipeline.config(), out);
+    if (call.compacted) ++out.compactions;
+
+    auto recorded = setup.recorded_output.find(answers[c]);
+    const std::uint64_t output =
+        recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
+    count_tokens(previous ? &*previous : nullptr, sent, output, min_cacheable, call, out);
+
+    if (c == median || c == last) {
+      auto probes = retention_probes(original, answers[c]);
+      Retention r = measure_retention(sent, probes, fact_probes(original, answers[c]), setup.archive_dir, blobs);
+      r.call = c + 1;
+      if (c == median) out.median = r;
+      if (c == last) out.last = std::move(r);
+    }
+    out.calls.push_back(std::move(call));
+    if (setup.on_call) setup.on_call(c, sent);
+    held = sent.messages();
+    held_slots = sent.system_slots();
+    previous = std::move(sent);
+  }
+  // Prices are linear in tokens: the session's cost is the cost of its totals.
+  if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
+  if (previous) check_last_request(*previous, answers.size(), out);
+  return out;
+}
+
+}  // namespace compactor::bench
