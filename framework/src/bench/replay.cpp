@@ -1,5 +1,7 @@
 #include "bench/replay.hpp"
 
+#include "session/continuation.hpp"
+
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "model/active_request.hpp"
@@ -180,18 +182,18 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   const std::uint64_t min_cacheable = setup.price != nullptr ? setup.price->min_cacheable_tokens : 1024;
   std::map<std::string, std::string> blobs;
 
-  std::vector<MessagePtr> held;  // the history the agent holds: what it sent last, and what came since
-  std::vector<std::size_t> held_slots;  // where its system entries sit (the session's first ones)
+  // The rule of a living session (session/continuation.hpp), as serve applies it: each call's
+  // request is the whole history up to the answer, and the pipeline runs on what was sent for
+  // the previous call plus what arrived since.
   const std::vector<SystemEntry>& entries = original.frame().system_entries;
+  std::optional<SentHistory> sent_before;
   std::optional<Conversation> previous;
-  std::size_t next = 0;
   for (std::size_t c = 0; c < answers.size(); ++c) {
-    // The entries that came with the new messages (up to just before the answer) join the held
-    // history after them, as the agent sent them.
-    for (std::size_t k = held_slots.size(); k < entries.size() && entries[k].slot <= answers[c]; ++k)
-      held_slots.push_back(held.size() + (entries[k].slot - next));
-    for (; next < answers[c]; ++next) held.push_back(original.messages()[next]);
-    const Conversation input = original.with_first_system_entries(held_slots.size(), held, held_slots);
+    std::vector<std::size_t> slots;
+    for (std::size_t k = 0; k < entries.size() && entries[k].slot <= answers[c]; ++k) slots.push_back(entries[k].slot);
+    std::vector<MessagePtr> prefix(original.messages().begin(), original.messages().begin() + static_cast<std::ptrdiff_t>(answers[c]));
+    const Continuation continuation(original.with_first_system_entries(slots.size(), std::move(prefix), std::move(slots)));
+    const Conversation input = continuation.input(sent_before ? &*sent_before : nullptr);
     CallRecord call;
     Conversation sent = input;
     std::string status = run_pipeline(pipeline, false, c, setup, log, sent, call, out);
@@ -219,8 +221,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     }
     out.calls.push_back(std::move(call));
     if (setup.on_call) setup.on_call(c, sent);
-    held = sent.messages();
-    held_slots = sent.system_slots();
+    sent_before = SentHistory{answers[c], false, sent.messages(), sent.system_slots()};
     previous = std::move(sent);
   }
   // Prices are linear in tokens: the session's cost is the cost of its totals.
