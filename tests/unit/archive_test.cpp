@@ -484,6 +484,31 @@ TEST(ArchiveCommands, GcRemovesOnlyBlobsOlderThanTheGivenDays) {
   fs::remove_all(dir);
 }
 
+TEST(ArchiveCommands, GcRemovesContinuityStateOlderThanTheGivenDaysAndOrphanedTemporaries) {
+  fs::path dir = scratch("gc-state");
+  const fs::path state = dir / "a" / "serve-state";
+  fs::create_directories(state);
+  const std::string old_key(64, 'a'), new_key(64, 'b'), other(64, 'c');
+  std::ofstream(state / (old_key + ".json")) << "=";
+  std::ofstream(state / (new_key + ".json")) << "[]";
+  // A temporary of a process that is gone (pid 2^22 + 1 is above the kernel's limit), and a
+  // file serve never writes: the first goes whatever its age, the second stays.
+  std::ofstream(state / (other + ".json.tmp.4194305.0")) << "[";
+  std::ofstream(state / "notes.txt") << "mine";
+  fs::last_write_time(state / (old_key + ".json"), fs::file_time_type::clock::now() - std::chrono::hours(24 * 10));
+  fs::last_write_time(state / "notes.txt", fs::file_time_type::clock::now() - std::chrono::hours(24 * 10));
+  auto r = test::run_cli({"archive", "gc", "--keep-days", "7", "--archive", (dir / "a").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "archive gc " + (dir / "a").string() +
+                       ": removed 2 file(s) older than 7 day(s) or left by a process that is gone (1) (2 of them continuity "
+                       "state), kept 1\n");
+  EXPECT_FALSE(fs::exists(state / (old_key + ".json")));
+  EXPECT_FALSE(fs::exists(state / (other + ".json.tmp.4194305.0")));
+  EXPECT_TRUE(fs::exists(state / (new_key + ".json")));
+  EXPECT_TRUE(fs::exists(state / "notes.txt"));
+  fs::remove_all(dir);
+}
+
 // Issue 12, defect 4: the archive trusts nothing it did not just write.
 TEST(ArchiveTrust, AFileAlreadyAtABlobsNameIsVerifiedAndReplacedWhenWrong) {
   fs::path dir = scratch("trust-planted");

@@ -2,6 +2,7 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 
+#include "archive/archive_gc.hpp"
 #include "archive/archive_store.hpp"
 #include "host/exit_code.hpp"
 
@@ -12,8 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
-#include <signal.h>
 
 namespace compactor::cli {
 
@@ -35,28 +34,10 @@ Removes the blobs (and stale temporary files) of the archive whose last modifica
 N days old (0 to 36500), and at once the temporary files of a run whose process is gone. A run's
 blobs are one pack, removed whole by its age. Only the archive's own files are touched:
 <2 hex>/<64 hex> blobs, pack/<64 hex>.pack packs and their .tmp.<pid>.<n> temporaries; symbolic
-links are not followed. A removed blob can no longer be restored: run it only for conversations you no longer
+links are not followed. The continuity state `serve` keeps in <DIR>/serve-state (a file per
+compacted call) goes by the same age. A removed blob can no longer be restored: run it only for conversations you no longer
 need to recover, and keep N above the age of any conversation still in use.
 )";
-
-bool all_hex(std::string_view s) {
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-// ".tmp.<pid>.<n>" → pid
-std::optional<pid_t> temp_owner(std::string_view rest) {
-  constexpr std::string_view kTmp = ".tmp.";
-  if (rest.substr(0, kTmp.size()) != kTmp) return std::nullopt;
-  rest.remove_prefix(kTmp.size());
-  std::size_t dot = rest.find('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  pid_t pid = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + dot, pid);
-  if (ec != std::errc() || end != rest.data() + dot || pid <= 0) return std::nullopt;
-  return pid;
-}
 
 }  // namespace
 
@@ -109,61 +90,15 @@ int archive_command(int argc, char** argv) {
     fmt::print(stderr, "compactor archive gc: {}\n{}", error, kArchiveHelp);
     return kExitBadInput;
   }
-  namespace fs = std::filesystem;
-  fs::path dir = args->get("archive").value_or(kDefaultArchive);
-  std::error_code ec;
-  if (fs::is_symlink(dir, ec)) {
-    fmt::print(stderr, "compactor archive gc: {}: is a symbolic link; give the archive folder itself\n", dir.string());
+  const std::string dir = args->get("archive").value_or(kDefaultArchive);
+  auto r = collect_archive_garbage(dir, std::chrono::hours(24 * days));
+  if (!r) {
+    fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
     return kExitBadInput;
   }
-  if (!fs::is_directory(dir, ec)) {
-    fmt::print(stderr, "compactor archive gc: {}: no such archive folder\n", dir.string());
-    return kExitBadInput;
-  }
-  auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(24 * days);
-  std::size_t removed = 0, kept = 0, dead = 0;
-  // Only what the archive writes is touched: <dir>/<2 hex>/<64 hex> blobs and their temporaries
-  // <64 hex>.tmp.<pid>.<n>, <dir>/pack/<64 hex>.pack packs and their pack.tmp.<pid>.<n>; symbolic
-  // links are never followed, other files never removed.
-  auto remove_if_stale = [&](const fs::directory_entry& e, std::optional<pid_t> owner) {
-    // A temporary whose process is gone is never renamed into place: removed whatever its age.
-    bool orphan = owner && ::kill(*owner, 0) != 0 && errno == ESRCH;
-    if (orphan || e.last_write_time() < cutoff) {
-      if (fs::remove(e.path(), ec)) ++removed, dead += orphan;
-    } else {
-      ++kept;
-    }
-  };
-  for (const auto& fan : fs::directory_iterator(dir, ec)) {
-    std::string prefix = fan.path().filename().string();
-    if (prefix == "pack" && !fan.is_symlink() && fan.is_directory()) {
-      // Packs (<64 hex>.pack, a run's blobs) go whole, by their age; pack.tmp.<pid>.<n> as above.
-      std::error_code inner;
-      for (const auto& e : fs::directory_iterator(fan.path(), inner)) {
-        std::string name = e.path().filename().string();
-        if (e.is_symlink() || !e.is_regular_file()) continue;
-        if (name.size() == 64 + 5 && name.ends_with(".pack") && all_hex(name.substr(0, 64))) remove_if_stale(e, std::nullopt);
-        else if (name.starts_with("pack.tmp.")) {
-          if (auto owner = temp_owner(name.substr(4))) remove_if_stale(e, owner);
-        }
-      }
-      continue;
-    }
-    if (fan.is_symlink() || !fan.is_directory() || prefix.size() != 2 || !all_hex(prefix)) continue;
-    std::error_code inner;
-    for (const auto& e : fs::directory_iterator(fan.path(), inner)) {
-      std::string name = e.path().filename().string();
-      if (e.is_symlink() || !e.is_regular_file() || name.size() < 64 || !all_hex(name.substr(0, 64)) ||
-          name.compare(0, 2, prefix) != 0)
-        continue;
-      bool blob = name.size() == 64;
-      std::optional<pid_t> owner = blob ? std::nullopt : temp_owner(name.substr(64));
-      if (!blob && !owner) continue;
-      remove_if_stale(e, owner);
-    }
-  }
-  fmt::print("archive gc {}: removed {} file(s) older than {} day(s){}, kept {}\n", dir.string(), removed, days,
-             dead ? fmt::format(" or left by a process that is gone ({})", dead) : "", kept);
+  fmt::print("archive gc {}: removed {} file(s) older than {} day(s){}{}, kept {}\n", dir, r->removed, days,
+             r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
+             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
   return kExitOk;
 }
 

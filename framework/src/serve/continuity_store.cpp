@@ -1,5 +1,6 @@
 #include "serve/continuity_store.hpp"
 
+#include "archive/archive_gc.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
 
@@ -22,7 +23,7 @@ namespace {
 // cache of what was sent, and one that a power loss leaves empty or short reads as a miss (a full
 // run), never as a wrong history. Flushing it cost each compacted call about 3 ms of its worker.
 bool write_whole(const std::string& path, std::string_view bytes) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + ".0";
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   bool ok = true;
@@ -40,7 +41,7 @@ bool write_whole(const std::string& path, std::string_view bytes) {
 
 }  // namespace
 
-std::string continuity_dir(const std::string& archive_dir) { return archive_dir + "/serve-state"; }
+std::string continuity_dir(const std::string& archive_dir) { return archive_dir + "/" + kContinuityFolder; }
 
 std::string ContinuityStore::path_of(const std::string& key) const { return dir_ + "/" + key + ".json"; }
 
