@@ -24,9 +24,11 @@ byte offset and line:col for syntax errors) on stderr and exits 2 when not. The 
 
 options:
   --input FILE     the conversation to check ("-" for stdin)
-  --input-format auto|anthropic|claude-code|openai
-                   how to read it (default auto: detected from the bytes); Claude Code logs and
-                   OpenAI histories are imported first, as `compactor import` does
+  --input-format auto|anthropic|openai|claude-code
+                   how to read it (default auto: detected from the bytes): an Anthropic or an
+                   OpenAI Chat Completions request body or messages array, checked against that
+                   API's rules; Claude Code logs and SWE-agent trajectories are imported first,
+                   as `compactor import` does
   --request TEXT   the active request (default: the newest user text that is not a tool result,
                    a command echo or an interruption notice)
 )";
@@ -43,18 +45,18 @@ int check_command(int argc, char** argv) {
   std::string error;
   auto input = required_option(*args, "input", error);
   if (!input) return command.usage_error(error);
-  if (auto bad = input_format_error(args->get("input-format"))) return command.usage_error(*bad);
+  if (auto bad = wire::input_format_error(args->get("input-format"))) return command.usage_error(*bad);
 
-  auto conversation = read_input(*input, args->get("input-format"));
-  if (!conversation) {
-    fmt::print(stderr, "{}\n", conversation.error().message);
+  auto doc = read_input(*input, args->get("input-format"));
+  if (!doc) {
+    fmt::print(stderr, "{}\n", doc.error().message);
     return kExitBadInput;
   }
-  const Conversation& c = *conversation;
+  const Conversation& c = doc->request->conversation();
   std::vector<std::string> requests =
       args->get("request") ? std::vector<std::string>{*args->get("request")} : find_active_request(c).texts;
   CheckInput check_input{c, c, compute_protected_tail(c, 0), requests};
-  auto violations = run_checkers(make_builtin_checkers(), check_input);
+  auto violations = run_checkers(wire::checkers_for_check(*doc->format), check_input);
   std::string source = *input == "-" ? "<stdin>" : *input;
   if (!violations.empty()) {
     for (std::size_t i = 0; i < violations.size() && i < kMaxLines; ++i)

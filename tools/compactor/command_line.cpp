@@ -1,7 +1,6 @@
 #include "command_line.hpp"
 
 #include "host/exit_code.hpp"
-#include "import/importers.hpp"
 
 #include <fmt/core.h>
 
@@ -11,22 +10,10 @@
 
 namespace compactor::cli {
 
-std::optional<std::string> input_format_error(const std::optional<std::string>& format) {
-  if (!format || *format == "auto" || import_format_from_string(*format)) return std::nullopt;
-  return "--input-format takes auto, anthropic, claude-code or openai, got \"" + *format + "\"";
-}
-
-Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format) {
-  if (auto bad = input_format_error(format)) return Error{*bad};
-  std::optional<ImportFormat> f;
-  if (format && *format != "auto") f = import_format_from_string(*format);
-  auto imported = import_file(path, f);
-  if (!imported) return imported.error();
-  const ImportReport& r = imported->report;
-  if (!imported->conversation) return Error{r.source + ": no message to import"};
-  if (r.format != ImportFormat::anthropic)
-    fmt::print(stderr, "imported {} ({}): {}\n", r.source, to_string(r.format), r.summary_line());
-  return std::move(*imported->conversation);
+Expected<wire::InputDocument> read_input(const std::string& path, const std::optional<std::string>& format) {
+  auto doc = wire::read_input_document(path, format);
+  if (doc && !doc->imported.empty()) fmt::print(stderr, "{}\n", doc->imported);
+  return doc;
 }
 
 namespace {

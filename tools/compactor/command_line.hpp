@@ -10,6 +10,7 @@
 
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "wire/input_document.hpp"
 
 namespace compactor::cli {
 
@@ -28,13 +29,9 @@ struct ParsedArgs {
   bool has(const std::string& name) const { return options.count(name) != 0; }
 };
 
-// The usage error of a bad --input-format, for the commands that take one: checked with the other
-// options, before any input is read.
-std::optional<std::string> input_format_error(const std::optional<std::string>& format);
-
-// Reads a conversation for a command: `format` auto (or unset) detects it; Claude Code logs and
-// OpenAI histories are imported (a line on stderr says what the import did). Errors name the file.
-Expected<Conversation> read_input(const std::string& path, const std::optional<std::string>& format);
+// Reads a conversation for a command (wire/input_document.hpp): `format` auto (or unset) detects
+// it; a log is imported (a line on stderr says what the import did). Errors name the file.
+Expected<wire::InputDocument> read_input(const std::string& path, const std::optional<std::string>& format);
 
 // A file a command reads or writes, with how its error line names it ("the input", "--report").
 struct NamedPath {

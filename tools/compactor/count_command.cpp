@@ -26,7 +26,7 @@ blocks, a tool_use's name and JSON input, a tool_result's content, any other blo
 
 options:
   --input FILE      the conversation ("-" for stdin), in any format `run` reads
-  --input-format auto|anthropic|claude-code|openai
+  --input-format auto|anthropic|openai|claude-code
   --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
   --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
                     the calibrated meter (given, or the default list's fifth)
@@ -49,7 +49,7 @@ int count_command(int argc, char** argv) {
   std::string error;
   auto input = required_option(*args, "input", error);
   if (!input) return command.usage_error(error);
-  if (auto bad = input_format_error(args->get("input-format"))) return command.usage_error(*bad);
+  if (auto bad = wire::input_format_error(args->get("input-format"))) return command.usage_error(*bad);
   std::vector<std::string> kinds = args->has("meter") ? args->options.at("meter")
                                                       : std::vector<std::string>{"chars4", "cl100k", "o200k", "claude-legacy"};
   if (!args->has("meter") && args->has("fit")) kinds.push_back("calibrated");
@@ -66,11 +66,12 @@ int count_command(int argc, char** argv) {
     }
     meters.push_back(std::move(*meter));
   }
-  auto conversation = read_input(*input, args->get("input-format"));
-  if (!conversation) {
-    fmt::print(stderr, "{}\n", conversation.error().message);
+  auto doc = read_input(*input, args->get("input-format"));
+  if (!doc) {
+    fmt::print(stderr, "{}\n", doc.error().message);
     return kExitBadInput;
   }
+  const Conversation* conversation = &doc->request->conversation();
   // What the request counts besides its messages, named as the summary names it.
   const std::string_view fixed_part = conversation->frame().fixed_json.empty()        ? ""
                                       : conversation->frame().system_entries.empty() ? "system and tools"

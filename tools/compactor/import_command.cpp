@@ -87,7 +87,8 @@ int import_command(int argc, char** argv) {
   if (!args) return exit_code;
   std::string error;
   std::optional<ImportFormat> format;
-  if (auto bad = input_format_error(args->get("input-format"))) error = *bad;
+  if (auto f = args->get("input-format"); f && *f != "auto" && !import_format_from_string(*f))
+    error = "--input-format takes auto, anthropic, claude-code or openai, got \"" + *f + "\"";
   else if (args->get("input-format") && *args->get("input-format") != "auto") format = import_format_from_string(*args->get("input-format"));
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
   if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";

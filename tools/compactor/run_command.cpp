@@ -6,7 +6,7 @@
 #include "host/atomic_file.hpp"
 #include "host/child_run.hpp"
 #include "model/conversation_reader.hpp"
-#include "import/importers.hpp"
+#include "wire/anthropic_messages.hpp"
 #include "host/exit_code.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
@@ -33,8 +33,10 @@ options:
   --request TEXT   the active request, kept verbatim (default: found in the conversation)
   --reason prompt_too_long
                    run the config's on_prompt_too_long pipeline instead (after the API refused)
-  --input-format auto|anthropic|claude-code|openai
-                   how to read the input (default auto); other formats are imported first
+  --input-format auto|anthropic|openai|claude-code
+                   how to read the input (default auto: detected); an OpenAI Chat Completions
+                   request body or messages array is written back in its own form, with every
+                   field it carried; Claude Code logs and SWE-agent trajectories are imported
 
 exit codes: 0 within budget; 1 still over budget, or a stage's candidate was rejected (the last
 committed conversation is written; a decline is not an error); 2 bad input or config (nothing
@@ -59,7 +61,7 @@ int run_command(int argc, char** argv) {
   else if (!args->get("input")) error = "--input is required";
   else if (args->get("reason") && *args->get("reason") != "prompt_too_long")
     error = "--reason takes only prompt_too_long, got \"" + *args->get("reason") + "\"";
-  else if (auto bad = input_format_error(args->get("input-format"))) error = *bad;
+  else if (auto bad = wire::input_format_error(args->get("input-format"))) error = *bad;
   if (!error.empty()) return command.usage_error(error);
   std::string input_path = *args->get("input");
   std::optional<std::string> output = args->get("output"), report_path = args->get("report");
@@ -96,19 +98,22 @@ namespace {
 int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::string& input_path,
                             const std::optional<std::string>& output, const std::optional<std::string>& report_path,
                        ChildProgress& progress) {
-  auto input = read_input(input_path, args.get("input-format"));
-  if (!input) {
-    fmt::print(stderr, "{}\n", input.error().message);
+  auto doc = read_input(input_path, args.get("input-format"));
+  if (!doc) {
+    fmt::print(stderr, "{}\n", doc.error().message);
     return kExitBadInput;
   }
+  const std::vector<CheckerPtr> rules = doc->format->rules();
+  const Conversation& input = doc->request->conversation();
   RunOptions options;
   options.on_stage_start = [&](const std::string& stage, const std::string& plugin) { progress.stage_started(stage, plugin); };
   options.on_stage_end = [&] { progress.stage_finished(); };
   options.prompt_too_long = args.has("reason");
   options.request = args.get("request");
   options.input_name = input_path == "-" ? "<stdin>" : input_path;
+  options.rules = &rules;
   auto log = make_stderr_logger("");
-  RunReport report = pipeline.run(*input, options, *log);
+  RunReport report = pipeline.run(input, options, *log);
 
   if (report.exit_code == kExitBadInput) {
     std::string_view rest = report.error;
@@ -130,9 +135,20 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   // no second copy of the whole conversation in memory.
   std::string report_bytes = report.to_json();
   std::vector<FileWrite> files;
+  std::string written_back;  // another API's request, written back in its form
   if (output && report.output && (report.exit_code == kExitOk || report.exit_code == kExitNotDone)) {
     FileWrite file{*output, {}};
-    file.parts = report.output->pieces();
+    if (doc->format == &wire::anthropic_messages()) {
+      file.parts = report.output->pieces();
+    } else {
+      auto back = doc->request->write(*report.output);
+      if (!back) {
+        fmt::print(stderr, "compactor run: {}: {}\n", options.input_name, back.error().message);
+        return kExitPluginError;
+      }
+      written_back = std::move(*back);
+      file.bytes = written_back;
+    }
     files.push_back(std::move(file));
   }
   if (report_path) files.push_back({*report_path, report_bytes});

@@ -20,6 +20,9 @@ namespace json = boost::json;
 
 // The wire items (elements of `messages`) one model message was read from: a Chat message, or
 // the run of tool messages that answer one assistant message.
+// A bare messages array is read as the request body that holds it.
+constexpr std::string_view kBareOpen = "{\"messages\":";
+
 struct Origin {
   std::size_t first = 0, last = 0;
 };
@@ -104,6 +107,7 @@ class ChatRequest final : public WireRequest {
   Expected<std::string> write(const Conversation& compacted) const override;
 
   std::shared_ptr<const std::string> body;
+  bool bare = false;  // the input was a messages array, not a request body: written back as one
   ArraySpans spans;
   std::size_t head = 0;                   // the leading system/developer messages: the frame's system
   std::vector<Origin> origins;            // per model message
@@ -240,6 +244,7 @@ Expected<std::string> ChatRequest::write(const Conversation& compacted) const {
   }
   for (; entry < slots.size(); ++entry) add(spans.items[entry_items[entry]]);  // unplaced: never lost
   out += text.substr(spans.close);
+  if (bare) return out.substr(kBareOpen.size(), out.size() - kBareOpen.size() - 1);
   return out;
 }
 
@@ -448,6 +453,9 @@ class OpenAiChat final : public WireFormat {
 
   Expected<std::unique_ptr<WireRequest>> read(std::string body, const std::string& source) const override {
     auto request = std::make_unique<ChatRequest>();
+    const std::size_t start = body.find_first_not_of(" \t\r\n");
+    request->bare = start != std::string::npos && body[start] == '[';
+    if (request->bare) body = std::string(kBareOpen) + body + "}";
     request->body = std::make_shared<const std::string>(std::move(body));
     const std::string_view text = *request->body;
     boost::system::error_code ec;
@@ -455,7 +463,8 @@ class OpenAiChat final : public WireFormat {
     const json::object* o = !ec ? doc.if_object() : nullptr;
     const json::value* list = o != nullptr ? o->if_contains("messages") : nullptr;
     auto spans = list != nullptr && list->is_array() ? array_member_spans(text, "messages") : std::nullopt;
-    if (!spans || spans->items.size() != list->get_array().size()) return Error{"not an OpenAI chat request with messages"};
+    if (!spans || spans->items.size() != list->get_array().size())
+      return Error{source + ": not an OpenAI chat request (an object with a messages array) nor a messages array"};
     request->spans = std::move(*spans);
     Reader reader(*request, source);
     if (auto read = reader.read(list->get_array()); !read) return read.error();

@@ -1,0 +1,125 @@
+#include "wire/input_document.hpp"
+
+#include "wire/anthropic_messages.hpp"
+#include "wire/openai_chat.hpp"
+
+#include "checkers/builtin_checkers.hpp"
+#include "import/importers.hpp"
+#include "model/conversation_reader.hpp"
+
+#include <algorithm>
+
+namespace compactor::wire {
+namespace {
+
+// A log turned into Anthropic messages: written back as the model writes it.
+class ImportedRequest final : public WireRequest {
+ public:
+  explicit ImportedRequest(Conversation c) : conversation_(std::move(c)) {}
+  const Conversation& conversation() const override { return conversation_; }
+  Expected<std::string> write(const Conversation& compacted) const override { return compacted.serialize(); }
+
+ private:
+  Conversation conversation_;
+};
+
+std::string name_of(const std::string& path) {
+  const std::string source = path == "-" ? "<stdin>" : path;
+  return source.substr(source.find_last_of('/') + 1);
+}
+
+Expected<InputDocument> import_log(std::string bytes, const std::string& source, ImportFormat format) {
+  auto imported = format == ImportFormat::claude_code
+                      ? Expected<ImportResult>(import_claude_code(bytes, source, name_of(source).rfind("agent-", 0) == 0))
+                      : import_openai(bytes, source);
+  if (!imported) return imported.error();
+  const ImportReport& r = imported->report;
+  if (!imported->conversation) return Error{r.source + ": no message to import"};
+  InputDocument doc;
+  doc.request = std::make_unique<ImportedRequest>(std::move(*imported->conversation));
+  doc.format = &anthropic_messages();
+  doc.imported = "imported " + r.source + " (" + std::string(to_string(r.format)) + "): " + r.summary_line();
+  return doc;
+}
+
+Expected<InputDocument> read_with(const WireFormat& format, std::string bytes, const std::string& source) {
+  auto request = format.read(std::move(bytes), source);
+  if (!request) return request.error();
+  InputDocument doc;
+  doc.request = std::move(*request);
+  doc.format = &format;
+  return doc;
+}
+
+// A SWE-agent trajectory or another OpenAI history log: a file named .traj, or an object whose
+// turns are under "history" (what it sent is rebuilt by the importer, its bookkeeping left out).
+bool is_openai_log(std::string_view bytes, const std::string& name) {
+  if (name.size() > 5 && name.ends_with(".traj")) return true;
+  return bytes.substr(0, 1 << 16).find("\"history\"") != std::string_view::npos;
+}
+
+}  // namespace
+
+const std::vector<std::string>& input_format_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "openai"};
+    return n;
+  }();
+  return names;
+}
+
+std::optional<std::string> input_format_error(const std::optional<std::string>& format) {
+  const auto& names = input_format_names();
+  if (!format || std::find(names.begin(), names.end(), *format) != names.end()) return std::nullopt;
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return "--input-format takes " + list + ", got \"" + *format + "\"";
+}
+
+Expected<InputDocument> read_input_document(const std::string& path, const std::optional<std::string>& format) {
+  if (auto bad = input_format_error(format)) return Error{*bad};
+  auto read = read_input_bytes(path);
+  if (!read) return read.error();
+  std::string bytes = std::move(read).value();
+  const std::string source = path == "-" ? "<stdin>" : path;
+  const std::string name = name_of(path);
+  const std::string f = format.value_or("auto");
+  if (f == "claude-code") return import_log(std::move(bytes), source, ImportFormat::claude_code);
+  if (f == "openai") {
+    if (is_openai_log(bytes, name)) return import_log(std::move(bytes), source, ImportFormat::openai);
+    return read_with(openai_chat(), std::move(bytes), source);
+  }
+  if (f == "anthropic") return read_with(anthropic_messages(), std::move(bytes), source);
+  switch (detect_import_format(bytes, name)) {
+    case ImportFormat::claude_code: return import_log(std::move(bytes), source, ImportFormat::claude_code);
+    case ImportFormat::openai:
+      if (is_openai_log(bytes, name)) return import_log(std::move(bytes), source, ImportFormat::openai);
+      return read_with(openai_chat(), std::move(bytes), source);
+    case ImportFormat::anthropic: break;
+  }
+  auto doc = read_with(anthropic_messages(), bytes, source);
+  // An OpenAI chat without tool calls looks like Anthropic messages but starts with its system
+  // message: detection keeps the error (in Anthropic messages it is a mistake), and says what to
+  // give if the file is such a chat.
+  if (!doc && doc.error().message.find("(rule: never first)") != std::string::npos)
+    return Error{doc.error().message + "\n" + source +
+                 ": an OpenAI chat history starts with its system message; if this is one, give --input-format openai"};
+  return doc;
+}
+
+std::vector<CheckerPtr> checkers_for_check(const WireFormat& format) {
+  // The built-in order, an API rule taken from the format's when it has one of that name, then
+  // the format's other rules.
+  std::vector<CheckerPtr> rules = format.rules(), out;
+  const auto& api_rules = messages_api_rule_names();
+  for (std::string_view n : builtin_checker_names()) {
+    auto rule = std::find_if(rules.begin(), rules.end(), [&](const CheckerPtr& c) { return c && c->name() == n; });
+    if (rule != rules.end()) out.push_back(std::move(*rule));
+    else if (std::find(api_rules.begin(), api_rules.end(), n) == api_rules.end()) out.push_back(make_builtin_checker(n));
+  }
+  for (CheckerPtr& rule : rules)
+    if (rule) out.push_back(std::move(rule));
+  return out;
+}
+
+}  // namespace compactor::wire

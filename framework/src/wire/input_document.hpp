@@ -1,0 +1,39 @@
+// A conversation `check`, `run` and `count` read, in any form Compactor reads: a wire format's
+// request (the Messages API's request body, messages array or JSONL; a Chat Completions request
+// body or messages array; …), read by its adapter so that `run` writes the compacted
+// conversation back in the same form with everything it carried; or a log (Claude Code's
+// session JSONL, a SWE-agent trajectory) that `compactor import` turns into Anthropic messages.
+#pragma once
+
+#include "wire/wire_format.hpp"
+
+#include "compactor/error.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace compactor::wire {
+
+struct InputDocument {
+  std::unique_ptr<WireRequest> request;  // the conversation, and how it is written back
+  const WireFormat* format = nullptr;    // whose rules it must pass
+  std::string imported;                  // for a log: the import's summary line; else empty
+};
+
+// The names --input-format takes: auto, every wire format's, and the logs' (claude-code).
+const std::vector<std::string>& input_format_names();
+
+// The usage error of a bad --input-format; nothing when it names one.
+std::optional<std::string> input_format_error(const std::optional<std::string>& format);
+
+// Reads `path` ("-": stdin) as `format` (auto or unset: detected from the bytes and the name).
+// Errors name the file and the place.
+Expected<InputDocument> read_input_document(const std::string& path, const std::optional<std::string>& format);
+
+// What `check` runs on a history of `format`: its rules, then Compactor's own invariants (all
+// the built-in checkers but the Messages API's rules, for another API's history).
+std::vector<CheckerPtr> checkers_for_check(const WireFormat& format);
+
+}  // namespace compactor::wire
