@@ -97,6 +97,10 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
       return read_with(openai_chat(), std::move(bytes), source);
     case ImportFormat::anthropic: break;
   }
+  // A Chat Completions request whose system prompt and tools fill the first 64 KiB the log
+  // detection reads: its tools are functions, its calls tool_calls.
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"type\":\"function\",\"function\""})
+    if (bytes.find(marker) != std::string::npos) return read_with(openai_chat(), std::move(bytes), source);
   auto doc = read_with(anthropic_messages(), bytes, source);
   // An OpenAI chat without tool calls looks like Anthropic messages but starts with its system
   // message: detection keeps the error (in Anthropic messages it is a mistake), and says what to
