@@ -22,6 +22,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const { listen, startServe, run, checkAll, writeFiles } = require('../lib/harness.js');
+const { chatRuleViolations } = require('../lib/chat_upstream.js');
 
 const [cli, pluginDir, workDir] = process.argv.slice(2);
 const qwen = path.join(__dirname, 'node_modules', '.bin', 'qwen');
@@ -90,29 +91,6 @@ const upstream = http.createServer((req, res) => {
     res.end('data: [DONE]\n\n');
   });
 });
-
-// The Chat Completions rules for a history, from the API reference: every assistant message's
-// tool_calls are answered by tool messages right after it, one per id; a tool message answers a
-// call of the assistant message before its run of tool messages.
-function chatRuleViolations(messages) {
-  const out = [];
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
-    if (m.role === 'tool') {
-      let k = i;
-      while (k > 0 && messages[k - 1].role === 'tool') k--;
-      const calls = k > 0 && messages[k - 1].role === 'assistant' ? (messages[k - 1].tool_calls || []).map((c) => c.id) : [];
-      if (!calls.includes(m.tool_call_id)) out.push(`messages.${i}: tool message ${m.tool_call_id} answers no call of the message before`);
-    }
-    if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length) {
-      const answered = [];
-      for (let k = i + 1; k < messages.length && messages[k].role === 'tool'; k++) answered.push(messages[k].tool_call_id);
-      for (const c of m.tool_calls)
-        if (answered.filter((a) => a === c.id).length !== 1) out.push(`messages.${i}: call ${c.id} is answered ${answered.filter((a) => a === c.id).length} times`);
-    }
-  }
-  return out;
-}
 
 async function main() {
   fs.rmSync(workDir, { recursive: true, force: true });
