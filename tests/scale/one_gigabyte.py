@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A 1 GB input, end to end (issue 12): `compactor generate` writes a ~1 GB session, then
+"""A 1 GB input, end to end: `compactor generate` writes a ~1 GB session, then
 `compactor check` and `compactor run` (the default pipeline at a 400,000-char budget) read it,
 and the peak memory of each (the largest process, the forked pipeline child included) must stay
 within 4x the input. Prints the figures. Run by .ci/run; too large for ctest on a shared VM.

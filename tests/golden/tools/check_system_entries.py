@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the golden `compactor check` cases for system entries inside `messages` (issue 18).
+"""Writes the golden `compactor check` cases for system entries inside `messages`.
 
 The rules restated from the Messages API's "Mid-conversation system messages" page (recorded in
 framework/docs/design-notes.md): a {"role": "system"} entry is never the first entry; it follows
