@@ -22,8 +22,12 @@ The steps that set up and build the project (`bash tools/setup.sh`, `cmake --pre
 the build under test exists: their presets must exist in CMakePresets.json and their scripts must
 parse (`bash -n`), so a renamed preset or script still fails here.
 
-Exits 1 on the first page with a failing block, after naming the file, the block's line and what
-differed; 0 when every block passed. Prints how many blocks ran and were skipped.
+Exits 1 on the first failing block, after naming the file, the block's line and what differed;
+0 when every block passed. Prints how many blocks ran and were skipped.
+
+With --expect-every-block-to-fail (the runner's own test, on a page of broken commands) every
+block runs, and the exit is 0 only if each one failed, so a runner that passes a broken command
+fails its test.
 """
 import argparse
 import json
@@ -133,7 +137,8 @@ def check_console(block, cwd, env):
             current[1].append(text)
     for command, expected in steps:
         result = run(command, cwd, env)
-        actual = result.stdout.decode("utf-8", "replace").rstrip("\n").split("\n")
+        text = result.stdout.decode("utf-8", "replace").rstrip("\n")
+        actual = text.split("\n") if text else []
         while expected and expected[-1] == "":
             expected.pop()
         if len(actual) != len(expected) or not all(line_matches(e, a) for e, a in zip(expected, actual)):
@@ -169,13 +174,14 @@ def main():
     parser.add_argument("--source", required=True, type=Path)
     parser.add_argument("--build", required=True, type=Path)
     parser.add_argument("--scratch", required=True, type=Path)
+    parser.add_argument("--expect-every-block-to-fail", action="store_true")
     parser.add_argument("pages", nargs="*", type=Path)
     args = parser.parse_args()
     pages = args.pages or [args.source / "README.md", *sorted((args.source / "docs").glob("*.md"))]
     env = dict(os.environ)
     env["PATH"] = f"{(args.build / 'bin').resolve()}:{env['PATH']}"
     env.pop("COMPACTOR_LOG", None)
-    ran = skipped = 0
+    ran = skipped = failed = 0
     for page in pages:
         cwd = scratch_for(page, args.scratch, args.source, args.build)
         for block in blocks_of(page):
@@ -191,10 +197,17 @@ def main():
                            else check_sh(block, cwd, env, args.source))
             except subprocess.TimeoutExpired:
                 failure = f"still running after {BLOCK_TIMEOUT_S} s"
+            ran += 1
             if failure:
                 print(f"FAIL {page}:{block.line}: {failure}", file=sys.stderr)
-                return 1
-            ran += 1
+                failed += 1
+                if not args.expect_every_block_to_fail:
+                    return 1
+            elif args.expect_every_block_to_fail:
+                print(f"NOT FAILED {page}:{block.line}: a broken block passed", file=sys.stderr)
+    if args.expect_every_block_to_fail:
+        print(f"doc commands: {failed} of {ran} broken blocks reported")
+        return 0 if ran > 0 and failed == ran else 1
     print(f"doc commands: {ran} blocks ran and passed, {skipped} skipped, in {len(pages)} pages")
     return 0 if ran > 0 else 1
 
