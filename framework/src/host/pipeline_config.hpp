@@ -84,7 +84,7 @@ struct ConfigLoadResult {
   bool plugin_failure = false;           // a plugin was refused or failed: exit 3, not 2
 };
 
-// Reads, validates and resolves a config file. Plugins are searched (DESIGN.md) in the entry's
+// Reads, validates and resolves a config file. Plugins are searched in the entry's
 // `plugin:` path, `plugin_dirs`, `plugins/` beside the config, each folder of the environment
 // variable COMPACTOR_PLUGIN_PATH (colon-separated), then the binary's own plugin folder.
 ConfigLoadResult load_pipeline_config(const std::string& file);
