@@ -18,11 +18,13 @@ namespace {
 constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream URL]
                        [--openai-upstream URL]
 
-An HTTP proxy in front of the model API: POST /v1/messages bodies have their messages compacted
-by the config's pipeline (system and tools counted) and are forwarded with the client's headers;
-the upstream's response comes back unchanged, server-sent events chunk by chunk. POST
-/v1/chat/completions does the same for OpenAI-format clients. Every other path is passed
-through. GET /healthz and GET /metrics (Prometheus text) are answered by the server.
+An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages) and POST
+/v1/chat/completions (OpenAI Chat Completions) bodies have their conversation compacted by the
+config's pipeline (system and tools counted; what the conversation model has no place for
+carried as it came) and are forwarded with the client's headers; the upstream's response comes
+back unchanged, server-sent events chunk by chunk. Every other path is passed through. GET
+/healthz and GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker
+processes (at most serve.workers at once), never in the server itself (docs/serve.md).
 
 options:
   --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
