@@ -945,5 +945,64 @@ TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench
   EXPECT_GT(sessions, 0u);
 }
 
+// /mcp, the archive's MCP server over Streamable HTTP: the transport's MUSTs, and the bearer
+// token beyond loopback.
+TEST(Serve, TheMcpEndpointKeepsTheStreamableHttpRules) {
+  fs::path dir = fresh_dir("mcp");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const std::string init =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  Reply r = call(serve.port(), "POST", "/mcp", init, {{"accept", "application/json, text/event-stream"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("result").at("protocolVersion"), "2025-06-18");
+  const std::string session = r.headers["mcp-session-id"];
+  ASSERT_EQ(session.size(), 32u);
+  // The session continues; a notification is 202 with no body.
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+           {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "");
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+           {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body).at("result").at("tools").as_array().size(), 2u);
+  // An unknown session: 404, so the client starts again; an unsupported version: 400; a
+  // foreign origin: 403; GET offers no stream: 405; DELETE ends the session.
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"mcp-session-id", "nope"}}).status, 404);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"mcp-protocol-version", "1999-01-01"}}).status, 400);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"origin", "https://evil.example"}}).status, 403);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"origin", "http://localhost:3000"}}).status, 200);
+  EXPECT_EQ(call(serve.port(), "GET", "/mcp").status, 405);
+  EXPECT_EQ(call(serve.port(), "DELETE", "/mcp", "", {{"mcp-session-id", session}}).status, 200);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":4,"method":"ping"})", {{"mcp-session-id", session}}).status, 404);
+  // Without a session, a request is served at the version its header names.
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":5,"method":"ping"})", {{"mcp-protocol-version", "2025-11-25"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body).at("result"), json::object{});
+  EXPECT_TRUE(upstream.requests().empty());
+  fs::remove_all(dir);
+}
+
+TEST(Serve, BeyondLoopbackTheMcpEndpointNeedsTheBearerToken) {
+  fs::path dir = fresh_dir("mcp-token");
+  LoopbackHttpServer upstream({});
+  const std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+  {
+    // No token configured: closed, and said so at start.
+    ServeProcess serve(dir, write_config(dir, ""), upstream.base_url(), "open", {}, "0.0.0.0:0");
+    EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping).status, 403);
+    EXPECT_NE(serve.stderr_text().find("/mcp is closed"), std::string::npos) << serve.stderr_text();
+  }
+  ServeProcess serve(dir, write_config(dir, "serve: {mcp_token_env: MCP_TEST_TOKEN}\n", "t.yaml"), upstream.base_url(), "token",
+                     {{"MCP_TEST_TOKEN", "s3cret-token-value"}}, "0.0.0.0:0");
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping, {{"authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping, {{"authorization", "Bearer s3cret-token-value"}}).status, 200);
+  serve.stop();
+  EXPECT_EQ(serve.stderr_text().find("s3cret-token-value"), std::string::npos) << "the token was logged";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace compactor

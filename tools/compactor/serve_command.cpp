@@ -72,6 +72,7 @@ int serve_command(int argc, char** argv) {
   options.listen = args->get("listen");
   options.upstream = args->get("upstream");
   options.openai_upstream = args->get("openai-upstream");
+  options.version = COMPACTOR_VERSION;
   return serve::run_server(options);
 }
 

@@ -53,6 +53,7 @@ struct ServeConfig {
   std::int64_t workers = 0;               // pipelines that run at once; 0: one per core
   std::int64_t request_timeout_ms = 600000;  // the pipeline's and the upstream's time per request
   bool reject_on_failure = false;         // `on_failure: reject` (else `forward`: fail open)
+  std::string mcp_token_env;              // the variable holding /mcp's bearer token (beyond loopback)
 };
 
 struct PipelineConfig {
