@@ -1,6 +1,8 @@
 // compactor import --input F [--input-format …] [--output F] [--output-format …] [--report F]
 // compactor import --corpus DIR [--report F] [--sidechains include|skip]
 #include "command_line.hpp"
+
+#include "wire/input_document.hpp"
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
@@ -46,18 +48,20 @@ not written; --report still is: it says why); 3 an output could not be written (
 // Imports one file and checks it; the line to print, and whether it passed.
 struct Checked {
   std::optional<ImportResult> result;
+  const wire::WireFormat* format = nullptr;  // whose rules it passed
   std::string line;
   bool ok = false;
 };
 
 Checked import_and_check(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
   Checked out;
-  auto imported = import_file(path, format, sidechain);
+  auto imported = wire::import_session(path, format, sidechain);
   if (!imported) {
     out.line = "FAIL " + imported.error().message;
     return out;
   }
-  out.result = std::move(imported).value();
+  out.result = std::move(imported->result);
+  out.format = imported->format;
   const ImportReport& r = out.result->report;
   if (!out.result->conversation) {
     out.line = fmt::format("EMPTY {}: no message to import ({}, {} broken)", path, counted(r.lines, "line", "lines"),
@@ -66,7 +70,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   }
   const Conversation& c = *out.result->conversation;
   auto requests = find_active_request(c).texts;
-  auto v = run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), requests});
+  auto v = run_checkers(wire::checkers_for_check(*out.format), CheckInput{c, c, compute_protected_tail(c, 0), requests});
   if (!v.empty()) {
     out.line = "FAIL " + path + ": " + v.front().to_string();
     return out;
