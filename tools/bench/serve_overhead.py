@@ -27,7 +27,7 @@ import tempfile
 import threading
 import urllib.request
 
-LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
+LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) write_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -56,8 +56,8 @@ def start_server(cli, config, upstream, workdir, name):
     return p, port, err.name
 
 
-def post(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body, method="POST",
+def post(port, body, path="/v1/messages"):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
     with urllib.request.urlopen(req, timeout=600) as r:
         r.read()
@@ -74,12 +74,17 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
+    ap.add_argument("--route", choices=["messages", "chat"], default="messages",
+                    help="messages: Anthropic bodies to /v1/messages; chat: the same session as OpenAI Chat Completions "
+                         "bodies (import --output-format openai) to /v1/chat/completions")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
-    messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-"], check=True,
+    form = ["--output-format", "openai"] if a.route == "chat" else []
+    messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-", *form], check=True,
                                          capture_output=True, text=True).stdout)
     if isinstance(messages, dict):
         messages = messages["messages"]
+    path = "/v1/chat/completions" if a.route == "chat" else "/v1/messages"
     work = tempfile.mkdtemp(prefix="compactor-serve-bench-")
     try:
         text = open(a.config).read()
@@ -98,9 +103,9 @@ def main():
         for i in calls:
             body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]},
                               ensure_ascii=False, separators=(",", ":")).encode()
-            post(servers["continuing"][1], body)
+            post(servers["continuing"][1], body, path)
             shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
-            post(servers["full"][1], body)
+            post(servers["full"][1], body, path)
         results, per_stage = {}, {}
         for n, (p, port, err) in servers.items():
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
@@ -110,10 +115,11 @@ def main():
             p.wait()
             rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
             results[n] = rows
-        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}")
+        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, route {path}")
         print("| path | component | p50 ms | p99 ms |")
         print("|---|---|---:|---:|")
-        names = ["parse", "state lookup", "stages", "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
+        names = ["parse (the wire format's read)", "state lookup", "stages", "write-back (and state write)",
+                 "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
         for n, rows in results.items():
             for k, label in enumerate(names):
                 vals = [r[2 + k] / 1000 for r in rows]

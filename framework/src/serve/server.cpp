@@ -265,10 +265,10 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::int64_t forward_us = us_since(forwarding);
   wire::ErrorReply failure = format.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
   finish(client, u, sent_extra, failure.status, failure.body);
-  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} worker_us={} "
-               "first_byte_us={} forward_us={}",
+  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
+               "worker_us={} first_byte_us={} forward_us={}",
                path, u.status, o.status, o.messages, o.covered, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us,
-               compact_us, u.first_byte_us, forward_us);
+               o.write_us, compact_us, u.first_byte_us, forward_us);
 }
 
 void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route) {
