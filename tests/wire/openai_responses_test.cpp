@@ -261,6 +261,34 @@ TEST(ResponsesCheck, EachRuleBrokenByAHandMadeBodyIsNamedAndAValidOneRoundTripsT
   EXPECT_EQ(a, b);
 }
 
+// The recorded Codex session imports as a Responses history and replays in bench with no failed
+// call, priced as the GPT-5 model it used and metered with o200k.
+TEST(CodexSession, ARecordedSessionImportsAndReplaysInBenchWithNoFailedCall) {
+  const std::string session = std::string(COMPACTOR_TEST_DATA_DIR) + "/codex/rollout-codex-0.171-12-reads.jsonl";
+  auto imported = test::run_cli({"import", "--input", session});
+  ASSERT_EQ(imported.exit_code, 0) << imported.out << imported.err;
+  EXPECT_NE(imported.out.find("26 messages, 12 tool_uses, 0 repairs"), std::string::npos) << imported.out;
+  const fs::path dir = test::scratch_folder_until_exit("codex-bench");
+  fs::create_directories(dir / "corpus");
+  fs::copy_file(session, dir / "corpus" / "codex.jsonl");
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: tokens, limit: 12000, target: 9000}\nmeter: {kind: o200k}\narchive: {dir: "
+                                << (dir / "archive").string() << "}\nplugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR
+                                << "\"]\npipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n";
+  auto bench = test::run_cli({"bench", "--corpus", (dir / "corpus").string(), "--config", (dir / "c.yaml").string(), "--out",
+                              (dir / "out").string(), "--prices", std::string(COMPACTOR_TEST_DATA_DIR) + "/../../configs/prices.yaml"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.out << bench.err;
+  std::ifstream in(dir / "out" / "sessions.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  json::object r = json::parse(line).as_object();
+  EXPECT_EQ(r.at("model"), "gpt-5.1-codex");
+  EXPECT_EQ(r.at("meter"), "o200k");
+  EXPECT_EQ(r.at("failures").to_number<std::uint64_t>(), 0u);
+  EXPECT_GT(r.at("compactions").to_number<std::uint64_t>(), 0u);
+  // 13 model calls, each a reasoning item and then a call or the final message.
+  EXPECT_EQ(r.at("calls").to_number<std::uint64_t>(), 13u);
+}
+
 TEST(ResponsesPlacement, EntriesMaySitAnywhereOutsideAToolPairAndShareASlot) {
   const MessagePtr user = test::message_or_die(R"({"role":"user","content":"go"})");
   const MessagePtr call = test::message_or_die(R"({"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"t","input":{}}]})");
