@@ -137,14 +137,14 @@ function responsesRuleBreaks(input) {
   return breaks;
 }
 
-function writeConfig(home, baseUrl, compactorConfig) {
+function writeConfig(home, baseUrl, compactorConfig, websockets = false) {
   const mcp = compactorConfig ? ['[mcp_servers.compactor]', `command = ${JSON.stringify(cli)}`,
     `args = ["mcp", "--config", ${JSON.stringify(compactorConfig)}]`] : [];
   fs.mkdirSync(home, { recursive: true });
   fs.writeFileSync(path.join(home, 'config.toml'), [
     'model = "gpt-5.1-codex"', 'model_provider = "local"', 'approval_policy = "never"', 'sandbox_mode = "danger-full-access"',
     '[model_providers.local]', 'name = "local"', `base_url = "${baseUrl}/v1"`, 'env_key = "CODEX_TEST_KEY"',
-    'wire_api = "responses"', 'request_max_retries = 0', 'stream_max_retries = 0',
+    'wire_api = "responses"', `supports_websockets = ${websockets}`, 'request_max_retries = 0', 'stream_max_retries = 0',
     '[features]', 'plugins = false', '[analytics]', 'enabled = false', '[otel]', 'exporter = "none"',
     ...mcp, ''].join('\n'));
 }
@@ -231,8 +231,22 @@ async function main() {
       b.input.some((c) => c.type === 'function_call' && c.call_id === i.call_id && c.name === 'restore') &&
       JSON.stringify(i.output).includes('file 1 line 0')));
     assert.ok(restoredIn, 'the restored output never reached the upstream');
+    // With its WebSocket transport on, Codex first asks for an upgrade on /v1/responses: serve's
+    // 426 sends it to HTTP at once (no retries, no backoff), and the call goes through.
+    const wsHome = path.join(workDir, 'codex-home-ws');
+    writeConfig(wsHome, `http://127.0.0.1:${port}`, null, true);
+    const started = Date.now();
+    const ws = await codexRun(wsHome, deadProxy);
+    const wsSeconds = (Date.now() - started) / 1000;
+    assert.equal(ws.code, 0, ws.err.slice(-2000));
+    assert.match(ws.out, new RegExp(`All ${READS} files read\\.`));
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const upgrades = Number((metrics.match(/route="responses",outcome="upgrade_refused"} (\d+)/) || [])[1]);
+    assert.ok(upgrades >= 1 && upgrades <= 2, `${upgrades} upgrade attempts: ${metrics}`);
+    assert.ok(wsSeconds < 20, `${wsSeconds} s with WebSocket on`);
     console.log(`codex: ok (${bodies.length} calls, ${compacted} compacted, largest ${largest} chars of ${LIMIT}; ` +
-      `${reasoningKept} reasoning items came back byte-identical; restore of ${upstream.restoreAsked.receipt.slice(0, 15)}… through compactor mcp)`);
+      `${reasoningKept} reasoning items came back byte-identical; restore of ${upstream.restoreAsked.receipt.slice(0, 15)}… through compactor mcp; ` +
+      `with WebSocket on: ${upgrades} upgrade answered 426, fell back to HTTP, done in ${wsSeconds.toFixed(1)} s)`);
   } finally {
     child.kill('SIGTERM');
     upstream.server.close();
