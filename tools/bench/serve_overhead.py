@@ -12,8 +12,11 @@ p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + 
 the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N]
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|responses]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
+  --route responses: the same history as OpenAI Responses requests to /v1/responses (each tool
+  call a function_call after a reasoning item with an opaque encrypted_content, as Codex sends
+  them), so the Responses adapter's overhead reads beside the Messages route's on one session.
 """
 import argparse
 import http.server
@@ -49,15 +52,50 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
-    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream],
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
+                          "--openai-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
     return p, port, err.name
 
 
-def post(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body, method="POST",
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def responses_items(messages):
+    """Anthropic messages as Responses input items, the way Codex sends a history."""
+    items = []
+    for k, m in enumerate(messages):
+        content = m["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if m["role"] == "user":
+            for b in blocks:
+                if b.get("type") == "tool_result":
+                    items.append({"type": "function_call_output", "id": f"fco_{len(items)}", "call_id": b["tool_use_id"],
+                                  "output": text_of(b.get("content", ""))})
+            text = text_of([b for b in blocks if b.get("type") == "text"])
+            if text:
+                items.append({"type": "message", "id": f"msg_{len(items)}", "role": "user",
+                              "content": [{"type": "input_text", "text": text}]})
+            continue
+        items.append({"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": "gAAAAB" + "Q" * 400})
+        text = text_of([b for b in blocks if b.get("type") == "text"])
+        if text:
+            items.append({"type": "message", "id": f"msg_{len(items)}", "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        for b in blocks:
+            if b.get("type") == "tool_use":
+                items.append({"type": "function_call", "id": f"fc_{len(items)}", "call_id": b["id"], "name": b["name"],
+                              "arguments": json.dumps(b.get("input", {}), separators=(",", ":"))})
+    return items
+
+
+def post(port, body, path="/v1/messages"):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
     with urllib.request.urlopen(req, timeout=600) as r:
         r.read()
@@ -74,6 +112,7 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
+    ap.add_argument("--route", choices=["messages", "responses"], default="messages")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
     messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-"], check=True,
@@ -95,12 +134,18 @@ def main():
         calls = [i for i in range(1, len(messages)) if messages[i]["role"] == "assistant"]
         if a.calls:
             calls = calls[:a.calls]
+        path = "/v1/messages" if a.route == "messages" else "/v1/responses"
         for i in calls:
-            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]},
-                              ensure_ascii=False, separators=(",", ":")).encode()
-            post(servers["continuing"][1], body)
+            if a.route == "messages":
+                request = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]}
+            else:
+                request = {"model": "gpt-5.1-codex", "stream": False, "store": False, "include": ["reasoning.encrypted_content"],
+                           "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]}]
+                           + responses_items(messages[:i])}
+            body = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+            post(servers["continuing"][1], body, path)
             shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
-            post(servers["full"][1], body)
+            post(servers["full"][1], body, path)
         results, per_stage = {}, {}
         for n, (p, port, err) in servers.items():
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
@@ -110,7 +155,7 @@ def main():
             p.wait()
             rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
             results[n] = rows
-        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}")
+        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, route {path}")
         print("| path | component | p50 ms | p99 ms |")
         print("|---|---|---:|---:|")
         names = ["parse", "state lookup", "stages", "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
