@@ -84,7 +84,7 @@ bool is_responses_request(std::string_view bytes) {
 
 const std::vector<std::string>& input_format_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "openai", "responses", "codex"};
+    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "codex", "openai", "responses"};
     return n;
   }();
   return names;

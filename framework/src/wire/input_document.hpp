@@ -25,7 +25,7 @@ struct InputDocument {
 };
 
 // The names --input-format takes: auto, every wire format's (anthropic, openai, responses), and the
-// logs' (claude-code, codex).
+// logs' and sessions' (claude-code, codex).
 const std::vector<std::string>& input_format_names();
 
 // The usage error of a bad --input-format; nothing when it names one.
