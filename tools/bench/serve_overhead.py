@@ -12,8 +12,12 @@ p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + 
 the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N]
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|chat|responses]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
+  --route chat: the same history as OpenAI Chat Completions requests to /v1/chat/completions.
+  --route responses: the same history as OpenAI Responses requests to /v1/responses (each tool
+  call a function_call after a reasoning item with an opaque encrypted_content, as Codex sends
+  them), so the Responses adapter's overhead reads beside the Messages route's on one session.
 """
 import argparse
 import http.server
@@ -49,11 +53,46 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
-    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream],
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
+                          "--openai-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
     return p, port, err.name
+
+
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def responses_items(messages):
+    """Anthropic messages as Responses input items, the way Codex sends a history."""
+    items = []
+    for k, m in enumerate(messages):
+        content = m["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if m["role"] == "user":
+            for b in blocks:
+                if b.get("type") == "tool_result":
+                    items.append({"type": "function_call_output", "id": f"fco_{len(items)}", "call_id": b["tool_use_id"],
+                                  "output": text_of(b.get("content", ""))})
+            text = text_of([b for b in blocks if b.get("type") == "text"])
+            if text:
+                items.append({"type": "message", "id": f"msg_{len(items)}", "role": "user",
+                              "content": [{"type": "input_text", "text": text}]})
+            continue
+        items.append({"type": "reasoning", "id": f"rs_{k}", "summary": [], "encrypted_content": "gAAAAB" + "Q" * 400})
+        text = text_of([b for b in blocks if b.get("type") == "text"])
+        if text:
+            items.append({"type": "message", "id": f"msg_{len(items)}", "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": text, "annotations": []}]})
+        for b in blocks:
+            if b.get("type") == "tool_use":
+                items.append({"type": "function_call", "id": f"fc_{len(items)}", "call_id": b["id"], "name": b["name"],
+                              "arguments": json.dumps(b.get("input", {}), separators=(",", ":"))})
+    return items
 
 
 def post(port, body, path="/v1/messages"):
@@ -74,9 +113,10 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
-    ap.add_argument("--route", choices=["messages", "chat"], default="messages",
+    ap.add_argument("--route", choices=["messages", "chat", "responses"], default="messages",
                     help="messages: Anthropic bodies to /v1/messages; chat: the same session as OpenAI Chat Completions "
-                         "bodies (import --output-format openai) to /v1/chat/completions")
+                         "bodies (import --output-format openai) to /v1/chat/completions; responses: as Codex-shaped "
+                         "Responses bodies to /v1/responses")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
     form = ["--output-format", "openai"] if a.route == "chat" else []
@@ -84,7 +124,7 @@ def main():
                                          capture_output=True, text=True).stdout)
     if isinstance(messages, dict):
         messages = messages["messages"]
-    path = "/v1/chat/completions" if a.route == "chat" else "/v1/messages"
+    path = {"messages": "/v1/messages", "chat": "/v1/chat/completions", "responses": "/v1/responses"}[a.route]
     work = tempfile.mkdtemp(prefix="compactor-serve-bench-")
     try:
         text = open(a.config).read()
@@ -101,8 +141,15 @@ def main():
         if a.calls:
             calls = calls[:a.calls]
         for i in calls:
-            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]},
-                              ensure_ascii=False, separators=(",", ":")).encode()
+            if a.route == "messages":
+                request = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]}
+            elif a.route == "chat":
+                request = {"model": "gpt-4o", "messages": messages[:i]}
+            else:
+                request = {"model": "gpt-5.1-codex", "stream": False, "store": False, "include": ["reasoning.encrypted_content"],
+                           "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]}]
+                           + responses_items(messages[:i])}
+            body = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
             post(servers["continuing"][1], body, path)
             shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
             post(servers["full"][1], body, path)

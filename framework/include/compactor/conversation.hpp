@@ -29,6 +29,14 @@ struct SystemEntry {
   std::string blocks;     // its content as text blocks (`{"type":"text",…},…`), for a joined entry
 };
 
+// Where a system entry may sit among the messages. The Messages API's rule: after a user
+// message, last or before an assistant message, never next to another entry (entries that end up
+// sharing a slot are written joined). An API whose instructions are items of the input (the
+// OpenAI Responses API's developer messages, the context a client injects as user messages) lets
+// them sit anywhere but inside a tool pair: before the first message, after an assistant turn,
+// several in a row (each written on its own).
+enum class SystemEntryPlacement { messages_api, outside_tool_pairs };
+
 // What surrounds the messages in the input, shared by every conversation derived from it.
 struct ConversationFrame {
   InputFormat format = InputFormat::messages_array;
@@ -41,6 +49,7 @@ struct ConversationFrame {
   std::vector<std::string_view> fixed_json;   // their JSON (an entry's content), for a meter to count
   std::vector<SystemEntry> system_entries;    // in input order
   std::shared_ptr<const Meter> meter;         // counts `tokens` when set (budget.unit: tokens)
+  SystemEntryPlacement entry_placement = SystemEntryPlacement::messages_api;
 };
 
 class Conversation {
@@ -89,6 +98,9 @@ class Conversation {
   // assistant message that ends in a server tool use, without a tool_use to answer), and last
   // or before an assistant message.
   static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot);
+  // The same under `placement`: with outside_tool_pairs, any slot not right after a message with
+  // a tool_use (whose results come next), slot 0 included.
+  static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot, SystemEntryPlacement placement);
   // The first half of that rule, on its own for the reader: an entry may follow `before`.
   static bool system_entry_may_follow(const Message& before);
 

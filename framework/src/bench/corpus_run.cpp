@@ -156,7 +156,8 @@ class CorpusReplay {
     if (model.empty()) model = run_.model.value_or(run_.prices->default_model);
     const ModelPrice* price = run_.prices->find(model);
     if (price == nullptr) price = run_.prices->find(run_.prices->default_model);
-    const bool openai = imported->report.format == ImportFormat::openai;
+    // An OpenAI model's session (a chat history, a Codex session) is metered with its tokenizer.
+    const bool openai = imported->report.format == ImportFormat::openai || imported->report.format == ImportFormat::codex;
     const std::map<std::size_t, std::uint64_t> recorded_output = recorded_output_of(*imported);
     std::size_t calls = 0;
     for (std::size_t k = 0; k < run_.configs.size(); ++k) {

@@ -1,5 +1,7 @@
 #include "import/importers.hpp"
 
+#include "import/codex_session.hpp"
+
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
@@ -23,6 +25,7 @@ std::string_view to_string(ImportFormat format) {
     case ImportFormat::anthropic: return "anthropic";
     case ImportFormat::claude_code: return "claude-code";
     case ImportFormat::openai: return "openai";
+    case ImportFormat::codex: return "codex";
   }
   return "?";
 }
@@ -31,6 +34,7 @@ std::optional<ImportFormat> import_format_from_string(std::string_view text) {
   if (text == "anthropic") return ImportFormat::anthropic;
   if (text == "claude-code") return ImportFormat::claude_code;
   if (text == "openai") return ImportFormat::openai;
+  if (text == "codex") return ImportFormat::codex;
   return std::nullopt;
 }
 
@@ -742,6 +746,7 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
 
 ImportFormat detect_import_format(std::string_view bytes, const std::string& name) {
   if (name.size() > 5 && name.substr(name.size() - 5) == ".traj") return ImportFormat::openai;
+  if (is_codex_session(bytes)) return ImportFormat::codex;
   std::string_view head = bytes.substr(0, 1 << 16);
   for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
     if (head.find(marker) != std::string_view::npos) return ImportFormat::claude_code;
@@ -763,6 +768,8 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
       return import_claude_code(bytes, source, sidechain || name.rfind("agent-", 0) == 0);
     case ImportFormat::openai:
       return import_openai(bytes, source);
+    case ImportFormat::codex:
+      return import_codex_session(bytes, source);
     case ImportFormat::anthropic: {
       ReadOptions options;
       options.source = source;

@@ -36,9 +36,11 @@ Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::
     : frame_(std::move(frame)), messages_(std::move(messages)) {
   // A frame with system entries starts them at their input slots (when valid here).
   slots_.reserve(frame_->system_entries.size());
+  // Under the Messages API's rule no two entries share a slot; under the other, several may.
+  const bool shared = frame_->entry_placement == SystemEntryPlacement::outside_tool_pairs;
   std::size_t previous = 0;
   for (const SystemEntry& e : frame_->system_entries) {
-    bool ok = e.slot > previous && valid_system_slot(messages_, e.slot);
+    bool ok = (shared ? e.slot >= previous : e.slot > previous) && valid_system_slot(messages_, e.slot, frame_->entry_placement);
     slots_.push_back(ok ? e.slot : kUnplaced);
     if (ok) previous = e.slot;
   }
@@ -81,7 +83,8 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
   for (const auto& item : *items) {
     const auto* o = item.if_object();
     const auto* type = o && o->contains("type") ? o->at("type").if_string() : nullptr;
-    if (type && *type == "text" && o->contains("text") && o->at("text").is_string())
+    // Text parts (the Messages API's, and the Responses API's input and output text) count as text.
+    if (type && (*type == "text" || *type == "input_text" || *type == "output_text") && o->contains("text") && o->at("text").is_string())
       n += meter.count_text(o->at("text").get_string());
     else
       n += meter.count_text(boost::json::serialize(item));
@@ -94,6 +97,7 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
 std::pair<std::int64_t, std::int64_t> joined_delta(const ConversationFrame& frame, const std::vector<std::size_t>& slots) {
   constexpr std::string_view kOpen = R"({"role":"system","content":[)", kClose = "]}";
   std::int64_t chars = 0, bytes = 0;
+  if (frame.entry_placement != SystemEntryPlacement::messages_api) return {chars, bytes};  // never joined
   const auto& entries = frame.system_entries;
   for (std::size_t k = 0; k < slots.size();) {
     std::size_t end = k + 1;
@@ -150,6 +154,13 @@ bool Conversation::system_entry_may_follow(const Message& before) {
                                          !before.has_tool_use());
 }
 
+bool Conversation::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot,
+                                     SystemEntryPlacement placement) {
+  if (placement == SystemEntryPlacement::messages_api) return valid_system_slot(messages, slot);
+  // Not between a tool_use and its results, which the next message holds.
+  return slot <= messages.size() && (slot == 0 || !messages[slot - 1]->has_tool_use());
+}
+
 bool Conversation::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot) {
   if (slot == 0 || slot > messages.size() || !system_entry_may_follow(*messages[slot - 1])) return false;
   return slot == messages.size() || messages[slot]->role() == Role::assistant;
@@ -170,7 +181,9 @@ namespace {
 // since the API refuses two adjacent entries. Past the last valid slot an entry joins the one
 // before it rather than being lost.
 std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, const std::vector<std::size_t>& slots,
-                                       const std::vector<MessagePtr>& after) {
+                                       const std::vector<MessagePtr>& after, SystemEntryPlacement placement) {
+  // Under outside_tool_pairs entries may come first and share a slot, each written on its own.
+  const bool shared = placement == SystemEntryPlacement::outside_tool_pairs;
   std::vector<std::size_t> out;
   out.reserve(slots.size());
   if (slots.empty()) return out;
@@ -182,15 +195,17 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     if (it == index.end()) return std::nullopt;
     return it->second;
   };
-  std::size_t floor = 1;  // the lowest slot the next entry may take
+  std::size_t floor = shared ? 0 : 1;  // the lowest slot the next entry may take
   std::size_t previous = Conversation::kUnplaced;  // the slot of the latest placed entry
   for (std::size_t slot : slots) {
-    if (slot == Conversation::kUnplaced || slot == 0 || slot > before.size()) {
+    if (slot == Conversation::kUnplaced || (slot == 0 && !shared) || slot > before.size()) {
       out.push_back(Conversation::kUnplaced);
       continue;
     }
     std::size_t start = after.size();
-    if (auto anchor = find(slot - 1)) {
+    if (slot == 0) {
+      start = 0;
+    } else if (auto anchor = find(slot - 1)) {
       start = *anchor + 1;
     } else {
       for (std::size_t t = slot; t < before.size(); ++t)
@@ -201,14 +216,14 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     }
     std::size_t placed = Conversation::kUnplaced;
     for (std::size_t s = std::max(start, floor); s <= after.size(); ++s)
-      if (Conversation::valid_system_slot(after, s)) {
+      if (Conversation::valid_system_slot(after, s, placement)) {
         placed = s;
         break;
       }
     if (placed == Conversation::kUnplaced) placed = previous;  // joined with the entry before it, if any
     out.push_back(placed);
     // The next entry takes a later slot if there is one, else shares this one.
-    if (placed != Conversation::kUnplaced) floor = (previous = placed) + 1;
+    if (placed != Conversation::kUnplaced) floor = (previous = placed) + (shared ? 0 : 1);
   }
   return out;
 }
@@ -217,23 +232,23 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
 
 Conversation Conversation::with_messages(std::vector<MessagePtr> messages) const {
   Conversation c(frame_, std::move(messages));
-  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_));
+  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_, frame_->entry_placement));
   return c;
 }
 
 Conversation Conversation::with_system_entries_placed_from(const Conversation& before) const {
   Conversation c = *this;
   if (frame_ == before.frame_ && !before.slots_.empty())
-    c.set_system_slots(place_entries(before.messages_, before.slots_, messages_));
+    c.set_system_slots(place_entries(before.messages_, before.slots_, messages_, frame_->entry_placement));
   return c;
 }
 
 Conversation Conversation::with_messages_at(std::vector<MessagePtr> messages, std::vector<std::size_t> slots) const {
   Conversation c(frame_, std::move(messages));
   slots.resize(c.slots_.size(), kUnplaced);
-  std::size_t floor = 1;
+  std::size_t floor = frame_->entry_placement == SystemEntryPlacement::messages_api ? 1 : 0;
   for (std::size_t& slot : slots) {
-    if (slot == kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot)) slot = kUnplaced;
+    if (slot == kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot, frame_->entry_placement)) slot = kUnplaced;
     else floor = slot;  // entries may share a slot (joined when written)
   }
   c.set_system_slots(std::move(slots));
@@ -305,7 +320,7 @@ std::vector<std::string_view> Conversation::pieces() const {
   for (std::size_t i = 0; i <= messages_.size(); ++i) {
     while (k < entries.size() && slots_[k] != kUnplaced && slots_[k] <= i) {
       std::size_t end = k + 1;
-      while (end < entries.size() && slots_[end] == slots_[k]) ++end;
+      while (end < entries.size() && slots_[end] == slots_[k] && frame_->entry_placement == SystemEntryPlacement::messages_api) ++end;
       if (end == k + 1) add(entries[k].raw);
       else add_joined(k, end);
       k = end;

@@ -62,7 +62,7 @@ struct Deployment {
 
   // Where a wire format's requests go.
   const std::string& upstream_for(const wire::WireFormat& format) const {
-    if (format.name() == "openai_chat" && !openai_upstream.empty()) return openai_upstream;
+    if ((format.name() == "openai_chat" || format.name() == "openai_responses") && !openai_upstream.empty()) return openai_upstream;
     return upstream;
   }
 };
@@ -152,8 +152,10 @@ class Server {
   void connection(int fd);
   void handle(ClientConnection& client, Request& req);
   void compacting_route(ClientConnection& client, Request& req, const Deployment& d, const wire::WireFormat& format);
-  void pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route);
+  void pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
+                    const std::string& upstream, const Headers& extra = {});
   JobRun compact(const Deployment& d, const wire::WireFormat& format, const std::string& body, bool prompt_too_long);
+  void refuse_upgrade(ClientConnection& client, const wire::WireFormat& api);
   void record(const JobRun& run, const std::string& route);
 
   ServeOptions options_;
@@ -222,6 +224,11 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::string& body = req.body();
   const std::string path = path_of(req);
   const std::string route(format.route());
+  if (auto why = format.passed_through(body)) {
+    spdlog::info("serve: POST {}: passed through untouched: {}", path, *why);
+    pass_through(client, req, d, route, d.upstream_for(format), {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
+    return;
+  }
   auto started = Clock::now();
   JobRun c = compact(d, format, body, false);
   const std::int64_t compact_us = us_since(started);
@@ -241,7 +248,9 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::string& out = o.result == JobOutcome::compacted ? c.body : body;
   const Headers headers = headers_of(req);
   ForwardRequest forward_request{d.upstream_for(format) + std::string(req.target()), "POST", &headers, &out,
-                                 d.settings.serve.request_timeout_ms, extra};
+                                 d.settings.serve.request_timeout_ms, extra, {}};
+  if (format.refuses_in_stream())
+    forward_request.refused_in_stream = [&format](std::string_view event) { return format.context_refusal(200, event); };
   auto forwarding = Clock::now();
   UpstreamAnswer u = forward(client, forward_request);
   Headers sent_extra = extra;
@@ -256,7 +265,8 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
       metrics_.add("compactor_serve_retries_total", "");
       spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once", path);
       sent_extra = {{"x-compactor-status", "retried"}};
-      ForwardRequest retry{forward_request.url, "POST", &headers, &again, d.settings.serve.request_timeout_ms, sent_extra};
+      ForwardRequest retry{forward_request.url, "POST", &headers, &again, d.settings.serve.request_timeout_ms, sent_extra,
+                           forward_request.refused_in_stream};
       u = forward(client, retry);
     }
   }
@@ -271,17 +281,30 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
                o.write_us, compact_us, u.first_byte_us, forward_us);
 }
 
-void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route) {
+void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
+                          const std::string& upstream, const Headers& extra) {
   metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route));
   const Headers headers = headers_of(req);
-  ForwardRequest request{d.upstream + std::string(req.target()), std::string(req.method_string()), &headers, &req.body(),
-                         d.settings.serve.request_timeout_ms, {}};
+  ForwardRequest request{upstream + std::string(req.target()), std::string(req.method_string()), &headers, &req.body(),
+                         d.settings.serve.request_timeout_ms, extra, {}};
   UpstreamAnswer u = forward(client, request);
   if (u.failed() || u.status / 100 != 2)
     metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
   wire::ErrorReply failure =
       wire::anthropic_messages().error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
-  finish(client, u, {}, failure.status, failure.body);
+  finish(client, u, extra, failure.status, failure.body);
+}
+
+// A WebSocket upgrade on an API's path: the proxy speaks HTTP only, and says so with 426 Upgrade
+// Required, which a client with an HTTP transport (Codex) takes as "fall back now" rather than a
+// failure to retry.
+void Server::refuse_upgrade(ClientConnection& client, const wire::WireFormat& api) {
+  metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"upgrade_refused\"", api.route()));
+  client.keep_alive = false;
+  respond(client, 426,
+          fmt::format(R"({{"error":{{"message":"compactor serve speaks HTTP on {}; WebSocket is not offered: use HTTP","type":"invalid_request_error","param":null,"code":"websocket_not_supported"}}}})",
+                      api.route()),
+          "application/json", {{"x-compactor-status", "passed"}});
 }
 
 void Server::handle(ClientConnection& client, Request& req) {
@@ -312,8 +335,11 @@ void Server::handle(ClientConnection& client, Request& req) {
     return;
   }
   try {
+    const wire::WireFormat* api = format == nullptr ? wire::wire_format_owning(method, path) : nullptr;
     if (format != nullptr) compacting_route(client, req, *d, *format);
-    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other");
+    else if (api != nullptr && beast::iequals(req[http::field::upgrade], "websocket")) refuse_upgrade(client, *api);
+    else if (api != nullptr) pass_through(client, req, *d, std::string(api->route()) + "_other", d->upstream_for(*api), {{"x-compactor-status", "passed"}});
+    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other", d->upstream);
   } catch (const std::exception& e) {
     spdlog::error("serve: {} {}: internal error: {}", method, path, e.what());
     client.broken = true;

@@ -122,6 +122,9 @@ std::vector<std::string> Continuation::prefix_keys(std::string_view scope) const
   std::string previous = "compactor-serve-state-1";
   if (scope != "anthropic_messages") previous += "\n" + std::string(scope);
   std::size_t k = 0;
+  // Entries before the first message (an API whose instructions are items) head the chain.
+  for (; k < entries.size() && k < slots.size() && slots[k] == 0; ++k)
+    previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_cache_control(entries[k].raw))).substr(7);
   for (std::size_t i = 0; i < messages.size(); ++i) {
     previous = receipt_of(previous + "\n" + receipt_of(messages[i]->raw())).substr(7);
     for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k)

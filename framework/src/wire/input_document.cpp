@@ -2,8 +2,10 @@
 
 #include "wire/anthropic_messages.hpp"
 #include "wire/openai_chat.hpp"
+#include "wire/openai_responses.hpp"
 
 #include "checkers/builtin_checkers.hpp"
+#include "import/codex_session.hpp"
 #include "import/importers.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
@@ -34,13 +36,15 @@ std::string name_of(const std::string& path) {
 Expected<InputDocument> import_log(std::string bytes, const std::string& source, ImportFormat format) {
   auto imported = format == ImportFormat::claude_code
                       ? Expected<ImportResult>(import_claude_code(bytes, source, name_of(source).rfind("agent-", 0) == 0))
-                      : import_openai(bytes, source);
+                  : format == ImportFormat::codex ? import_codex_session(bytes, source)
+                                                  : import_openai(bytes, source);
   if (!imported) return imported.error();
   const ImportReport& r = imported->report;
   if (!imported->conversation) return Error{r.source + ": no message to import"};
   InputDocument doc;
   doc.request = std::make_unique<ImportedRequest>(std::move(*imported->conversation));
-  doc.format = &anthropic_messages();
+  // A Codex session is a Responses history, with that API's rules.
+  doc.format = format == ImportFormat::codex ? &openai_responses() : &anthropic_messages();
   doc.imported = "imported " + r.source + " (" + std::string(to_string(r.format)) + "): " + r.summary_line();
   return doc;
 }
@@ -61,11 +65,28 @@ bool is_openai_log(std::string_view bytes, const std::string& name) {
   return bytes.substr(0, 1 << 16).find("\"history\"") != std::string_view::npos;
 }
 
+// A Responses request: an object with an input array and no messages, or an items array typed as
+// only the Responses API types them (input_text, output_text, function_call, reasoning…).
+bool is_responses_request(std::string_view bytes) {
+  const std::size_t start = bytes.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return false;
+  if (bytes[start] == '{') {
+    auto input = detail::find_value_span(bytes, {{"input"}});
+    return input && bytes[input->begin] == '[' && !detail::find_value_span(bytes, {{"messages"}});
+  }
+  if (bytes[start] != '[') return false;
+  std::string_view head = bytes.substr(0, 1 << 16);
+  for (std::string_view marker : {"\"input_text\"", "\"output_text\"", "\"function_call\"", "\"function_call_output\"",
+                                  "\"custom_tool_call\"", "\"reasoning\""})
+    if (head.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 const std::vector<std::string>& input_format_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "openai"};
+    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "codex", "openai", "responses"};
     return n;
   }();
   return names;
@@ -88,6 +109,8 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
   const std::string name = name_of(path);
   const std::string f = format.value_or("auto");
   if (f == "claude-code") return import_log(std::move(bytes), source, ImportFormat::claude_code);
+  if (f == "codex") return import_log(std::move(bytes), source, ImportFormat::codex);
+  if (f == "responses") return read_with(openai_responses(), std::move(bytes), source);
   if (f == "openai") {
     if (is_openai_log(bytes, name)) return import_log(std::move(bytes), source, ImportFormat::openai);
     return read_with(openai_chat(), std::move(bytes), source);
@@ -95,11 +118,13 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
   if (f == "anthropic") return read_with(anthropic_messages(), std::move(bytes), source);
   switch (detect_import_format(bytes, name)) {
     case ImportFormat::claude_code: return import_log(std::move(bytes), source, ImportFormat::claude_code);
+    case ImportFormat::codex: return import_log(std::move(bytes), source, ImportFormat::codex);
     case ImportFormat::openai:
       if (is_openai_log(bytes, name)) return import_log(std::move(bytes), source, ImportFormat::openai);
       return read_with(openai_chat(), std::move(bytes), source);
     case ImportFormat::anthropic: break;
   }
+  if (is_responses_request(bytes)) return read_with(openai_responses(), std::move(bytes), source);
   // A Chat Completions request whose system prompt and tools fill the first 64 KiB the log
   // detection reads: its tools are functions, its calls tool_calls.
   for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"type\":\"function\",\"function\""})
