@@ -24,11 +24,11 @@ byte offset and line:col for syntax errors) on stderr and exits 2 when not. The 
 
 options:
   --input FILE     the conversation to check ("-" for stdin)
-  --input-format auto|anthropic|openai|claude-code
+  --input-format auto|anthropic|openai|gemini|claude-code|gemini-cli
                    how to read it (default auto: detected from the bytes): an Anthropic or an
-                   OpenAI Chat Completions request body or messages array, checked against that
-                   API's rules; Claude Code logs and SWE-agent trajectories are imported first,
-                   as `compactor import` does
+                   OpenAI Chat Completions request body or messages array, or a Gemini API
+                   request body, checked against that API's rules; Claude Code logs, Gemini CLI
+                   chats and SWE-agent trajectories are imported first, as `compactor import` does
   --request TEXT   the active request (default: the newest user text that is not a tool result,
                    a command echo or an interruption notice)
 )";

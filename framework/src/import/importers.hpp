@@ -14,7 +14,7 @@
 
 namespace compactor {
 
-enum class ImportFormat { anthropic, claude_code, openai };
+enum class ImportFormat { anthropic, claude_code, openai, gemini_cli };
 std::string_view to_string(ImportFormat format);
 std::optional<ImportFormat> import_format_from_string(std::string_view text);
 

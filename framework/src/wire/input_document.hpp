@@ -2,7 +2,8 @@
 // request (the Messages API's request body, messages array or JSONL; a Chat Completions request
 // body or messages array; …), read by its adapter so that `run` writes the compacted
 // conversation back in the same form with everything it carried; or a log (Claude Code's
-// session JSONL, a SWE-agent trajectory) that `compactor import` turns into Anthropic messages.
+// session JSONL, a SWE-agent trajectory, a Gemini CLI chat) that `compactor import` turns into
+// Anthropic messages. A Gemini API request body (`contents` with `parts`) is read by its adapter.
 #pragma once
 
 #include "wire/wire_format.hpp"
@@ -22,7 +23,7 @@ struct InputDocument {
   std::string imported;                  // for a log: the import's summary line; else empty
 };
 
-// The names --input-format takes: auto, every wire format's, and the logs' (claude-code).
+// The names --input-format takes: auto, every wire format's, and the logs' (claude-code, gemini-cli).
 const std::vector<std::string>& input_format_names();
 
 // The usage error of a bad --input-format; nothing when it names one.

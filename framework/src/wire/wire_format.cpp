@@ -1,12 +1,13 @@
 #include "wire/wire_format.hpp"
 
 #include "wire/anthropic_messages.hpp"
+#include "wire/gemini.hpp"
 #include "wire/openai_chat.hpp"
 
 namespace compactor::wire {
 
 const std::vector<const WireFormat*>& wire_formats() {
-  static const std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat()};
+  static const std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat(), &gemini()};
   return formats;
 }
 
