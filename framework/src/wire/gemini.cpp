@@ -20,10 +20,10 @@ namespace {
 
 namespace json = boost::json;
 
-// Call ids the adapter makes up for calls that have none: stable for a Content's place, so a
-// history read again gets the same ones (the continuity key hashes them), and never written out.
-constexpr std::string_view kCallIdPrefix = "gemini-call-";
-constexpr std::string_view kResponseIdPrefix = "gemini-response-";
+// The id the adapter makes up for a call or a response that has none: where the part is
+// (`contents.3.parts.1`), so a refusal names it, and stable for that place, so a history read
+// again gets the same ones (the continuity key hashes them). Never written out.
+std::string made_up_id(std::size_t content, std::size_t part) { return fmt::format("contents.{}.parts.{}", content, part); }
 
 std::string kind_of(const json::value& v) { return std::string(detail::json_kind(v)); }
 
@@ -153,7 +153,7 @@ Expected<std::string> GeminiRequest::result_part(const Block& b) const {
   // A result with none of the client's bytes: built from what it carries.
   json::object part;
   json::object response;
-  if (!made_up.count(id) && !id.starts_with(kResponseIdPrefix)) response.emplace("id", id);
+  if (!made_up.count(id)) response.emplace("id", id);
   const json::value* carried = b.field(kCarriedMember);
   if (carried != nullptr && carried->is_object())
     for (const auto& kv : carried->get_object()) {
@@ -301,7 +301,7 @@ Expected<json::value> Reader::call_block(const json::object& part, const Named& 
   if (call.client_id) {
     call.id = std::string(id->get_string());
   } else {
-    call.id = fmt::format("{}{}-{}", kCallIdPrefix, i, k);
+    call.id = made_up_id(i, k);
     r_.made_up.insert(call.id);
   }
   json::object carried = foreign_members(part, {fc.key});
@@ -347,7 +347,8 @@ Expected<json::value> Reader::response_block(const json::object& part, const Nam
   } else {
     take([&](const Call& c) { return c.name == name->get_string(); });
   }
-  if (id.empty()) id = has_id ? std::string(idv->get_string()) : fmt::format("{}{}-{}", kResponseIdPrefix, i, k);
+  if (id.empty() && has_id) id = std::string(idv->get_string());
+  if (id.empty()) r_.made_up.insert(id = made_up_id(i, k));
 
   ResultOrigin origin{i, k, std::string(fr.key), "", has_id};
   json::value content = "";
