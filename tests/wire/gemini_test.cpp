@@ -353,7 +353,8 @@ TEST_F(GeminiCarry, CheckRefusesEachRuleBreakWithTheRuleNamedAndRunGivesAValidBo
       {"call-after-model", "gemini_turns", {user, R"({"role":"model","parts":[{"text":"hm"}]})", call, answer}},
       {"one-of-two", "gemini_function_responses", {user, two_calls, answer}},
       {"orphan", "gemini_function_responses", {user, answer}},
-      {"unanswered", "gemini_function_responses", {user, call, user}},
+      {"trailing-call", "gemini_function_responses", {user, call}},
+      {"call-then-model", "gemini_function_responses", {user, call, R"({"role":"model","parts":[{"text":"no"}]})"}},
       {"unsigned-step", "gemini_thought_signatures", {user, call, answer, unsigned_call, answer}},
   };
   for (const Case& k : cases) {
@@ -362,6 +363,11 @@ TEST_F(GeminiCarry, CheckRefusesEachRuleBreakWithTheRuleNamedAndRunGivesAValidBo
     EXPECT_EQ(r.exit_code, 2) << k.name << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(k.rule), std::string::npos) << k.name << ": " << r.err;
   }
+  // Gemini CLI, after its loop check, leaves a call unanswered and tells the model so in a user
+  // text turn: the API's rule is about the function response turn, and this has none.
+  const std::string abandoned = file("abandoned.json", body_of({user, call, R"({"role":"user","parts":[{"text":"System: Potential loop detected."}]})"}));
+  auto kept = test::run_cli({"check", "--input", abandoned});
+  EXPECT_EQ(kept.exit_code, 0) << kept.err;
   const std::string valid = body_of({user, call, answer, std::string(R"({"role":"model","parts":[{"text":"done","thoughtSignature":"ZW5k"}]})")});
   const std::string input = file("valid.json", valid);
   auto ok = test::run_cli({"check", "--input", input});

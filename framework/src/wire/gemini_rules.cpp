@@ -114,14 +114,22 @@ class GeminiFunctionResponsesChecker final : public Checker {
   void check_calls(const Conversation& c, std::size_t i, std::vector<Violation>& out) const {
     const std::vector<const Block*> calls = calls_of(c[i]);
     if (calls.empty()) return;
+    if (i + 1 == c.size()) {
+      out.push_back(violation(name(), i, "the history ends with a function call turn: its calls have no responses"));
+      return;
+    }
     std::unordered_map<std::string, int> answered;
     std::size_t responses = 0;
-    if (i + 1 < c.size() && c[i + 1].role() == Role::user)
+    if (c[i + 1].role() == Role::user)
       for (const Block& b : c[i + 1].blocks())
         if (b.kind() == BlockKind::tool_result) {
           ++answered[std::string(b.tool_use_id())];
           ++responses;
         }
+    // A user turn with no function response at all leaves the calls unanswered: the client
+    // abandoned them (Gemini CLI does, to tell the model it may be looping), which the API's
+    // rule, about the function response turn, does not concern.
+    if (responses == 0 && c[i + 1].role() == Role::user && has_standard_content(c[i + 1])) return;
     std::vector<std::string> missing;
     for (const Block* b : calls)
       if (answered[std::string(b->id())] == 0) missing.push_back(std::string(b->id()));

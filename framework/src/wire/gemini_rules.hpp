@@ -13,7 +13,10 @@
 //   next turn's N functionResponse parts, one per call (matched by id where given, else by name
 //   and order when read), and a functionResponse answers a call of the turn right before it
 //   ("Please ensure that the number of function response parts is equal to the number of
-//   function call parts of the function call turn").
+//   function call parts of the function call turn"; "function response turn comes immediately
+//   after a function call turn"). A history does not end with a call turn. A next turn of user
+//   content with no function response at all leaves the calls abandoned, which Gemini CLI does
+//   after its loop check and the rule, about the function response turn, does not concern.
 // - gemini_thought_signatures: a thoughtSignature the input gave a functionCall part is still on
 //   that part, byte-identical; in the current turn (after the last user turn with content other
 //   than function responses) the first functionCall part of every step carries its signature
