@@ -231,6 +231,11 @@ Expected<std::string> GeminiRequest::converted(const Message& m) const {
 
 Expected<std::string> GeminiRequest::write(const Conversation& compacted) const {
   std::string_view text = *body;
+  // Nothing changed: the client's body itself, whatever its spacing between Contents.
+  const auto& original = conversation_->messages();
+  bool same = compacted.size() == original.size();
+  for (std::size_t i = 0; same && i < original.size(); ++i) same = compacted[i].raw() == original[i]->raw();
+  if (same) return std::string(text);
   std::string out(text.substr(0, spans.open + 1));
   bool first = true;
   auto add = [&](std::string_view bytes) {
