@@ -12,10 +12,16 @@ p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + 
 the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N]
+--routes lists the wire formats each call is sent through, side by side on the same servers:
+messages (POST /v1/messages) and gemini (the same history as a Gemini generateContent body:
+each call a functionCall part with a thoughtSignature, each result a functionResponse part), so
+an adapter's own cost (its parse and write) shows beside the Messages API's.
+
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--routes messages,gemini]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
 """
 import argparse
+import base64
 import http.server
 import json
 import os
@@ -27,7 +33,8 @@ import tempfile
 import threading
 import urllib.request
 
-LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
+LINE = re.compile(r"POST (\S+) .*messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
+GEMINI_PATH = "/v1beta/models/gemini-2.5-pro:generateContent"
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -49,15 +56,52 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
-    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream],
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
+                          "--gemini-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
     return p, port, err.name
 
 
-def post(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body, method="POST",
+def gemini_contents(messages):
+    """Anthropic messages as Gemini Contents: text as text parts, a tool_use as a signed
+    functionCall, a tool_result as a functionResponse naming its call's function."""
+    names, contents = {}, []
+    for m in messages:
+        blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        parts, signed = [], False
+        for b in blocks:
+            if b.get("type") == "text":
+                parts.append({"text": b["text"]})
+            elif b.get("type") == "tool_use":
+                names[b["id"]] = b["name"]
+                part = {"functionCall": {"id": b["id"], "name": b["name"], "args": b.get("input") or {}}}
+                if not signed:
+                    part["thoughtSignature"] = base64.b64encode(("sig:" + b["id"]).encode()).decode()
+                    signed = True
+                parts.append(part)
+            elif b.get("type") == "tool_result":
+                c = b.get("content")
+                text = c if isinstance(c, str) else "\n".join(x.get("text", "") for x in (c or []) if isinstance(x, dict))
+                parts.append({"functionResponse": {"id": b["tool_use_id"], "name": names.get(b["tool_use_id"], "tool"),
+                                                   "response": {"output": text}}})
+        if parts:
+            contents.append({"role": "model" if m["role"] == "assistant" else "user", "parts": parts})
+    return contents
+
+
+def body_for(route, messages):
+    if route == "gemini":
+        tools = sorted({b["name"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"})
+        return {"contents": gemini_contents(messages), "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
+                "tools": [{"functionDeclarations": [{"name": n} for n in tools or ["tool"]]}]}
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages}
+
+
+def post(port, body, route="messages"):
+    path = GEMINI_PATH if route == "gemini" else "/v1/messages"
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
     with urllib.request.urlopen(req, timeout=600) as r:
         r.read()
@@ -74,7 +118,9 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
+    ap.add_argument("--routes", default="messages", help="comma-separated: messages, gemini")
     a = ap.parse_args()
+    routes = a.routes.split(",")
     cli = os.path.abspath(a.cli)
     messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-"], check=True,
                                          capture_output=True, text=True).stdout)
@@ -96,11 +142,11 @@ def main():
         if a.calls:
             calls = calls[:a.calls]
         for i in calls:
-            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]},
-                              ensure_ascii=False, separators=(",", ":")).encode()
-            post(servers["continuing"][1], body)
-            shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
-            post(servers["full"][1], body)
+            for route in routes:
+                body = json.dumps(body_for(route, messages[:i]), ensure_ascii=False, separators=(",", ":")).encode()
+                post(servers["continuing"][1], body, route)
+                shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
+                post(servers["full"][1], body, route)
         results, per_stage = {}, {}
         for n, (p, port, err) in servers.items():
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
@@ -108,17 +154,19 @@ def main():
                             re.finditer(r'compactor_serve_stage_seconds_sum\{stage="([^"]+)"\} ([0-9.e+-]+)', metrics)}
             p.terminate()
             p.wait()
-            rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
-            results[n] = rows
-        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}")
-        print("| path | component | p50 ms | p99 ms |")
-        print("|---|---|---:|---:|")
+            lines = [m for m in map(LINE.search, open(err)) if m]
+            for route in routes:
+                on_route = GEMINI_PATH if route == "gemini" else "/v1/messages"
+                results[(n, route)] = [tuple(map(int, m.groups()[1:])) for m in lines if m.group(1) == on_route]
+        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, routes {','.join(routes)}")
+        print("| path | route | component | p50 ms | p99 ms |")
+        print("|---|---|---|---:|---:|")
         names = ["parse", "state lookup", "stages", "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
-        for n, rows in results.items():
+        for (n, route), rows in results.items():
             for k, label in enumerate(names):
                 vals = [r[2 + k] / 1000 for r in rows]
-                print(f"| {n} | {label} | {pct(vals, 0.5):.2f} | {pct(vals, 0.99):.2f} |")
-        cont, full = results["continuing"], results["full"]
+                print(f"| {n} | {route} | {label} | {pct(vals, 0.5):.2f} | {pct(vals, 0.99):.2f} |")
+        cont, full = results[("continuing", routes[0])], results[("full", routes[0])]
         hits = sum(1 for r in cont if r[1] > 0)
         sc, sf = sum(r[4] for r in cont), sum(r[4] for r in full)
         for stage in sorted(set(per_stage["continuing"]) | set(per_stage["full"])):
