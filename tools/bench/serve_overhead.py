@@ -13,11 +13,12 @@ the server sees it), the upstream's first byte and forwarding (to the loopback u
 path as a share of the full runs' on the same histories.
 
 --routes lists the wire formats each call is sent through, side by side on the same servers:
-messages (POST /v1/messages) and gemini (the same history as a Gemini generateContent body:
-each call a functionCall part with a thoughtSignature, each result a functionResponse part), so
-an adapter's own cost (its parse and write) shows beside the Messages API's.
+messages (POST /v1/messages), chat (the history as `compactor import --output-format openai`
+writes it, POST /v1/chat/completions) and gemini (as a Gemini generateContent body: each call a
+functionCall part with a thoughtSignature, each result a functionResponse part), so an
+adapter's own cost (its parse and write) shows beside the Messages API's.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--routes messages,gemini]
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--routes messages,chat,gemini]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
 """
 import argparse
@@ -35,6 +36,7 @@ import urllib.request
 
 LINE = re.compile(r"POST (\S+) .*messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
 GEMINI_PATH = "/v1beta/models/gemini-2.5-pro:generateContent"
+PATHS = {"messages": "/v1/messages", "chat": "/v1/chat/completions", "gemini": GEMINI_PATH}
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -57,7 +59,7 @@ def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
     p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
-                          "--gemini-upstream", upstream],
+                          "--openai-upstream", upstream, "--gemini-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
@@ -91,7 +93,9 @@ def gemini_contents(messages):
     return contents
 
 
-def body_for(route, messages):
+def body_for(route, messages, chat=None):
+    if route == "chat":
+        return {"model": "gpt-4.1", "messages": chat}
     if route == "gemini":
         tools = sorted({b["name"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"})
         return {"contents": gemini_contents(messages), "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
@@ -100,8 +104,7 @@ def body_for(route, messages):
 
 
 def post(port, body, route="messages"):
-    path = GEMINI_PATH if route == "gemini" else "/v1/messages"
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{PATHS[route]}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
     with urllib.request.urlopen(req, timeout=600) as r:
         r.read()
@@ -118,7 +121,7 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
-    ap.add_argument("--routes", default="messages", help="comma-separated: messages, gemini")
+    ap.add_argument("--routes", default="messages", help="comma-separated: messages, chat, gemini")
     a = ap.parse_args()
     routes = a.routes.split(",")
     cli = os.path.abspath(a.cli)
@@ -142,8 +145,14 @@ def main():
         if a.calls:
             calls = calls[:a.calls]
         for i in calls:
+            chat = None
+            if "chat" in routes:
+                prefix = os.path.join(work, "prefix.json")
+                json.dump(messages[:i], open(prefix, "w"), ensure_ascii=False)
+                chat = json.loads(subprocess.run([cli, "import", "--input", prefix, "--output", "-", "--output-format", "openai"],
+                                                 check=True, capture_output=True, text=True).stdout)
             for route in routes:
-                body = json.dumps(body_for(route, messages[:i]), ensure_ascii=False, separators=(",", ":")).encode()
+                body = json.dumps(body_for(route, messages[:i], chat), ensure_ascii=False, separators=(",", ":")).encode()
                 post(servers["continuing"][1], body, route)
                 shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
                 post(servers["full"][1], body, route)
@@ -156,8 +165,7 @@ def main():
             p.wait()
             lines = [m for m in map(LINE.search, open(err)) if m]
             for route in routes:
-                on_route = GEMINI_PATH if route == "gemini" else "/v1/messages"
-                results[(n, route)] = [tuple(map(int, m.groups()[1:])) for m in lines if m.group(1) == on_route]
+                results[(n, route)] = [tuple(map(int, m.groups()[1:])) for m in lines if m.group(1) == PATHS[route]]
         print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, routes {','.join(routes)}")
         print("| path | route | component | p50 ms | p99 ms |")
         print("|---|---|---|---:|---:|")
