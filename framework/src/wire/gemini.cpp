@@ -55,7 +55,6 @@ struct ResultOrigin {
   std::size_t content = 0, part = 0;
   std::string key;           // the part's functionResponse member: functionResponse or function_response
   std::string response_key;  // the response's one string member read as the text; empty: the whole response
-  bool has_id = false;
 };
 
 class GeminiRequest final : public WireRequest {
@@ -95,7 +94,8 @@ std::string_view GeminiRequest::part_bytes(std::size_t content, std::size_t part
 }
 
 // Each input block's JSON → its part's bytes: what lets a part the pipeline left alone go out as
-// the client sent it inside a Content that changed. Built on the first such write only.
+// the client sent it inside a Content that changed. Built on the first such write only, and
+// without the responses (result_part finds those by their call's id).
 const std::unordered_map<std::string, std::string_view>& GeminiRequest::parts_by_block() const {
   if (parts_by_block_) return *parts_by_block_;
   parts_by_block_.emplace();
@@ -103,7 +103,7 @@ const std::unordered_map<std::string, std::string_view>& GeminiRequest::parts_by
   for (std::size_t i = 0; i < original.size() && i < block_parts.size(); ++i) {
     const auto& blocks = original[i]->blocks();
     for (std::size_t j = 0; j < blocks.size() && j < block_parts[i].size(); ++j)
-      if (block_parts[i][j] >= 0 && blocks[j].json() != nullptr)
+      if (block_parts[i][j] >= 0 && blocks[j].json() != nullptr && blocks[j].kind() != BlockKind::tool_result)
         parts_by_block_->emplace(json::serialize(*blocks[j].json()), part_bytes(i, static_cast<std::size_t>(block_parts[i][j])));
   }
   return *parts_by_block_;
@@ -355,7 +355,7 @@ Expected<json::value> Reader::response_block(const json::object& part, const Nam
   if (id.empty() && has_id) id = std::string(idv->get_string());
   if (id.empty()) r_.made_up.insert(id = made_up_id(i, k));
 
-  ResultOrigin origin{i, k, std::string(fr.key), "", has_id};
+  ResultOrigin origin{i, k, std::string(fr.key), ""};
   json::value content = "";
   if (const json::value* response = f->if_contains("response")) {
     const json::object* o = response->if_object();
