@@ -241,6 +241,29 @@ TEST_F(GeminiCarry, ADroppedTurnIsArchivedWithItsSignatureAndTheMarkerIsAUserTex
   EXPECT_NE(restored->find(R"("thoughtSignature":"c2lnLQ3/w==")"), std::string::npos) << restored->substr(0, 2000);
 }
 
+TEST_F(GeminiCarry, ASummaryNeverQuotesASignatureAndTheTurnsItReplacedAreArchivedWithThem) {
+  const std::vector<std::string> c = history(30, 400);
+  const std::string body = body_of(c);
+  Pipeline p = pipeline("  - stage: summarize\n    params: {max_chars: 1000}\n", 8000);
+  Compacted out = compact(p, body);
+  ASSERT_EQ(out.result.outcome.result, serve::JobOutcome::compacted) << out.result.outcome.warning;
+  expect_the_api_accepts(out.sent);
+  json::array sent = contents_of(out.sent);
+  const json::object& summary = sent[0].as_object();
+  EXPECT_EQ(summary.at("role"), "user");
+  ASSERT_EQ(summary.at("parts").as_array().size(), 1u);
+  const std::string text(summary.at("parts").at(0).at("text").as_string());
+  EXPECT_NE(text.find("sha256:"), std::string::npos);
+  EXPECT_EQ(text.find("c2ln"), std::string::npos) << text;  // no signature is quoted
+  // The turns after it are the client's own, signatures and all.
+  EXPECT_EQ(verbatim_count(c, out.sent), sent.size() - 1);
+  auto receipts = find_receipts(text);
+  ASSERT_FALSE(receipts.empty());
+  auto restored = restore_blob((dir_ / "archive").string(), receipts.front());
+  ASSERT_TRUE(restored) << restored.error().message;
+  EXPECT_NE(restored->find(R"("thoughtSignature":"c2lnLQ1/w==")"), std::string::npos);
+}
+
 TEST_F(GeminiCarry, CallsWithoutIdsArePairedByNameAndOrderAndNoMadeUpIdGoesOut) {
   // What the Gen AI SDK sends for parallel calls the API returned without ids: two read_file
   // calls and a list_dir, answered in another order than asked.
