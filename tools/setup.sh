@@ -1,28 +1,42 @@
 #!/usr/bin/env bash
-# Installs every Debian package Compactor needs to build and test, then the tokenizer rank files
-# (npm ci of tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
-# integrity-checked by the lock file, cached by npm). Idempotent: a second run installs nothing.
-# Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and 1.81-dev conflicts
-# with 1.74-dev, so nothing here may pull in libboost1.74-dev.
+# Installs the Debian packages Compactor needs to build, then the tokenizer rank files (npm ci of
+# tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
+# integrity-checked by the lock file, cached by npm). With --tests, also what the tests and
+# benchmarks need: GoogleTest, Google Benchmark, clang and libc++ (the loader's foreign-ABI
+# fixtures, the fuzz targets), and the npm clients the serve tests drive (tests/serve). Without
+# it, a first build of the product installs no test tooling. Idempotent: a second run installs
+# nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and 1.81-dev
+# conflicts with 1.74-dev, so nothing here may pull in libboost1.74-dev.
 set -euo pipefail
+
+with_tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) with_tests=1 ;;
+  *) echo "usage: bash tools/setup.sh [--tests]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake pkg-config
   libboost1.81-dev libboost-json1.81-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
   libicu-dev nettle-dev libcurl4-openssl-dev
-  clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
-  python3
 )
+if [ "$with_tests" -eq 1 ]; then
+  packages+=(
+    libgtest-dev libgmock-dev googletest libbenchmark-dev
+    clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
+    python3
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-# Node.js and npm fetch the rank files and run the reference tokenizers in the differential
-# tests; Debian's packages only when the machine has none (its own may be newer).
+# Node.js and npm fetch the rank files (and, for the tests, run the reference tokenizers and the
+# SDK clients); Debian's packages only when the machine has none (its own may be newer).
 command -v node > /dev/null || missing+=(nodejs)
 command -v npm > /dev/null || missing+=(npm)
 
@@ -36,25 +50,25 @@ else
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# npm ci in a folder unless its node_modules already matches its lock file.
+npm_ci() {
+  local dir="$1" what="$2"
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "setup: installing $what (npm ci in $dir)"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+  else
+    echo "setup: $what already in $dir/node_modules"
+  fi
+}
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
 # The rank files (copied into the build by CMake, with their licences). Counting never needs the
 # network; only this step does, once.
-data="$(cd "$(dirname "$0")" && pwd)/tokenizer-data"
-if [ ! -f "$data/node_modules/.package-lock.json" ] || [ "$data/package-lock.json" -nt "$data/node_modules/.package-lock.json" ]; then
-  echo "setup: fetching the tokenizer rank files (npm ci in $data)"
-  npm ci --prefix "$data" --no-audit --no-fund --loglevel=error
-else
-  echo "setup: tokenizer rank files already in $data/node_modules"
+npm_ci "$root/tools/tokenizer-data" "the tokenizer rank files"
+if [ "$with_tests" -eq 1 ]; then
+  # The real clients the tests drive (the official SDKs, the agent CLIs, the MCP SDK): one folder
+  # each under tests/clients, pinned by its lock file.
+  for clients in "$root"/tests/clients/*/; do
+    [ -f "$clients/package-lock.json" ] && npm_ci "${clients%/}" "the test client in ${clients#$root/}"
+  done
 fi
-
-# The real clients the tests drive (the official SDKs, Claude Code): one folder each under
-# tests/clients, pinned by its lock file.
-root="$(cd "$(dirname "$0")/.." && pwd)"
-for clients in "$root"/tests/clients/*/; do
-  [ -f "$clients/package-lock.json" ] || continue
-  if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
-    echo "setup: installing the test client in ${clients#$root/} (npm ci)"
-    npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error
-  else
-    echo "setup: test client in ${clients#$root/} already installed"
-  fi
-done

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the normal build, then the whole suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer (every report fatal), then the canary that proves
-# a sanitizer report really fails a run. Exits non-zero on any failure.
+# Sets up (the product's packages and the test tooling: setup.sh --tests), builds and runs every
+# test: the default preset (which turns the tests, benchmarks and test kit on in build/, after a
+# product-only build there too), then the whole suite again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (every report fatal), then the canary that proves a sanitizer report
+# really fails a run. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash tools/setup.sh
+bash tools/setup.sh --tests
 
 echo "== build (default preset)"
 cmake --preset default >/dev/null

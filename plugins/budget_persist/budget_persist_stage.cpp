@@ -1,9 +1,10 @@
-// budget_persist: when the newest batch of tool results (the results of one assistant turn,
-// which arrive together in one user message) is over `max_batch_chars`, its results over
-// `persist_chars`, biggest first, are archived and replaced by a marker with the receipt and a
-// preview of the first `preview_chars`, until the batch is under the limit (seed 001's
-// tool_result_budget). The batch is usually the newest exchange, so this stage declares that it
-// may touch the protected tail, and only ever replaces result content with a receipt marker.
+// budget_persist: when the newest batch of tool results (the results of one assistant turn, which
+// arrive together in one user message) is over `max_batch_chars`, its results over `persist_chars`,
+// biggest first, are archived and replaced by a marker with the receipt and a preview of the first
+// `preview_chars`, until the batch is under the limit (tool_result_budget in the four-step
+// reference design whose numbers are the defaults). The batch is usually the newest exchange, so
+// this stage declares that it may touch the protected tail, and only ever replaces result content
+// with a receipt marker.
 #include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"

@@ -1,7 +1,8 @@
-// compact_request: the model asked for compaction by calling a tool (`compact`, configurable)
-// in its newest turn. Once that whole batch has its results (the harness ran every call of the
-// turn first, as seed 001 explains, so no side effect is lost or repeated), the history up to and
-// including the batch is summarized — all of it but the protected tail, which stays verbatim.
+// compact_request: the model asked for compaction by calling a tool (`compact`, configurable) in
+// its newest turn. Once that whole batch has its results (the harness ran every call of the turn
+// first, as the four-step reference design requires, so no side effect is lost or repeated), the
+// history up to and including the batch is summarized — all of it but the protected tail, which
+// stays verbatim.
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"
 

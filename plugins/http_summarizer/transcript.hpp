@@ -2,7 +2,7 @@
 // stated shortening rule, split into parts that each fit the request's input budget, and the
 // prompts that ask for the state a successor needs.
 //
-// The rule (README, "Summaries written by a model"):
+// The rule (docs/summarizers.md, "Summaries written by a model"):
 // - every message starts a line "[N] user:" or "[N] assistant:" (N its index);
 // - text: whole up to 6,000 chars; a longer one keeps its first 4,000 and last 1,500 chars around
 //   "[… N chars cut …]";

@@ -1,8 +1,9 @@
-// micro: older tool results above a size become a short marker (seed 001's micro_compact). The
-// newest `keep_recent` results stay whole, and so do results the model has not seen yet (those
-// of a final user message) and everything in the protected tail. It works newest eligible result
-// first, so the prefix the prompt cache holds changes as late as possible; with `until: target`
-// it stops as soon as the conversation fits the budget's target.
+// micro: older tool results above a size become a short marker (micro_compact in the four-step
+// reference design whose numbers are the defaults). The newest `keep_recent` results stay whole,
+// and so do results the model has not seen yet (those of a final user message) and everything in
+// the protected tail. It works newest eligible result first, so the prefix the prompt cache holds
+// changes as late as possible; with `until: target` it stops as soon as the conversation fits the
+// budget's target.
 //
 // Every replaced content is archived first. The marker is at most 120 chars with its receipt:
 // `[compactor archived result, 5012 chars: sha256:…]`. How to restore is said once: in the

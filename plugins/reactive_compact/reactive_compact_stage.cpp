@@ -1,10 +1,10 @@
 // reactive_compact: after the API refused the call (`--reason prompt_too_long`, the config's
 // on_prompt_too_long), keep the newest `keep_messages` messages (the cut moved off a pair, never
-// into the protected tail) and summarize the rest (seed 001's reactive_compact). The estimate
-// was wrong, so the candidate need not fit the estimated budget, only be smaller. At most once a
-// turn: a history whose first message already records a reactive compaction for the same request
-// is not compacted again (seed 001's MAX_REACTIVE_RETRIES = 1) and the refusal goes back to the
-// caller.
+// into the protected tail) and summarize the rest (reactive_compact in the four-step reference
+// design whose numbers are the defaults). The estimate was wrong, so the candidate need not fit the
+// estimated budget, only be smaller. At most once a turn: a history whose first message already
+// records a reactive compaction for the same request is not compacted again (that design's
+// MAX_REACTIVE_RETRIES = 1) and the refusal goes back to the caller.
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"
 

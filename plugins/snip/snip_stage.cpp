@@ -1,10 +1,10 @@
 // snip: a history of more than `max_messages` keeps its first `keep_head` messages and its newest
 // ones, and the middle is archived (as JSONL, one message a line) and replaced by one marker
-// message naming the receipt (seed 001's snip_compact). A cut never falls inside a tool pair: the
-// head grows to take the results of a call it ends with, and the tail start moves back to the
-// assistant turn whose results it would otherwise begin with. The protected tail and the active
-// request are always kept. A history that was snipped before keeps one marker: the old marker
-// falls inside the new middle and is archived with it.
+// message naming the receipt (snip_compact in the four-step reference design whose numbers are the
+// defaults). A cut never falls inside a tool pair: the head grows to take the results of a call it
+// ends with, and the tail start moves back to the assistant turn whose results it would otherwise
+// begin with. The protected tail and the active request are always kept. A history that was snipped
+// before keeps one marker: the old marker falls inside the new middle and is archived with it.
 //
 // Hysteresis: once over `max_messages` it cuts down to `keep_messages` (head, marker and newest),
 // so the calls that follow only append until the count crosses `max_messages` again; cutting to
@@ -51,7 +51,9 @@ class SnipStage final : public Stage {
       }
 
     std::size_t keep_tail = keep_messages_ > keep_head_ + 1 ? keep_messages_ - keep_head_ - 1 : 1;
-    if (keep_messages_ == max_messages_) keep_tail = max_messages_ > keep_head_ ? max_messages_ - keep_head_ : 1;  // seed 001's rule
+    // Cutting to max_messages (keep_messages 0): keep_head and the newest max_messages - keep_head, the
+    // four-step reference design's rule, which re-cuts on every call.
+    if (keep_messages_ == max_messages_) keep_tail = max_messages_ > keep_head_ ? max_messages_ - keep_head_ : 1;
     std::size_t tail_start = n > keep_tail ? n - keep_tail : 0;
     tail_start = std::min(tail_start, context.tail.begin);
     // The active request stays as it is.
@@ -117,7 +119,7 @@ void register_stages(PluginRegistrar& registrar) {
       ParamSpec::integer("max_messages", "a history of more messages is snipped", 50).at_least(2),
       ParamSpec::integer("keep_head", "messages kept at the start", 3).at_least(1),
       ParamSpec::integer("keep_messages",
-                         "messages left after a cut (head, marker, newest); 0: max_messages (seed 001: re-cuts on every call)", 0)
+                         "messages left after a cut (head, marker, newest); 0: max_messages (re-cuts on every call)", 0)
           .at_least(0),
   };
   info.create = factory_of<SnipStage>();

@@ -1,13 +1,13 @@
 // summarize: over the budget, the older exchanges are summarized into one first user message
-// (seed 000's prepare_context, seed 001's compact_history) and the newest ones follow verbatim.
-// It keeps, verbatim, the protected tail and as many of the newest exchanges as fit
-// `keep_fraction` of the budget's target (cut never inside a pair), so the model keeps its
-// working state; what is older is summarized. A history that starts with a summary gets a rolling
-// one: the previous summary is folded into the new one, so a session of any length stays within
-// budget with one summary message. The shared rules are in compactor/summary_compaction.hpp:
-// snapshot archived first, summary validated, request quoted verbatim, the candidate must fit the
-// limit and be smaller, and a loop guard refuses another summary before the history has grown by
-// `min_growth`.
+// (prepare_context in the careful reference design, compact_history in the four-step one whose
+// numbers are the defaults) and the newest ones follow verbatim. It keeps, verbatim, the protected
+// tail and as many of the newest exchanges as fit `keep_fraction` of the budget's target (cut never
+// inside a pair), so the model keeps its working state; what is older is summarized. A history that
+// starts with a summary gets a rolling one: the previous summary is folded into the new one, so a
+// session of any length stays within budget with one summary message. The shared rules are in
+// compactor/summary_compaction.hpp: snapshot archived first, summary validated, request quoted
+// verbatim, the candidate must fit the limit and be smaller, and a loop guard refuses another
+// summary before the history has grown by `min_growth`.
 #include "compactor/plugin.hpp"
 #include "compactor/summary_compaction.hpp"
 

@@ -1,5 +1,5 @@
 // Checkers beyond the pairing rules: the built-in `order` checker, and a team's own checker
-// loaded from a plugin and enabled by name, reported like a built-in one (issue 13).
+// loaded from a plugin and enabled by name, reported like a built-in one.
 #include "support/test_support.hpp"
 
 #include <boost/json.hpp>

@@ -1,4 +1,4 @@
-// The compaction policy for long sessions (issue 15), end to end through `compactor run`:
+// The compaction policy for long sessions, end to end through `compactor run`:
 // hysteresis (compact once the limit is crossed, down to the target, in one step), rolling
 // summaries that keep the newest exchanges that fit, and a snip with nothing safe to do declining
 // without stopping the run. Expected sizes come from the configs' numbers, not from the code.
@@ -153,9 +153,9 @@ TEST_F(CompactionPolicy, RollingSummaryKeepsTheNewestThatFitAndFoldsThePreviousO
 }
 
 TEST_F(CompactionPolicy, SnipWithAShortMiddleDeclinesAndTheRunStillFits) {
-  // The known case: 53 messages, ~106,000 chars; seed 001's snip (keep 3 + the newest 47) would
-  // cut a middle of two short messages (messages.3 and .4, the second exchange). It declines;
-  // micro and summarize still run.
+  // The known case: 53 messages, ~106,000 chars; snip with the four-step reference design's
+  // numbers (keep 3 + the newest 47) would cut a middle of two short messages (messages.3 and .4,
+  // the second exchange). It declines; micro and summarize still run.
   std::vector<std::size_t> sizes(25, 4400);
   sizes[1] = 2;
   json::array input = session(sizes);

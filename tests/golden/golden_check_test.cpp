@@ -51,7 +51,7 @@ TEST(CheckCommand, ReadsStdin) {
   EXPECT_EQ(r.out, "OK <stdin>: 1 message (1 user, 0 assistant), 0 tool pairs, 30 chars, 30 bytes (messages array)\n");
 }
 
-// Issue 12, defect 11: an unknown level silenced every log without a word.
+// An unknown level is refused: taken as some default, it silenced every log without a word.
 TEST(CheckCommand, AnUnknownLogLevelIsRefused) {
   ::setenv("COMPACTOR_LOG", "verbose", 1);
   auto r = test::run_cli({"check", "--input", "-"}, R"([{"role":"user","content":"hi"}])");

@@ -136,7 +136,8 @@ TEST(RunCommand, BadInputExits2AndWritesNothing) {
   EXPECT_EQ(r.err, "compactor run: in.json: refusing to overwrite the input\n");
 }
 
-// Issue 12, defect 11: blobs written by a stage that ends `unchanged` were committed.
+// Blobs written by a stage that ends `unchanged` are taken back, as for a decline (they used to be
+// committed).
 TEST(RunCommand, AnUnchangedStagesBlobsAreDropped) {
   test::ScratchFolder scratch("unchanged");
   const fs::path& dir = scratch.path();

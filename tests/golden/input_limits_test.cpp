@@ -1,6 +1,6 @@
-// Inputs are regular files or stdin, at most COMPACTOR_MAX_INPUT_BYTES (issue 12, defect 3): a
-// directory, a FIFO with no writer, /dev/zero, an endless stdin and an oversized file are each
-// one line and exit 2, for every command that reads a conversation.
+// Inputs are regular files or stdin, at most COMPACTOR_MAX_INPUT_BYTES: a directory, a FIFO with no
+// writer, /dev/zero, an endless stdin and an oversized file are each one line and exit 2, for every
+// command that reads a conversation.
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>

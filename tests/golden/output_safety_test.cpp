@@ -1,6 +1,6 @@
-// Outputs never replace inputs, and a failed write leaves every target as it was (issue 12,
-// defect 5): the same file under another name, stdin redirected from the output, the report
-// named like the output, the config as output, a private output's mode, an unwritable report.
+// Outputs never replace inputs, and a failed write leaves every target as it was: the
+// same file under another name, stdin redirected from the output, the report named like the
+// output, the config as output, a private output's mode, an unwritable report.
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 18: Claude Code's `role: "system"` entries inside `messages`. The host keeps them out of
+// Claude Code's `role: "system"` entries inside `messages`. The host keeps them out of
 // what stages see and places them back after every stage; these tests hold it to the API's
 // rules end to end: `compactor run` with stages that drop and summarize the messages around the
 // entries writes every entry verbatim, in order, at a place the API accepts (and `compactor

@@ -150,9 +150,9 @@ TEST(Loader, NotASharedLibrary) {
             fixture("fixture_not_a_library") + ": not a shared library (no ELF header)");
 }
 
-// Issue 12, defect 3: Boost.DLL allocated what a corrupt ELF's section headers claim, and an
-// ELF for another machine was "No such file or directory". The pre-load check reads the header
-// first, bounded by the file's size.
+// Boost.DLL allocated what a corrupt ELF's section headers claim, and an ELF for another machine
+// was "No such file or directory". The pre-load check reads the header first, bounded by the
+// file's size.
 std::string patched_copy(const std::string& name, std::size_t offset, std::uint64_t value, std::size_t width) {
   std::string bytes = test::read_file(fixture("fixture_good"));
   for (std::size_t i = 0; i < width; ++i) bytes[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
@@ -182,7 +182,7 @@ TEST(Loader, AnotherArchitectureIsNamed) {
   fs::remove(arm);
 }
 
-// Issue 12, defect 6: a plugin another user could have planted is refused before its static
+// A plugin another user could have planted is refused before its static
 // constructor runs, with one line saying why and how to override.
 TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
   fs::path dir = fs::temp_directory_path() / ("compactor-planted-" + std::to_string(::getpid()));

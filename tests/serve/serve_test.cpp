@@ -11,6 +11,7 @@
 #include "import/importers.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
+#include "wire/openai_chat.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -826,6 +827,181 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
   }
   std::printf("corpus: %zu sessions replayed through two servers, %zu compacted calls\n", sessions, compacted);
   EXPECT_GT(sessions, 0u);
+}
+
+// The same for OpenAI histories through the Chat Completions route: `history` (a messages array
+// as an agent keeps it) is replayed by the bench as the Chat adapter reads it, and sent call by
+// call through two servers sharing an archive; every call's forwarded messages, read back by the
+// adapter, must equal the bench replay's. The calls are found in the Chat array by the API's own
+// shape (a run of tool messages is one answer; system messages are not turns), not by the adapter.
+void replay_chat_through_two_servers(const fs::path& dir, const std::string& name, const json::array& history,
+                                     std::size_t& compacted, std::uint64_t limit = 50000) {
+  std::string config = write_config(dir, "");
+  if (limit != 50000) {
+    std::string text = test::read_file((dir / config).string());
+    text.replace(text.find("limit: 50000, target: 40000"), 27, "limit: " + std::to_string(limit) + ", target: " + std::to_string(limit * 4 / 5));
+    std::ofstream(dir / config) << text;
+  }
+  auto loaded = load_pipeline_config((dir / config).string());
+  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors.front());
+  auto pipeline = Pipeline::build(std::move(*loaded.config));
+  ASSERT_TRUE(pipeline);
+  const std::string whole = json::serialize(json::object{{"model", "m"}, {"messages", history}});
+  auto read = wire::openai_chat().read(whole, name);
+  ASSERT_TRUE(read) << name << ": " << read.error().message;
+  const std::vector<CheckerPtr> rules = wire::openai_chat().rules();
+  bench::ReplaySetup setup;
+  setup.session = name;
+  setup.archive_dir = (dir / "bench-archive").string();
+  setup.window = 1u << 30;
+  setup.rules = &rules;
+  std::vector<std::string> expected;
+  setup.on_call = [&](std::size_t, const Conversation& sent) {
+    std::string messages;
+    for (const auto& m : sent.messages()) messages += normalized(*m);
+    expected.push_back(messages);
+  };
+  auto log = make_stderr_logger("");
+  bench::SessionReplay replay = bench::replay_session((*read)->conversation(), *pipeline, setup, *log);
+  ASSERT_TRUE(replay.errors.empty()) << name << ": " << replay.errors.front();
+
+  // Where each turn starts in the Chat array; a call is made before each assistant turn.
+  std::vector<std::size_t> calls;
+  bool head = true, in_tools = false;
+  std::size_t turn = 0;
+  for (std::size_t j = 0; j < history.size(); ++j) {
+    const std::string_view role = history[j].at("role").as_string();
+    if (role == "system" || role == "developer") {
+      in_tools = false;
+      continue;
+    }
+    head = false;
+    if (role == "tool" && in_tools) continue;
+    in_tools = role == "tool";
+    if (role == "assistant" && turn > 0) calls.push_back(j);
+    ++turn;
+  }
+  (void)head;
+  ASSERT_EQ(calls.size(), expected.size()) << name;
+  std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::openai_reply("ok")});
+  LoopbackHttpServer upstream(script);
+  ServeProcess a(dir, config, upstream.base_url(), "a"), b(dir, config, upstream.base_url(), "b");
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    json::array prefix(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(calls[c]));
+    Reply r = call((c % 2 == 0 ? a : b).port(), "POST", "/v1/chat/completions",
+                   json::serialize(json::object{{"model", "m"}, {"messages", std::move(prefix)}}));
+    ASSERT_EQ(r.status, 200) << name << " call " << c + 1;
+    ASSERT_NE(r.headers["x-compactor-status"], "refused") << name << " call " << c + 1 << ": " << r.headers["x-compactor-warning"];
+    ASSERT_NE(r.headers["x-compactor-status"], "failed") << name << " call " << c + 1 << ": " << r.headers["x-compactor-warning"];
+    if (r.headers["x-compactor-status"] == "compacted") ++compacted;
+  }
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), expected.size()) << name;
+  for (std::size_t c = 0; c < got.size(); ++c) {
+    auto sent = wire::openai_chat().read(got[c].body, name);
+    ASSERT_TRUE(sent) << name << " call " << c + 1 << ": " << sent.error().message;
+    std::string messages;
+    for (const auto& m : (*sent)->conversation().messages()) messages += normalized(*m);
+    EXPECT_EQ(messages, expected[c]) << name << " call " << c + 1 << " differs from the bench replay";
+  }
+}
+
+TEST(Serve, OpenAiHistoriesReplayThroughTheChatRouteLikeTheBench) {
+  // A SWE-agent trajectory of tests/data, as the OpenAI messages an agent sends (import --output-format openai).
+  fs::path dir = fresh_dir("chat-continuity");
+  const std::string traj = test::data_path("openai/function_calling_simple.traj");
+  auto exported = test::run_cli({"import", "--input", traj, "--output-format", "openai", "--output", "-"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::size_t compacted = 0;
+  // A budget the trajectory's middle calls cross.
+  replay_chat_through_two_servers(dir, "function_calling_simple", json::parse(exported.out).as_array(), compacted, 4000);
+  EXPECT_GT(compacted, 0u);
+  fs::remove_all(dir);
+}
+
+// The same over every OpenAI trajectory (.traj) of the folder COMPACTOR_SERVE_CORPUS names (a
+// corpus-wide check .ci/run makes; skipped in ctest).
+TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench) {
+  const char* corpus = std::getenv("COMPACTOR_SERVE_CORPUS");
+  if (corpus == nullptr) GTEST_SKIP() << "set COMPACTOR_SERVE_CORPUS to a folder of sessions";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(corpus))
+    if (e.is_regular_file() && e.path().extension() == ".traj") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::size_t sessions = 0, compacted = 0;
+  for (const auto& f : files) {
+    fs::path dir = fresh_dir("chat-corpus");
+    auto exported = test::run_cli({"import", "--input", f.string(), "--output-format", "openai", "--output", "-"});
+    if (exported.exit_code != 0) {
+      std::printf("corpus: %s not imported (exit %d)\n", f.filename().c_str(), exported.exit_code);
+      continue;
+    }
+    // A budget these trajectories cross (most stay under the default 50,000 chars).
+    replay_chat_through_two_servers(dir, f.filename().string(), json::parse(exported.out).as_array(), compacted, 20000);
+    ++sessions;
+    fs::remove_all(dir);
+  }
+  std::printf("corpus: %zu OpenAI histories replayed through two servers' Chat route, %zu compacted calls\n", sessions, compacted);
+  EXPECT_GT(sessions, 0u);
+}
+
+// /mcp, the archive's MCP server over Streamable HTTP: the transport's MUSTs, and the bearer
+// token beyond loopback.
+TEST(Serve, TheMcpEndpointKeepsTheStreamableHttpRules) {
+  fs::path dir = fresh_dir("mcp");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const std::string init =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  Reply r = call(serve.port(), "POST", "/mcp", init, {{"accept", "application/json, text/event-stream"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("result").at("protocolVersion"), "2025-06-18");
+  const std::string session = r.headers["mcp-session-id"];
+  ASSERT_EQ(session.size(), 32u);
+  // The session continues; a notification is 202 with no body.
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+           {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "");
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+           {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body).at("result").at("tools").as_array().size(), 2u);
+  // An unknown session: 404, so the client starts again; an unsupported version: 400; a
+  // foreign origin: 403; GET offers no stream: 405; DELETE ends the session.
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"mcp-session-id", "nope"}}).status, 404);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"mcp-protocol-version", "1999-01-01"}}).status, 400);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"origin", "https://evil.example"}}).status, 403);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"origin", "http://localhost:3000"}}).status, 200);
+  EXPECT_EQ(call(serve.port(), "GET", "/mcp").status, 405);
+  EXPECT_EQ(call(serve.port(), "DELETE", "/mcp", "", {{"mcp-session-id", session}}).status, 200);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":4,"method":"ping"})", {{"mcp-session-id", session}}).status, 404);
+  // Without a session, a request is served at the version its header names.
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":5,"method":"ping"})", {{"mcp-protocol-version", "2025-11-25"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body).at("result"), json::object{});
+  EXPECT_TRUE(upstream.requests().empty());
+  fs::remove_all(dir);
+}
+
+TEST(Serve, BeyondLoopbackTheMcpEndpointNeedsTheBearerToken) {
+  fs::path dir = fresh_dir("mcp-token");
+  LoopbackHttpServer upstream({});
+  const std::string ping = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+  {
+    // No token configured: closed, and said so at start.
+    ServeProcess serve(dir, write_config(dir, ""), upstream.base_url(), "open", {}, "0.0.0.0:0");
+    EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping).status, 403);
+    EXPECT_NE(serve.stderr_text().find("/mcp is closed"), std::string::npos) << serve.stderr_text();
+  }
+  ServeProcess serve(dir, write_config(dir, "serve: {mcp_token_env: MCP_TEST_TOKEN}\n", "t.yaml"), upstream.base_url(), "token",
+                     {{"MCP_TEST_TOKEN", "s3cret-token-value"}}, "0.0.0.0:0");
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping, {{"authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", ping, {{"authorization", "Bearer s3cret-token-value"}}).status, 200);
+  serve.stop();
+  EXPECT_EQ(serve.stderr_text().find("s3cret-token-value"), std::string::npos) << "the token was logged";
+  fs::remove_all(dir);
 }
 
 }  // namespace

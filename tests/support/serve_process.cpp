@@ -59,9 +59,10 @@ ServeProcess::ServeProcess(const fs::path& dir, const std::string& config, const
     line += c;
   }
   ::close(out[0]);
-  auto at = line.find("http://127.0.0.1:");
-  if (at == std::string::npos) throw std::runtime_error("compactor serve did not start: " + line + " " + stderr_text());
-  port_ = static_cast<unsigned short>(std::stoi(line.substr(at + 17)));
+  auto at = line.find("listening on http://");
+  auto colon = at == std::string::npos ? std::string::npos : line.find(':', at + 20);
+  if (colon == std::string::npos) throw std::runtime_error("compactor serve did not start: " + line + " " + stderr_text());
+  port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
 }
 
 int ServeProcess::stop() {

@@ -509,7 +509,7 @@ TEST(ArchiveCommands, GcRemovesContinuityStateOlderThanTheGivenDaysAndOrphanedTe
   fs::remove_all(dir);
 }
 
-// Issue 12, defect 4: the archive trusts nothing it did not just write.
+// The archive trusts nothing it did not just write.
 TEST(ArchiveTrust, AFileAlreadyAtABlobsNameIsVerifiedAndReplacedWhenWrong) {
   fs::path dir = scratch("trust-planted");
   std::string archive_dir = (dir / "a").string();

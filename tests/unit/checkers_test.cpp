@@ -48,7 +48,7 @@ TEST(PairingChecker, AcceptsAnsweredCalls) {
   EXPECT_TRUE(check_one(split).empty());
 }
 
-// The API reads pairing per message, before joining same-role messages (issue 12, defect 1).
+// The API reads pairing per message, before joining same-role messages.
 TEST(PairingChecker, SplitResultsAreRefused) {
   std::string use_both = R"({"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"R","input":{}},{"type":"tool_use","id":"t2","name":"R","input":{}}]})";
   EXPECT_EQ(check_one(conv({kAsk, use_both, kRes1, kRes1_2()})),

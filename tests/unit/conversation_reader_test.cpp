@@ -148,7 +148,7 @@ TEST(ConversationReader, OnePassParsingKeepsTheScannersRules) {
 
 TEST(ConversationReader, SchemaErrorsNameTheMessage) {
   EXPECT_EQ(error_of("[]"), "in.json:1:1 (byte 0): the conversation has no messages");
-  // A system entry inside messages is accepted only where the API takes one (issue 18).
+  // A system entry inside messages is accepted only where the API takes one.
   EXPECT_EQ(error_of("[" + kUser + ",\n" + R"({"role":"assistant","content":"ok"})" + ",\n" + R"({"role":"system","content":"x"})" + "]"),
             "in.json:3:1: messages.2: a system entry must follow a user message (or an assistant message that ends in a server "
             "tool use), got an assistant message (rule: after a user turn)");

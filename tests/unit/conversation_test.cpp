@@ -116,7 +116,7 @@ TEST(Conversation, TypedBlockAccess) {
 namespace compactor {
 namespace {
 
-// Issue 18: a system entry inside `messages` counts like the top-level `system`: its JSON in
+// A system entry inside `messages` counts like the top-level `system`: its JSON in
 // chars and bytes, its text through the meter (a meter that counts one token per char here).
 class CharMeter final : public Meter {
  public:

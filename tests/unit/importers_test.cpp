@@ -313,9 +313,9 @@ TEST(OpenAiImport, TheArgumentsInAnErrorStayOnOneLine) {
   EXPECT_EQ(wide.error().message.find('\x7f'), std::string::npos);
 }
 
-// Issue 12, defect 9: arguments given as an object, a number or null all became input {} with
-// "0 repairs". An object is kept, null or nothing is an empty input counted as a repair, and
-// anything else is refused naming the call.
+// Arguments given as an object, a number or null all once became input {} with "0 repairs". An
+// object is kept, null or nothing is an empty input counted as a repair, and anything else is
+// refused naming the call.
 TEST(OpenAiImport, ArgumentsAsAnObjectAreKept) {
   auto r = import_openai(R"([{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{"path":"a.py","n":2}}}]},{"role":"tool","tool_call_id":"c","content":"ok"}])",
                          "object.json");
@@ -369,7 +369,7 @@ TEST(OpenAiImport, RealTrajectory) {
 namespace compactor {
 namespace {
 
-// Issue 18: a request body's system entries go out to OpenAI as system messages at their places.
+// A request body's system entries go out to OpenAI as system messages at their places.
 TEST(ExportOpenAi, SystemEntriesBecomeSystemMessagesInPlace) {
   auto c = test::parse_or_die(
       R"({"system":"top","messages":[{"role":"user","content":"a"},{"role":"system","content":[{"type":"text","text":"S1"}]},)"

@@ -166,7 +166,7 @@ std::vector<Mutation> mutations() {
       o["content"].as_array().push_back(json::object{{"type", "tool_result"}, {"tool_use_id", "toolu_stray"}, {"content", "x"}});
     });
   }});
-  // The API reads pairing per message: a batch split over two messages is refused (issue 12).
+  // The API reads pairing per message: a batch split over two messages is refused.
   m.push_back({"split a result batch over two user messages", "pairing", 0, [](const Subject& s, Rng& rng, std::size_t&) -> std::optional<Conversation> {
     std::vector<std::size_t> batches;
     for (std::size_t i = 0; i < s.conversation.size(); ++i)

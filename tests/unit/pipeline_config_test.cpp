@@ -99,8 +99,8 @@ TEST_F(ConfigTest, ValueOutOfRange) {
                                                 at(6, 44) + "pipeline[0].params.ratio: expected a number from 0 to 1, got \"1.5\""}));
 }
 
-// Issue 12, defect 2: numbers out of range were "internal error: stoll", and a number of 30,000
-// digits overflowed the stack in std::regex. Each is one located line now.
+// Numbers out of range were once "internal error: stoll", and a number of 30,000 digits
+// overflowed the stack in std::regex. Each is one located line now.
 TEST_F(ConfigTest, NumbersOutOfRangeAreLocatedErrors) {
   auto r = load("budget: {unit: chars, limit: 99999999999999999999}\n"
                 "pipeline:\n  - stage: params_probe\n    params: {label: \"x\", count: -99999999999999999999, ratio: 1e999}\n");
@@ -248,7 +248,7 @@ TEST_F(ConfigTest, MeterKindsAndFilesAreCheckedWhereTheyAreWritten) {
   auto missing = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: nofit.yaml}\n") + kTokens);
   EXPECT_EQ(missing.errors, std::vector<std::string>{at(4, 33) + "meter.file: " + (dir_ / "nofit.yaml").string() +
                                                      ": cannot read: No such file or directory"});
-  // Read like every input (issue 12, defect 3): /dev/zero is refused at once, not read forever.
+  // Read like every input: /dev/zero is refused at once, not read forever.
   auto device = load(std::string("budget: {unit: tokens, limit: 1000}\nmeter: {kind: calibrated, file: /dev/zero}\n") + kTokens);
   EXPECT_EQ(device.errors, std::vector<std::string>{at(4, 33) + "meter.file: /dev/zero: is a character device, not a regular "
                                                     "file; give a file, or - for stdin"});

@@ -110,7 +110,7 @@ TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   EXPECT_EQ(first.stages.back().stage, "summarize");
   ASSERT_EQ(first.stages.back().status, StageStatus::committed);
   EXPECT_EQ(read_summary_state(*first.output).count, 1);
-  // The base is named by the budget's unit (issue 12, defect 11: it said chars for any unit).
+  // The base is named by the budget's unit (it once said chars for any unit).
   EXPECT_EQ(read_summary_state(*first.output).base_unit, "chars");
   // Force the next run over budget with a tiny limit: summarize must not summarize again at once.
   std::ofstream(dir / "tight.yaml") << "version: 1\nbudget: {limit: 1000}\narchive: {dir: \"" + (dir / "archive").string() +

@@ -1,11 +1,11 @@
-// Issue 17's yardstick: a whole `compactor run` of the default pipeline at a 400,000-char budget
-// (configs/bench-400k.yaml) against the floor, plain Boost.JSON read + parse + serialize + write +
-// fsync of the same file, on seeded generated sessions (the test tool compactor_generate_session)
-// of about 3.7, 13 and 57 MB. Each iteration times the floor and the run back to back (paired
-// rounds); the reported time is the run's, and the counters give the floor's median, the run's
-// median and the median of the per-round ratios run/floor. The run is the real CLI process
-// (start, dynamic linking, config, plugins, read, the pipeline child, write, archive syncs): what
-// a caller pays.
+// The yardstick for a run's cost: a whole `compactor run` of the default pipeline at a 400,000-char
+// budget (configs/bench-400k.yaml) against the floor, plain Boost.JSON read + parse + serialize +
+// write + fsync of the same file, on seeded generated sessions (the test tool
+// compactor_generate_session) of about 3.7, 13 and 57 MB. Each iteration times the floor and the
+// run back to back (paired rounds); the reported time is the run's, and the counters give the
+// floor's median, the run's median and the median of the per-round ratios run/floor. The run is
+// the real CLI process (start, dynamic linking, config, plugins, read, the pipeline child, write,
+// archive syncs): what a caller pays.
 // COMPACTOR_BENCH_CLI names another `compactor` binary to run (an older build, to compare).
 //
 // BM_PerCall splits one call on a ~1 MB session (COMPACTOR_BENCH_SESSION: another file) into

@@ -1,8 +1,9 @@
-// What one `compactor run` process cannot go below in this architecture, for the one-shot
-// benchmark (tools/bench/one_shot.py): a C++ process that dlopens six C++ plugins (RTLD_NOW, as
-// the loader does), forks the run's child (the isolation of issue 12), and in the child reads
-// the input (fstat + read) and writes it to the output atomically (a temporary file, fsync,
-// rename); the parent waits. No config, no import, no stages, no checkers, no archive.
+// What one `compactor run` process cannot go below in this architecture, for the one-shot benchmark
+// (tools/bench/one_shot.py): a C++ process that dlopens six C++ plugins (RTLD_NOW, as the loader
+// does), forks the run's child (the isolation that keeps a crashing plugin from taking the host
+// down), and in the child reads the input (fstat + read) and writes it to the output atomically (a
+// temporary file, fsync, rename); the parent waits. No config, no import, no stages, no checkers,
+// no archive.
 //
 // usage: compactor_bench_process_floor PLUGIN_DIR INPUT OUTPUT
 #include <dlfcn.h>

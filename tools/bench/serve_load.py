@@ -62,11 +62,14 @@ def run_upstream(port_queue, delay_ms, record_dir, stop):
                 with open(os.path.join(record_dir.value.decode(), f"{n:06d}.json"), "wb") as f:
                     f.write(body)
             time.sleep(delay_ms / 1000)
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("content-length", str(len(SSE)))
-            self.end_headers()
-            self.wfile.write(SSE)
+            try:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(SSE)))
+                self.end_headers()
+                self.wfile.write(SSE)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server was killed mid-call (the kill phase): its client retries
 
         def log_message(self, *args):
             pass

@@ -12,13 +12,12 @@ p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + 
 the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
---routes lists the wire formats each call is sent through, side by side on the same servers:
-messages (POST /v1/messages), chat (the history as `compactor import --output-format openai`
-writes it, POST /v1/chat/completions) and gemini (as a Gemini generateContent body: each call a
-functionCall part with a thoughtSignature, each result a functionResponse part), so an
-adapter's own cost (its parse and write) shows beside the Messages API's.
+--route gemini sends the same session as Gemini generateContent bodies (each call a
+functionCall part with a thoughtSignature, each result a functionResponse part) to
+/v1beta/models/M:generateContent, so the Gemini adapter's read and write-back show beside the
+other routes'.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--routes messages,chat,gemini]
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|chat|gemini]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
 """
 import argparse
@@ -34,9 +33,7 @@ import tempfile
 import threading
 import urllib.request
 
-LINE = re.compile(r"POST (\S+) .*messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
-GEMINI_PATH = "/v1beta/models/gemini-2.5-pro:generateContent"
-PATHS = {"messages": "/v1/messages", "chat": "/v1/chat/completions", "gemini": GEMINI_PATH}
+LINE = re.compile(r"messages=(\d+) continued=(\d+) .*parse_us=(\d+) state_us=(\d+) stages_us=(\d+) write_us=(\d+) worker_us=(\d+) first_byte_us=(-?\d+) forward_us=(\d+)")
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -59,16 +56,16 @@ def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
     p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
-                          "--openai-upstream", upstream, "--gemini-upstream", upstream],
+                          "--gemini-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
     return p, port, err.name
 
 
-def gemini_contents(messages):
-    """Anthropic messages as Gemini Contents: text as text parts, a tool_use as a signed
-    functionCall, a tool_result as a functionResponse naming its call's function."""
+def gemini_body(messages):
+    """Anthropic messages as a Gemini body: text as text parts, a tool_use as a functionCall (the
+    first of a turn signed), a tool_result as a functionResponse naming its call's function."""
     names, contents = {}, []
     for m in messages:
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
@@ -90,21 +87,12 @@ def gemini_contents(messages):
                                                    "response": {"output": text}}})
         if parts:
             contents.append({"role": "model" if m["role"] == "assistant" else "user", "parts": parts})
-    return contents
+    return {"contents": contents, "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
+            "tools": [{"functionDeclarations": [{"name": n} for n in sorted(set(names.values())) or ["tool"]]}]}
 
 
-def body_for(route, messages, chat=None):
-    if route == "chat":
-        return {"model": "gpt-4.1", "messages": chat}
-    if route == "gemini":
-        tools = sorted({b["name"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"})
-        return {"contents": gemini_contents(messages), "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
-                "tools": [{"functionDeclarations": [{"name": n} for n in tools or ["tool"]]}]}
-    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages}
-
-
-def post(port, body, route="messages"):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{PATHS[route]}", data=body, method="POST",
+def post(port, body, path="/v1/messages"):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
     with urllib.request.urlopen(req, timeout=600) as r:
         r.read()
@@ -121,14 +109,18 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
-    ap.add_argument("--routes", default="messages", help="comma-separated: messages, chat, gemini")
+    ap.add_argument("--route", choices=["messages", "chat", "gemini"], default="messages",
+                    help="messages: Anthropic bodies to /v1/messages; chat: the same session as OpenAI Chat Completions "
+                         "bodies (import --output-format openai) to /v1/chat/completions; gemini: as Gemini generateContent "
+                         "bodies to /v1beta/models/gemini-2.5-pro:generateContent")
     a = ap.parse_args()
-    routes = a.routes.split(",")
     cli = os.path.abspath(a.cli)
-    messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-"], check=True,
+    form = ["--output-format", "openai"] if a.route == "chat" else []
+    messages = json.loads(subprocess.run([cli, "import", "--input", a.session, "--output", "-", *form], check=True,
                                          capture_output=True, text=True).stdout)
     if isinstance(messages, dict):
         messages = messages["messages"]
+    path = {"chat": "/v1/chat/completions", "gemini": "/v1beta/models/gemini-2.5-pro:generateContent"}.get(a.route, "/v1/messages")
     work = tempfile.mkdtemp(prefix="compactor-serve-bench-")
     try:
         text = open(a.config).read()
@@ -145,17 +137,11 @@ def main():
         if a.calls:
             calls = calls[:a.calls]
         for i in calls:
-            chat = None
-            if "chat" in routes:
-                prefix = os.path.join(work, "prefix.json")
-                json.dump(messages[:i], open(prefix, "w"), ensure_ascii=False)
-                chat = json.loads(subprocess.run([cli, "import", "--input", prefix, "--output", "-", "--output-format", "openai"],
-                                                 check=True, capture_output=True, text=True).stdout)
-            for route in routes:
-                body = json.dumps(body_for(route, messages[:i], chat), ensure_ascii=False, separators=(",", ":")).encode()
-                post(servers["continuing"][1], body, route)
-                shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
-                post(servers["full"][1], body, route)
+            request = gemini_body(messages[:i]) if a.route == "gemini" else {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]}
+            body = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+            post(servers["continuing"][1], body, path)
+            shutil.rmtree(os.path.join(work, "full", "archive", "serve-state"), ignore_errors=True)
+            post(servers["full"][1], body, path)
         results, per_stage = {}, {}
         for n, (p, port, err) in servers.items():
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
@@ -163,18 +149,18 @@ def main():
                             re.finditer(r'compactor_serve_stage_seconds_sum\{stage="([^"]+)"\} ([0-9.e+-]+)', metrics)}
             p.terminate()
             p.wait()
-            lines = [m for m in map(LINE.search, open(err)) if m]
-            for route in routes:
-                results[(n, route)] = [tuple(map(int, m.groups()[1:])) for m in lines if m.group(1) == PATHS[route]]
-        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, routes {','.join(routes)}")
-        print("| path | route | component | p50 ms | p99 ms |")
-        print("|---|---|---|---:|---:|")
-        names = ["parse", "state lookup", "stages", "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
-        for (n, route), rows in results.items():
+            rows = [tuple(map(int, m.groups())) for m in map(LINE.search, open(err)) if m]
+            results[n] = rows
+        print(f"session {a.session}: {len(messages)} messages, {len(calls)} calls, config {a.config}, route {path}")
+        print("| path | component | p50 ms | p99 ms |")
+        print("|---|---|---:|---:|")
+        names = ["parse (the wire format's read)", "state lookup", "stages", "write-back (and state write)",
+                 "worker (queue, fork, stages, syncs, state write, as the server sees it)", "upstream's first byte", "forwarding"]
+        for n, rows in results.items():
             for k, label in enumerate(names):
                 vals = [r[2 + k] / 1000 for r in rows]
-                print(f"| {n} | {route} | {label} | {pct(vals, 0.5):.2f} | {pct(vals, 0.99):.2f} |")
-        cont, full = results[("continuing", routes[0])], results[("full", routes[0])]
+                print(f"| {n} | {label} | {pct(vals, 0.5):.2f} | {pct(vals, 0.99):.2f} |")
+        cont, full = results["continuing"], results["full"]
         hits = sum(1 for r in cont if r[1] > 0)
         sc, sf = sum(r[4] for r in cont), sum(r[4] for r in full)
         for stage in sorted(set(per_stage["continuing"]) | set(per_stage["full"])):

@@ -5,7 +5,7 @@
 #include "archive/folder_trust.hpp"
 #include "host/exit_code.hpp"
 #include "host/pipeline_config.hpp"
-#include "mcp/archive_tools.hpp"
+#include "mcp/archive_server.hpp"
 #include "mcp/stdio_transport.hpp"
 
 #include <fmt/core.h>
@@ -37,11 +37,6 @@ cannot know. A folder owned by another user (other than root) or writable by eve
 exit codes: 0 the client ended the session; 2 bad arguments, an unreadable config, or an archive
 folder that is relative, not a folder, or not trusted.
 )";
-
-constexpr const char* kInstructions =
-    "Compactor keeps this conversation within the model's context window. What it removes is archived, and the "
-    "[compactor …] marker or summary left in its place names a receipt (sha256:…). restore gives back what a receipt "
-    "holds; search finds lines in it and in the receipts named there.";
 
 }  // namespace
 
@@ -99,9 +94,8 @@ int mcp_command(int argc, char** argv) {
   // A client that goes away makes a write fail (EPIPE), which ends the session, rather than the
   // signal ending the process.
   std::signal(SIGPIPE, SIG_IGN);
-  mcp::ArchiveTools tools(dir);
-  const mcp::McpServer server(mcp::ServerInfo{"compactor", "Compactor archive", COMPACTOR_VERSION, kInstructions}, tools.tools());
-  mcp::serve_stdio(server);
+  const mcp::ArchiveServer archive(dir, COMPACTOR_VERSION);
+  mcp::serve_stdio(archive.server());
   return kExitOk;
 }
 

@@ -18,13 +18,16 @@ namespace {
 constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream URL]
                        [--openai-upstream URL] [--gemini-upstream URL]
 
-An HTTP proxy in front of the model API: POST /v1/messages bodies have their messages compacted
-by the config's pipeline (system and tools counted) and are forwarded with the client's headers;
-the upstream's response comes back unchanged, server-sent events chunk by chunk. POST
-/v1/chat/completions does the same for OpenAI-format clients, and POST
-/v1beta/models/M:generateContent and :streamGenerateContent for Gemini API clients (a request
-that declares no functions, asks for a structured answer or names a cachedContent is passed
-through). Other Gemini API paths go to the Gemini upstream; every other path is passed through. GET /healthz and GET /metrics (Prometheus text) are answered by the server.
+An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages), POST
+/v1/chat/completions (OpenAI Chat Completions) and POST /v1beta/models/M:generateContent and
+:streamGenerateContent (Gemini) bodies have their conversation compacted by the config's
+pipeline (system and tools counted; what the conversation model has no place for carried as it
+came) and are forwarded with the client's headers; the upstream's response comes back unchanged,
+server-sent events chunk by chunk. A Gemini request that declares no functions, asks for a
+structured answer or names a cachedContent is passed through (docs/gemini.md); the Gemini API's
+other paths go to the Gemini upstream, and every other path is passed through. GET /healthz and
+GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker processes (at
+most serve.workers at once), never in the server itself (docs/serve.md).
 
 options:
   --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
@@ -75,6 +78,7 @@ int serve_command(int argc, char** argv) {
   options.upstream = args->get("upstream");
   options.openai_upstream = args->get("openai-upstream");
   options.gemini_upstream = args->get("gemini-upstream");
+  options.version = COMPACTOR_VERSION;
   return serve::run_server(options);
 }
 

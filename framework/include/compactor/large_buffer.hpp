@@ -1,6 +1,6 @@
 // Large buffers written once from start to end (an input read into memory, a snapshot built for
 // the archive): advising transparent huge pages before the first write saves most of their page
-// faults, which were a large share of reading and snapshotting a big session (issue 17).
+// faults, which were a large share of reading and snapshotting a big session.
 #pragma once
 
 #include <cstddef>

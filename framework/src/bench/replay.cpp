@@ -78,6 +78,7 @@ namespace {
 std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c, const ReplaySetup& setup,
                          StageLogger& log, Conversation& sent, CallRecord& call, SessionReplay& out) {
   RunOptions options;
+  options.rules = setup.rules;
   options.prompt_too_long = prompt_too_long;
   options.input_name = out.session + " call " + std::to_string(c + 1);
   options.archive_dir = setup.archive_dir;
@@ -158,8 +159,9 @@ void count_tokens(const Conversation* previous, const Conversation& sent, std::u
 
 // Each call's request is checked as the next call's input; the last one (of call `calls`) is
 // checked here.
-void check_last_request(const Conversation& last, std::size_t calls, SessionReplay& out) {
-  auto violations = run_checkers(make_input_checkers(), CheckInput{last, last, compute_protected_tail(last, 0), {}});
+void check_last_request(const Conversation& last, std::size_t calls, const ReplaySetup& setup, SessionReplay& out) {
+  const CheckInput input{last, last, compute_protected_tail(last, 0), {}};
+  auto violations = setup.rules != nullptr ? run_checkers(*setup.rules, input) : run_checkers(make_input_checkers(), input);
   if (!violations.empty()) {
     ++out.failures;
     out.errors.push_back("call " + std::to_string(calls) + ": the request sent: " + first_line(violations.front().to_string()));
@@ -226,7 +228,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   }
   // Prices are linear in tokens: the session's cost is the cost of its totals.
   if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
-  if (previous) check_last_request(*previous, answers.size(), out);
+  if (previous) check_last_request(*previous, answers.size(), setup, out);
   return out;
 }
 

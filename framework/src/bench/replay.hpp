@@ -84,6 +84,9 @@ struct ReplaySetup {
   // Called with each call's request as sent (0-based call index): how the server's continuity
   // test compares its outputs with the replay's.
   std::function<void(std::size_t call, const Conversation& sent)> on_call;
+  // The API's rules for the session's wire format (its adapter's), when it is not the Messages
+  // API: the pipeline runs with them and the last request is checked against them.
+  const std::vector<CheckerPtr>* rules = nullptr;
 };
 
 // Replays `session` (as imported) through `pipeline`. Never fails: a call whose pipeline fails

@@ -14,7 +14,7 @@ namespace compactor::detail {
 // A hash for whole messages' (or archived lines') bytes that reads at most 192 of them: the
 // length and 64 bytes at the start, the middle and the end. Equal bytes hash equal, and the table
 // still compares whole keys, so lookups find exactly what std::hash would; hashing every byte of
-// a 3.8 MB input cost about 3% of a run (issue 17). Tool results share their first bytes (the
+// a 3.8 MB input cost about 3% of a run. Tool results share their first bytes (the
 // JSON around the id) and often their last (a trailer), so the middle is sampled too.
 struct SampledBytesHash {
   std::size_t operator()(std::string_view bytes) const noexcept {

@@ -1,4 +1,4 @@
-// The documented exit codes of the `compactor` command line (DESIGN.md, "Command line").
+// The documented exit codes of the `compactor` command line (README.md, "Exit codes").
 #pragma once
 
 namespace compactor {

@@ -1,4 +1,4 @@
-// The host's loop (DESIGN.md, "Data flow"): the input is checked; then for each stage, its `when`
+// The host's loop: the input is checked; then for each stage, its `when`
 // is evaluated, it runs on the committed conversation, every enabled checker looks at its
 // candidate, and the candidate is committed or rejected (`on_violation: abort | skip`), the
 // conversation staying as it was on a reject or decline; last, the final budget check.

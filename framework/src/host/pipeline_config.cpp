@@ -193,7 +193,8 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
 void ConfigLoader::read_serve(const YAML::Node& root) {
   auto serve = r_.member(root, "", "serve", false);
   if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "gemini_upstream", "max_body_bytes",
-                                                   "max_concurrency", "workers", "request_timeout_ms", "on_failure"}))
+                                                   "max_concurrency", "workers", "request_timeout_ms", "on_failure",
+                                                   "mcp_token_env"}))
     return;
   ServeConfig s;
   if (auto l = r_.member(*serve, "serve", "listen", false))
@@ -221,6 +222,13 @@ void ConfigLoader::read_serve(const YAML::Node& root) {
     if (auto n = r_.integer(*w, "serve.workers", 1, 1024)) s.workers = *n;
   if (auto t = r_.member(*serve, "serve", "request_timeout_ms", false))
     if (auto n = r_.integer(*t, "serve.request_timeout_ms", 1, 86400000)) s.request_timeout_ms = *n;
+  if (auto t = r_.member(*serve, "serve", "mcp_token_env", false))
+    if (auto v = r_.string(*t, "serve.mcp_token_env")) {
+      if (v->empty() || v->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        r_.error(*t, "serve.mcp_token_env", "expected the name of an environment variable, got \"" + *v + "\"");
+      else
+        s.mcp_token_env = *v;
+    }
   if (auto f = r_.member(*serve, "serve", "on_failure", false))
     if (auto v = r_.choice(*f, "serve.on_failure", {"forward", "reject"})) s.reject_on_failure = *v == "reject";
   config_.serve = s;

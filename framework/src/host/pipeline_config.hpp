@@ -54,6 +54,7 @@ struct ServeConfig {
   std::int64_t workers = 0;               // pipelines that run at once; 0: one per core
   std::int64_t request_timeout_ms = 600000;  // the pipeline's and the upstream's time per request
   bool reject_on_failure = false;         // `on_failure: reject` (else `forward`: fail open)
+  std::string mcp_token_env;              // the variable holding /mcp's bearer token (beyond loopback)
 };
 
 struct PipelineConfig {
@@ -85,7 +86,7 @@ struct ConfigLoadResult {
   bool plugin_failure = false;           // a plugin was refused or failed: exit 3, not 2
 };
 
-// Reads, validates and resolves a config file. Plugins are searched (DESIGN.md) in the entry's
+// Reads, validates and resolves a config file. Plugins are searched in the entry's
 // `plugin:` path, `plugin_dirs`, `plugins/` beside the config, each folder of the environment
 // variable COMPACTOR_PLUGIN_PATH (colon-separated), then the binary's own plugin folder.
 ConfigLoadResult load_pipeline_config(const std::string& file);

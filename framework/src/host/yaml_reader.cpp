@@ -18,7 +18,7 @@ bool yaml11_boolean(const std::string& s) {
 }
 bool yaml_null(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
 // Scalars are classified by hand, in one pass: std::regex recurses per character and a number of
-// ~30,000 digits overflowed the stack (issue 12, defect 2).
+// ~30,000 digits overflowed the stack.
 bool all_of(std::string_view s, bool (*pred)(char)) {
   if (s.empty()) return false;
   for (char c : s)

@@ -1,6 +1,6 @@
 // ICU's common library (libicuuc), opened when Claude's legacy meter loads (it normalizes text to
-// NFKC) rather than linked: linked, it and its 30 MB data library cost every process about 1 ms of start
-// (issue 17), and only NFKC needs it at run time (the Unicode classes are read at build time).
+// NFKC) rather than linked: linked, it and its 30 MB data library cost every process about 1 ms of start,
+// and only NFKC needs it at run time (the Unicode classes are read at build time).
 // The few C functions NFKC calls, looked up by ICU's versioned names.
 #pragma once
 

@@ -24,7 +24,7 @@ class RankTable {
   // <base64> <base64> …", ranks counting up from the first.
   static Expected<RankTable> from_lite(std::string_view text, const std::string& source);
 
-  // The packed form (issue 17): the index, entries, ranks and arena as they lie in memory, plus
+  // The packed form: the index, entries, ranks and arena as they lie in memory, plus
   // `extra` bytes the loader keeps beside them (Claude's special tokens). Made at build time
   // (compactor_meter_pack); from_packed maps the file and uses it in place, so loading costs a
   // few page faults instead of decoding 100k–200k base64 lines. `source_size` is the size of the

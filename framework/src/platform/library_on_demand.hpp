@@ -1,5 +1,5 @@
 // A shared library opened by name when a command first needs it, instead of linked: every linked
-// library costs every process its load at start (issue 17), whether the command uses it or not.
+// library costs every process its load at start (milliseconds each), whether the command uses it or not.
 // `serve` opens libcurl this way, Claude's legacy meter ICU. Kept open until the process ends.
 #pragma once
 

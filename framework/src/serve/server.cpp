@@ -1,6 +1,7 @@
 #include "serve/server.hpp"
 
 #include "serve/client_connection.hpp"
+#include "serve/mcp_endpoint.hpp"
 #include "serve/serve_metrics.hpp"
 #include "serve/upstream_client.hpp"
 #include "serve/worker_pool.hpp"
@@ -28,7 +29,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -56,6 +59,7 @@ struct Deployment {
   ServeSettings settings;
   std::string upstream, openai_upstream, gemini_upstream;
   std::shared_ptr<Zygote> zygote;
+  std::shared_ptr<McpEndpoint> mcp;  // the archive's MCP server at /mcp
 
   // Where a wire format's requests go.
   const std::string& upstream_for(const wire::WireFormat& format) const {
@@ -99,6 +103,17 @@ LoadOutcome load(const ServeOptions& options) {
   }
   for (std::string* u : {&d->upstream, &d->openai_upstream, &d->gemini_upstream})
     while (!u->empty() && u->back() == '/') u->pop_back();
+  // /mcp serves the archive this server writes: its folder as the server resolves it.
+  const std::string host = serve.listen.substr(0, serve.listen.rfind(':'));
+  std::optional<std::string> token;
+  if (!serve.mcp_token_env.empty())
+    if (const char* t = std::getenv(serve.mcp_token_env.c_str()); t != nullptr && *t != '\0') token = t;
+  std::error_code ec;
+  const std::string archive = std::filesystem::absolute(d->settings.archive_dir, ec).lexically_normal().string();
+  d->mcp = std::make_shared<McpEndpoint>(archive, options.version, serve.listen, is_loopback_host(host), token);
+  if (!is_loopback_host(host) && !token)
+    fmt::print(stderr, "compactor serve: /mcp is closed: {} is not a loopback address and serve.mcp_token_env names no token\n",
+               serve.listen);
   Zygote::StartFailure failure;
   d->zygote = Zygote::start(options.config_file, kLoadTimeout, failure);
   if (!d->zygote) {
@@ -258,10 +273,10 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::int64_t forward_us = us_since(forwarding);
   wire::ErrorReply failure = format.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
   finish(client, u, sent_extra, failure.status, failure.body);
-  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} worker_us={} "
-               "first_byte_us={} forward_us={}",
+  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
+               "worker_us={} first_byte_us={} forward_us={}",
                path, u.status, o.status, o.messages, o.covered, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us,
-               compact_us, u.first_byte_us, forward_us);
+               o.write_us, compact_us, u.first_byte_us, forward_us);
 }
 
 void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route) {
@@ -289,6 +304,11 @@ void Server::handle(ClientConnection& client, Request& req) {
     return;
   }
   auto d = current();
+  if (path == "/mcp") {
+    metrics_.add("compactor_serve_requests_total", fmt::format("route=\"mcp\",outcome=\"{}\"", method));
+    d->mcp->handle(client, req);
+    return;
+  }
   const wire::WireFormat* format = wire::wire_format_for(method, path);
   const int limit = static_cast<int>(d->settings.serve.max_concurrency);
   if (in_flight_.fetch_add(1) >= limit) {

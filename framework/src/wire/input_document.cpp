@@ -8,6 +8,9 @@
 #include "import/gemini_chat.hpp"
 #include "import/importers.hpp"
 #include "model/conversation_reader.hpp"
+#include "model/json_scanner.hpp"
+
+#include <boost/json.hpp>
 
 #include <algorithm>
 
@@ -116,6 +119,10 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
     case ImportFormat::gemini_cli: return import_log(std::move(bytes), source, ImportFormat::gemini_cli);
     case ImportFormat::anthropic: break;
   }
+  // A Chat Completions request whose system prompt and tools fill the first 64 KiB the log
+  // detection reads: its tools are functions, its calls tool_calls.
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"type\":\"function\",\"function\""})
+    if (bytes.find(marker) != std::string::npos) return read_with(openai_chat(), std::move(bytes), source);
   auto doc = read_with(anthropic_messages(), bytes, source);
   // An OpenAI chat without tool calls looks like Anthropic messages but starts with its system
   // message: detection keeps the error (in Anthropic messages it is a mistake), and says what to
@@ -124,6 +131,87 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
     return Error{doc.error().message + "\n" + source +
                  ": an OpenAI chat history starts with its system message; if this is one, give --input-format openai"};
   return doc;
+}
+
+Expected<ImportedSession> import_session(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
+  auto read = read_input_bytes(path);
+  if (!read) return read.error();
+  std::string bytes = std::move(read).value();
+  const std::string source = path == "-" ? "<stdin>" : path;
+  const std::string name = name_of(path);
+  const ImportFormat f = format.value_or(detect_import_format(bytes, name));
+  std::optional<Error> faithful;  // why the Chat adapter could not read it, if it could not
+  if (f == ImportFormat::openai && !is_openai_log(bytes, name)) {
+    auto request = openai_chat().read(bytes, source);
+    if (!request) faithful = request.error();
+    if (request) {
+      // The model form as an Anthropic request: the head's system texts as `system`, the later
+      // ones as system entries at their places, the messages with everything they carry.
+      const Conversation& c = (*request)->conversation();
+      boost::system::error_code ec;
+      const boost::json::value doc = detail::parse_json(bytes, ec);
+      const boost::json::array* list = ec ? nullptr : doc.is_array() ? &doc.get_array() : doc.get_object().at("messages").if_array();
+      boost::json::array system;
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
+        const boost::json::object& m = (*list)[i].get_object();
+        const std::string_view role = m.at("role").get_string();
+        if (role != "system" && role != "developer") {
+          if (!entries.empty() || !system.empty()) break;
+          continue;
+        }
+        const boost::json::value& content = m.at("content");
+        if (content.is_string()) system.push_back(boost::json::object{{"type", "text"}, {"text", content}});
+        else if (content.is_array())
+          for (const auto& part : content.get_array()) system.push_back(part);
+      }
+      std::string body = "{";
+      if (!system.empty()) body += "\"system\":" + boost::json::serialize(system) + ",";
+      body += "\"messages\":[";
+      const auto& slots = c.system_slots();
+      std::size_t k = 0;
+      bool first = true;
+      auto add = [&](std::string_view raw) {
+        body += (first ? "" : ",");
+        body += raw;
+        first = false;
+      };
+      for (std::size_t i = 0; i <= c.size(); ++i) {
+        for (; k < slots.size() && slots[k] <= i; ++k) {
+          boost::system::error_code e;
+          boost::json::value entry = detail::parse_json(c.frame().system_entries[k].raw, e);
+          if (!e) entry.as_object()["role"] = "system";
+          add(boost::json::serialize(entry));
+        }
+        if (i < c.size()) add(c[i].raw());
+      }
+      body += "]}";
+      ReadOptions options;
+      options.source = source;
+      auto conversation = read_conversation(std::move(body), options);
+      if (conversation) {
+        ImportedSession s;
+        s.format = &openai_chat();
+        s.result.report.source = source;
+        s.result.report.format = ImportFormat::openai;
+        s.result.report.messages = conversation->size();
+        s.result.report.lines = list != nullptr ? list->size() : 0;
+        for (const MessagePtr& m : conversation->messages())
+          for (const Block& b : m->blocks()) s.result.report.tool_uses += b.kind() == BlockKind::tool_use;
+        s.result.conversation = std::move(*conversation);
+        return s;
+      }
+    }
+  }
+  // Everything else as the importers read it (the file again: what detection read is small
+  // beside a replay).
+  auto imported = import_file(path, f, sidechain);
+  // A Chat history neither read faithfully nor repaired: the faithful reading's reason.
+  if (!imported) return faithful ? *faithful : imported.error();
+  ImportedSession s;
+  s.format = &anthropic_messages();
+  s.result = std::move(*imported);
+  return s;
 }
 
 std::vector<CheckerPtr> checkers_for_check(const WireFormat& format) {

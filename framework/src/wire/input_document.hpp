@@ -9,6 +9,7 @@
 #include "wire/wire_format.hpp"
 
 #include "compactor/error.hpp"
+#include "import/importers.hpp"
 
 #include <memory>
 #include <optional>
@@ -32,6 +33,17 @@ std::optional<std::string> input_format_error(const std::optional<std::string>& 
 // Reads `path` ("-": stdin) as `format` (auto or unset: detected from the bytes and the name).
 // Errors name the file and the place.
 Expected<InputDocument> read_input_document(const std::string& path, const std::optional<std::string>& format);
+
+// A session `import` and `bench` bring in: an OpenAI Chat Completions request body or messages
+// array read by its adapter (every field it carries kept, in the model form), else what the
+// importers make of a file (import/importers.hpp: Claude Code logs, SWE-agent trajectories,
+// Anthropic messages; a Chat history the API would refuse is repaired there, every repair
+// listed). `format` says whose rules the session must pass.
+struct ImportedSession {
+  ImportResult result;
+  const WireFormat* format = nullptr;
+};
+Expected<ImportedSession> import_session(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
 
 // What `check` runs on a history of `format`: its rules, then Compactor's own invariants (all
 // the built-in checkers but the Messages API's rules, for another API's history).

@@ -7,7 +7,10 @@
 // names, and gets tool errors for unknown, malformed and corrupted receipts. Offline: nothing but
 // the child process.
 //
-// usage: node sdk_client.js COMPACTOR_CLI PLUGIN_DIR WORK_DIR
+// The same over MCP's Streamable HTTP transport at `compactor serve`'s /mcp (the fourth argument
+// `http`): the server's archive is the folder the runs wrote.
+//
+// usage: node sdk_client.js COMPACTOR_CLI PLUGIN_DIR WORK_DIR [stdio|http]
 'use strict';
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
@@ -15,9 +18,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { spawn } = require('node:child_process');
 const { McpError } = require('@modelcontextprotocol/sdk/types.js');
 
-const [cli, pluginDir, workDir] = process.argv.slice(2).map((p) => path.resolve(p));
+const [cli, pluginDir, workDir] = process.argv.slice(2, 5).map((p) => path.resolve(p));
+const overHttp = process.argv[5] === 'http';
 const deadline = setTimeout(() => { console.error('mcp sdk_client: timed out'); process.exit(1); }, 110000);
 
 fs.rmSync(workDir, { recursive: true, force: true });
@@ -77,11 +83,27 @@ const snapshotReceipt = cut[2];
 
 // ---- the client ------------------------------------------------------------------------------
 async function main() {
-  const transport = new StdioClientTransport({
-    command: cli, args: ['mcp', '--archive', archive], cwd: path.join(workDir, 'agent'), stderr: 'pipe',
-  });
   let serverLog = '';
-  transport.stderr.on('data', (chunk) => { serverLog += chunk; });
+  let transport, serve;
+  if (!overHttp) {
+    transport = new StdioClientTransport({
+      command: cli, args: ['mcp', '--archive', archive], cwd: path.join(workDir, 'agent'), stderr: 'pipe',
+    });
+    transport.stderr.on('data', (chunk) => { serverLog += chunk; });
+  } else {
+    // serve, on the archive the runs wrote (an upstream it never calls here).
+    fs.writeFileSync(path.join(workDir, 'serve.yaml'),
+      `version: 1\nbudget: {limit: 1000}\narchive: {dir: ${JSON.stringify(archive)}}\nplugin_dirs: [${JSON.stringify(pluginDir)}]\npipeline: []\n`);
+    serve = spawn(cli, ['serve', '--config', 'serve.yaml', '--listen', '127.0.0.1:0', '--upstream', 'http://127.0.0.1:9'],
+      { cwd: workDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    serve.stderr.on('data', (chunk) => { serverLog += chunk; });
+    const port = await new Promise((resolve, reject) => {
+      let out = '';
+      serve.stdout.on('data', (d) => { out += d; const m = out.match(/127\.0\.0\.1:(\d+)/); if (m) resolve(Number(m[1])); });
+      serve.on('exit', (code) => reject(new Error(`compactor serve exited ${code}: ${serverLog}`)));
+    });
+    transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`));
+  }
   // Every message the server sent, as the client received it.
   const received = [];
   const start = transport.start.bind(transport);
@@ -181,9 +203,15 @@ async function main() {
     (e) => e instanceof McpError && e.code === -32602 && /Unknown tool: unrestore/.test(e.message));
 
   await client.close();
-  assert.equal(serverLog, '', 'the server logs nothing when nothing is wrong');
+  if (serve) {
+    serve.kill('SIGTERM');
+    await new Promise((resolve) => serve.on('exit', resolve));
+    assert.doesNotMatch(serverLog, /error|warn/i, serverLog);
+  } else {
+    assert.equal(serverLog, '', 'the server logs nothing when nothing is wrong');
+  }
   clearTimeout(deadline);
-  console.log('mcp sdk_client: ok');
+  console.log(`mcp sdk_client (${overHttp ? 'Streamable HTTP at serve\'s /mcp' : 'stdio'}): ok`);
 }
 
 main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,3 +1,7 @@
+# The s000_* cases: the scenarios of the careful reference design (archive first, candidate then
+# commit, explicit failure for every condition; its teaching budget and stand-in summary), and the
+# s001_* cases: two rules of the four-step reference design whose numbers are the defaults (tool-result
+# budget, snip, micro-compact, summarize; reactive compact on prompt_too_long; the compact tool).
 import os
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'run_basics.py')).read().split("ms=conv(5,600)")[0])
 import copy
@@ -117,14 +121,14 @@ def run_case(case, intent, name, kind="test_fixed", max_summaries=2, archive=".c
     write(case,intent,text(ms),cfg(kind,max_summaries,archive),code,out_text,rep)
     return rep
 import os
-run_case("s000_multi_call_batch","Seed 000 'multi': a batch of two calls is kept whole; only its 1,200-char result is trimmed (the short one stays), the pair's ids untouched.","multi")
-run_case("s000_is_error_kept","Seed 000 'error': trimming an old failed result keeps is_error true; only the content becomes a receipt marker.","error")
-run_case("s000_large_recent_result","Seed 000 'recent': the newest exchange's 1,600-char result stays whole (protected) and the old one is trimmed; still over, and a summary would not be smaller, so summarize declines: exit 1, trimmed history written.","recent")
-run_case("s000_fits_already","Seed 000 'fit': within budget, nothing runs and the output is the input byte for byte.","fit")
-run_case("s000_trimming_enough","Seed 000 'trim': trimming the two old 1,200-char results brings it under; no summary is made.","trim")
-run_case("s000_summary_needed","Seed 000 'summary': results too short to trim but too many for the budget: the older exchanges become one summary message quoting the request verbatim; the newest exchange follows.","summary")
-run_case("s000_empty_summary","Seed 000 'bad_summary': the summarizer returns only whitespace; summarize declines, the conversation is unchanged, exit 1.","bad_summary",kind="test_empty",decline="the summarizer returned an empty summary")
-run_case("s000_summary_budget_exhausted","Seed 000 'exhausted': max_summaries 1 and the history starts with its one summary; summarize declines without calling the summarizer; exit 1.","exhausted",max_summaries=1,decline="summary budget exhausted: the history has had 1 of its 1 summaries")
+run_case("s000_multi_call_batch","The careful reference design's 'multi' scenario: a batch of two calls is kept whole; only its 1,200-char result is trimmed (the short one stays), the pair's ids untouched.","multi")
+run_case("s000_is_error_kept","The careful reference design's 'error' scenario: trimming an old failed result keeps is_error true; only the content becomes a receipt marker.","error")
+run_case("s000_large_recent_result","The careful reference design's 'recent' scenario: the newest exchange's 1,600-char result stays whole (protected) and the old one is trimmed; still over, and a summary would not be smaller, so summarize declines: exit 1, trimmed history written.","recent")
+run_case("s000_fits_already","The careful reference design's 'fit' scenario: within budget, nothing runs and the output is the input byte for byte.","fit")
+run_case("s000_trimming_enough","The careful reference design's 'trim' scenario: trimming the two old 1,200-char results brings it under; no summary is made.","trim")
+run_case("s000_summary_needed","The careful reference design's 'summary' scenario: results too short to trim but too many for the budget: the older exchanges become one summary message quoting the request verbatim; the newest exchange follows.","summary")
+run_case("s000_empty_summary","The careful reference design's 'bad_summary' scenario: the summarizer returns only whitespace; summarize declines, the conversation is unchanged, exit 1.","bad_summary",kind="test_empty",decline="the summarizer returned an empty summary")
+run_case("s000_summary_budget_exhausted","The careful reference design's 'exhausted' scenario: max_summaries 1 and the history starts with its one summary; summarize declines without calling the summarizer; exit 1.","exhausted",max_summaries=1,decline="summary budget exhausted: the history has had 1 of its 1 summaries")
 run_case("summarizer_throws","The summarizer throws: the exception becomes a decline naming the backend; the conversation is unchanged; exit 1.","throws",kind="test_throws",decline="summarizer test_throws ($TEST_PLUGINS/compactor_summarizer_test_throws.so) threw: summary service unavailable")
 run_case("summarizer_overlong","A summary over max_chars (1,001 chars) is refused; exit 1.","overlong",kind="test_overlong",decline="the summary is 1001 chars, over max_chars 1000")
 run_case("summarizer_truncated","A summary the backend reports as truncated is refused; exit 1.","truncated",kind="test_truncated",decline="the summarizer's summary was truncated")
@@ -135,18 +139,18 @@ def write_error_case(case, intent, name, stderr):
     d=os.path.join(G,case); os.makedirs(d, exist_ok=True)
     open(d+"/intent.txt","w").write(intent+"\n"); open(d+"/input.json","w").write(text(ms))
     open(d+"/pipeline.yaml","w").write(cfg()); open(d+"/expected_exit","w").write("2\n"); open(d+"/expected_stderr","w").write(stderr)
-write_error_case("s000_pending_results","Seed 000 'pending': the newest tool_use has no result yet; the input is refused (exit 2) and nothing is written.","pending",
+write_error_case("s000_pending_results","The careful reference design's 'pending' scenario: the newest tool_use has no result yet; the input is refused (exit 2) and nothing is written.","pending",
   "input.json: pairing: messages.3: tool_use ids were found without tool_result blocks immediately after: call_2\n")
-write_error_case("s000_mismatched_id","Seed 000 'mismatch': the result names an id no call has; the input is refused (exit 2) naming both sides, and nothing is written.","mismatch",
+write_error_case("s000_mismatched_id","The careful reference design's 'mismatch' scenario: the result names an id no call has; the input is refused (exit 2) naming both sides, and nothing is written.","mismatch",
   "input.json: pairing: messages.4: unexpected tool_use_id found in tool_result blocks: wrong. Each tool_result block must have a corresponding tool_use block in the previous message\n"
   "input.json: pairing: messages.3: tool_use ids were found without tool_result blocks immediately after: call_2\n")
-run_case("s000_archive_failure","Seed 000 'archive_error': the archive folder cannot be created (its parent is a file); summarize declines before summarizing anything, exit 1, nothing changed.","archive_error",
+run_case("s000_archive_failure","The careful reference design's 'archive_error' scenario: the archive folder cannot be created (its parent is a file); summarize declines before summarizing anything, exit 1, nothing changed.","archive_error",
          archive="input.json/archive",decline="archive: cannot create folder input.json/archive: Not a directory")
 ms=scenario("recent_large"); kept=B([dumps(m) for m in ms[1:]])
-run_case("s000_recent_exchange_alone_too_large","Seed 000 'recent_large': the single exchange alone is over budget; it cannot be summarized without splitting it, so summarize declines and says to shrink the tool output.","recent_large",
+run_case("s000_recent_exchange_alone_too_large","The careful reference design's 'recent_large' scenario: the single exchange alone is over budget; it cannot be summarized without splitting it, so summarize declines and says to shrink the tool output.","recent_large",
          decline=f"the newest exchange alone is {kept} bytes (limit {LIMIT}) and cannot be summarized without splitting it; shrink it (its tool input or output)")
 
-# ---- seed 001: reactive compact keeps the newest 5 without splitting a pair -------------------
+# ---- the four-step design: reactive compact keeps the newest 5 without splitting a pair -----
 def summarize_gen(ms, summary, end, reactive, count=1):
     rec=receipt("".join(dumps(m)+"\n" for m in ms))
     kept=ms[end:]; kept_c=sum(len(dumps(m)) for m in kept)
@@ -174,7 +178,7 @@ write("s001_reactive_keeps_last_5",f"After prompt_too_long, reactive_compact kee
       report(None,None,(100000,100000),szb(raw),szb(oraw),0,[stage("reactive_compact","PLUGINS","committed",szb(raw),szb(oraw))],"ok",0,rres,reason="prompt_too_long"),
       args=["--reason","prompt_too_long"])
 
-# ---- seed 001: the compact tool's batch is complete before anything is summarized ------------
+# ---- the four-step design: the compact tool's batch is complete before anything is summarized
 ms=[{"role":"user","content":Q}]+pair(1,"notes "+"n"*400)
 ms.append({"role":"assistant","content":[{"type":"text","text":"Saving the plan, then compacting."},
     {"type":"tool_use","id":"call_w","name":"write_file","input":{"path":"plan.md","content":"1. check\n2. ask\n3. run"}},

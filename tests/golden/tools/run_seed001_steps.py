@@ -1,3 +1,5 @@
+# The stages' steps in the four-step reference design whose numbers are the defaults (tool-result
+# budget, snip, micro-compact, summarize), each restated here independently of Compactor.
 import os
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'run_basics.py')).read().split("ms=conv(5,600)")[0])  # helpers only
 def r_of(s): return receipt(s)

@@ -127,7 +127,7 @@ TEST(AnthropicSummarizer, SendsTheDocumentedRequestAndTakesAGoodSummary) {
   auto requests = server.requests();
   ASSERT_EQ(requests.size(), 1u);
   const auto& r = requests[0];
-  // The README shows this body as the server recorded it: COMPACTOR_DUMP_REQUEST=<file> saves it.
+  // docs/summarizers.md shows this body as the server recorded it: COMPACTOR_DUMP_REQUEST=<file> saves it.
   if (const char* dump = std::getenv("COMPACTOR_DUMP_REQUEST")) std::ofstream(dump) << r.body;
   EXPECT_EQ(r.method, "POST");
   EXPECT_EQ(r.target, "/v1/messages");

@@ -14,7 +14,7 @@ class TestSummarizer final : public Summarizer {
  public:
   Expected<Summary> summarize(const SummaryRequest& r) override {
     std::string mode = TEST_SUMMARIZER_MODE;
-    if (mode == "fixed") return Summary{"旧正文已归档；仍须检查当前文件并取得运行许可。", false};  // seed 000's stand-in
+    if (mode == "fixed") return Summary{"旧正文已归档；仍须检查当前文件并取得运行许可。", false};  // the careful reference design's stand-in summary
     if (mode == "empty") return Summary{"  \n", false};
     if (mode == "overlong") return Summary{std::string(r.max_chars + 1, 'x'), false};
     if (mode == "truncated") return Summary{"The build failed because", true};
