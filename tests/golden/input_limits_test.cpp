@@ -58,9 +58,9 @@ TEST_F(InputLimits, ABadInputFormatIsAUsageErrorOfEveryCommand) {
     args.insert(args.end(), {"--input-format", "xml"});
     auto r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
-    // import reads logs and sessions; the others read any wire format's request too.
-    const std::string names = args[0] == "import" ? "auto, anthropic, claude-code, codex or openai"
-                                                  : "auto, anthropic, claude-code, codex, openai or responses";
+    // import turns logs into messages; the others also read any wire format's request.
+    const std::string names = args[0] == "import" ? "auto, anthropic, claude-code, codex, gemini-cli or openai"
+                                                  : "auto, anthropic, claude-code, codex, openai, responses, gemini or gemini-cli";
     EXPECT_EQ(r.err.rfind("compactor " + args[0] + ": --input-format takes " + names + ", got \"xml\"\nusage: ", 0), 0u)
         << args[0] << ": " << r.err;
     EXPECT_EQ(r.out, "") << args[0];

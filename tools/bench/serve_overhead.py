@@ -12,7 +12,12 @@ p99 of parse, state lookup, stages, the worker (fork + stages + archive syncs + 
 the server sees it), the upstream's first byte and forwarding (to the loopback upstream and back), and the stage time of the continuing
 path as a share of the full runs' on the same histories.
 
-usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|chat|responses]
+--route gemini sends the same session as Gemini generateContent bodies (each call a
+functionCall part with a thoughtSignature, each result a functionResponse part) to
+/v1beta/models/M:generateContent, so the Gemini adapter's read and write-back show beside the
+other routes'.
+
+usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|chat|responses|gemini]
   SESSION: any input `compactor import` reads (messages array, Claude Code log, OpenAI history).
   --route chat: the same history as OpenAI Chat Completions requests to /v1/chat/completions.
   --route responses: the same history as OpenAI Responses requests to /v1/responses (each tool
@@ -20,6 +25,7 @@ usage: serve_overhead.py COMPACTOR CONFIG SESSION [--calls N] [--route messages|
   them), so the Responses adapter's overhead reads beside the Messages route's on one session.
 """
 import argparse
+import base64
 import http.server
 import json
 import os
@@ -54,7 +60,7 @@ def start_server(cli, config, upstream, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "w")
     env = dict(os.environ, COMPACTOR_LOG="info")
     p = subprocess.Popen([cli, "serve", "--config", config, "--listen", "127.0.0.1:0", "--upstream", upstream,
-                          "--openai-upstream", upstream],
+                          "--openai-upstream", upstream, "--gemini-upstream", upstream],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, env=env, text=True)
     line = p.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
@@ -95,6 +101,34 @@ def responses_items(messages):
     return items
 
 
+def gemini_body(messages):
+    """Anthropic messages as a Gemini body: text as text parts, a tool_use as a functionCall (the
+    first of a turn signed), a tool_result as a functionResponse naming its call's function."""
+    names, contents = {}, []
+    for m in messages:
+        blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        parts, signed = [], False
+        for b in blocks:
+            if b.get("type") == "text":
+                parts.append({"text": b["text"]})
+            elif b.get("type") == "tool_use":
+                names[b["id"]] = b["name"]
+                part = {"functionCall": {"id": b["id"], "name": b["name"], "args": b.get("input") or {}}}
+                if not signed:
+                    part["thoughtSignature"] = base64.b64encode(("sig:" + b["id"]).encode()).decode()
+                    signed = True
+                parts.append(part)
+            elif b.get("type") == "tool_result":
+                c = b.get("content")
+                text = c if isinstance(c, str) else "\n".join(x.get("text", "") for x in (c or []) if isinstance(x, dict))
+                parts.append({"functionResponse": {"id": b["tool_use_id"], "name": names.get(b["tool_use_id"], "tool"),
+                                                   "response": {"output": text}}})
+        if parts:
+            contents.append({"role": "model" if m["role"] == "assistant" else "user", "parts": parts})
+    return {"contents": contents, "systemInstruction": {"parts": [{"text": "You are a coding agent."}]},
+            "tools": [{"functionDeclarations": [{"name": n} for n in sorted(set(names.values())) or ["tool"]]}]}
+
+
 def post(port, body, path="/v1/messages"):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method="POST",
                                  headers={"content-type": "application/json", "x-api-key": "bench"})
@@ -113,10 +147,11 @@ def main():
     ap.add_argument("config")
     ap.add_argument("session")
     ap.add_argument("--calls", type=int, default=0, help="stop after N calls (0: all)")
-    ap.add_argument("--route", choices=["messages", "chat", "responses"], default="messages",
+    ap.add_argument("--route", choices=["messages", "chat", "responses", "gemini"], default="messages",
                     help="messages: Anthropic bodies to /v1/messages; chat: the same session as OpenAI Chat Completions "
                          "bodies (import --output-format openai) to /v1/chat/completions; responses: as Codex-shaped "
-                         "Responses bodies to /v1/responses")
+                         "Responses bodies to /v1/responses; gemini: as Gemini generateContent bodies to "
+                         "/v1beta/models/gemini-2.5-pro:generateContent")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
     form = ["--output-format", "openai"] if a.route == "chat" else []
@@ -124,7 +159,8 @@ def main():
                                          capture_output=True, text=True).stdout)
     if isinstance(messages, dict):
         messages = messages["messages"]
-    path = {"messages": "/v1/messages", "chat": "/v1/chat/completions", "responses": "/v1/responses"}[a.route]
+    path = {"messages": "/v1/messages", "chat": "/v1/chat/completions", "responses": "/v1/responses",
+            "gemini": "/v1beta/models/gemini-2.5-pro:generateContent"}[a.route]
     work = tempfile.mkdtemp(prefix="compactor-serve-bench-")
     try:
         text = open(a.config).read()
@@ -145,6 +181,8 @@ def main():
                 request = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages[:i]}
             elif a.route == "chat":
                 request = {"model": "gpt-4o", "messages": messages[:i]}
+            elif a.route == "gemini":
+                request = gemini_body(messages[:i])
             else:
                 request = {"model": "gpt-5.1-codex", "stream": False, "store": False, "include": ["reasoning.encrypted_content"],
                            "input": [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]}]

@@ -26,7 +26,7 @@ blocks, a tool_use's name and JSON input, a tool_result's content, any other blo
 
 options:
   --input FILE      the conversation ("-" for stdin), in any format `run` reads
-  --input-format auto|anthropic|openai|responses|claude-code|codex
+  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
   --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
   --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
                     the calibrated meter (given, or the default list's fifth)

@@ -22,7 +22,7 @@ namespace compactor::cli {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|codex|openai|anthropic]
+constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|codex|gemini-cli|openai|anthropic]
                         [--output FILE] [--output-format anthropic|openai] [--report FILE]
        compactor import --corpus DIR [--report FILE] [--sidechains include|skip]
 
@@ -30,7 +30,9 @@ Turns a session into Anthropic messages: a Claude Code session log (JSONL: main-
 split assistant messages merged, tool results merged with results first, rewound branches and
 meta lines left out, agent-*.jsonl files imported as their sub-agent chain) or an OpenAI chat
 history (tool_calls and role "tool", SWE-agent .traj files; the system message becomes the
-request body's system). Broken lines are skipped and counted with their line numbers; every
+request body's system), or a Gemini CLI chat (~/.gemini/tmp/<project hash>/chats/session-*.json
+or .jsonl: tool calls and their recorded results as pairs, thoughts left out; docs/gemini.md).
+Broken lines are skipped and counted with their line numbers; every
 repair (an orphan result dropped, a call whose result was lost answered by an is_error result…)
 is counted and listed in the report, never silent. A Codex CLI session file (its rollout JSONL)
 is read as the OpenAI Responses request its last call sent, and written as that request body
@@ -145,7 +147,7 @@ int import_command(int argc, char** argv) {
   std::string error;
   std::optional<ImportFormat> format;
   if (auto f = args->get("input-format"); f && *f != "auto" && !import_format_from_string(*f))
-    error = "--input-format takes auto, anthropic, claude-code, codex or openai, got \"" + *f + "\"";
+    error = "--input-format takes auto, anthropic, claude-code, codex, gemini-cli or openai, got \"" + *f + "\"";
   else if (args->get("input-format") && *args->get("input-format") != "auto") format = import_format_from_string(*args->get("input-format"));
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
   if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";

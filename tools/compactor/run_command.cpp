@@ -33,7 +33,7 @@ options:
   --request TEXT   the active request, kept verbatim (default: found in the conversation)
   --reason prompt_too_long
                    run the config's on_prompt_too_long pipeline instead (after the API refused)
-  --input-format auto|anthropic|openai|responses|claude-code|codex
+  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
                    how to read the input (default auto: detected); an OpenAI Chat Completions
                    or Responses request body (or messages or items array) is written back in its
                    own form, with every field it carried; Claude Code logs and SWE-agent trajectories are imported

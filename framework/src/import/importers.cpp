@@ -1,6 +1,8 @@
 #include "import/importers.hpp"
 
 #include "import/codex_session.hpp"
+#include "import/gemini_chat.hpp"
+#include "import/import_drafts.hpp"
 
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
@@ -26,6 +28,7 @@ std::string_view to_string(ImportFormat format) {
     case ImportFormat::claude_code: return "claude-code";
     case ImportFormat::openai: return "openai";
     case ImportFormat::codex: return "codex";
+    case ImportFormat::gemini_cli: return "gemini-cli";
   }
   return "?";
 }
@@ -35,6 +38,7 @@ std::optional<ImportFormat> import_format_from_string(std::string_view text) {
   if (text == "claude-code") return ImportFormat::claude_code;
   if (text == "openai") return ImportFormat::openai;
   if (text == "codex") return ImportFormat::codex;
+  if (text == "gemini-cli") return ImportFormat::gemini_cli;
   return std::nullopt;
 }
 
@@ -744,10 +748,19 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
   return text + "\n]\n";
 }
 
+ImportResult finish_import(std::vector<ImportDraft> drafts, ImportReport report, std::string_view unit) {
+  std::vector<Draft> messages;
+  messages.reserve(drafts.size());
+  for (ImportDraft& d : drafts) messages.push_back(Draft{d.role, std::move(d.content), d.line, {}});
+  repair(messages, report, unit);
+  return finish(std::move(messages), std::move(report), "");
+}
+
 ImportFormat detect_import_format(std::string_view bytes, const std::string& name) {
   if (name.size() > 5 && name.substr(name.size() - 5) == ".traj") return ImportFormat::openai;
   if (is_codex_session(bytes)) return ImportFormat::codex;
   std::string_view head = bytes.substr(0, 1 << 16);
+  if (is_gemini_chat(head)) return ImportFormat::gemini_cli;  // it has a sessionId too
   for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
     if (head.find(marker) != std::string_view::npos) return ImportFormat::claude_code;
   // A system message alone is not enough: in an Anthropic history it is a mistake to report.
@@ -770,6 +783,8 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
       return import_openai(bytes, source);
     case ImportFormat::codex:
       return import_codex_session(bytes, source);
+    case ImportFormat::gemini_cli:
+      return import_gemini_chat(bytes, source);
     case ImportFormat::anthropic: {
       ReadOptions options;
       options.source = source;

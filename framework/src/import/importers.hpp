@@ -15,7 +15,7 @@
 
 namespace compactor {
 
-enum class ImportFormat { anthropic, claude_code, openai, codex };
+enum class ImportFormat { anthropic, claude_code, openai, codex, gemini_cli };
 std::string_view to_string(ImportFormat format);
 std::optional<ImportFormat> import_format_from_string(std::string_view text);
 

@@ -10,6 +10,7 @@
 #include "host/exit_code.hpp"
 #include "host/pipeline_config.hpp"
 #include "wire/anthropic_messages.hpp"
+#include "wire/gemini.hpp"
 #include "wire/wire_format.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -56,14 +57,19 @@ constexpr std::chrono::milliseconds kLoadTimeout{120000};
 // from. A reload makes a new one; a request holds the one it started with.
 struct Deployment {
   ServeSettings settings;
-  std::string upstream, openai_upstream;
+  std::string upstream, openai_upstream, gemini_upstream;
   std::shared_ptr<Zygote> zygote;
   std::shared_ptr<McpEndpoint> mcp;  // the archive's MCP server at /mcp
 
   // Where a wire format's requests go.
   const std::string& upstream_for(const wire::WireFormat& format) const {
     if ((format.name() == "openai_chat" || format.name() == "openai_responses") && !openai_upstream.empty()) return openai_upstream;
+    if (format.name() == "gemini") return gemini_upstream;
     return upstream;
+  }
+  // Where a request no format handles goes: the Gemini API's other paths to its upstream.
+  const std::string& upstream_for_path(std::string_view path) const {
+    return wire::is_gemini_api_path(path) ? gemini_upstream : upstream;
   }
 };
 
@@ -88,13 +94,14 @@ LoadOutcome load(const ServeOptions& options) {
   ServeConfig& serve = d->settings.serve;
   d->upstream = options.upstream.value_or(serve.upstream);
   d->openai_upstream = options.openai_upstream.value_or(serve.openai_upstream);
+  d->gemini_upstream = options.gemini_upstream.value_or(serve.gemini_upstream);
   if (options.listen) serve.listen = *options.listen;
   if (d->upstream.empty()) {
     out.errors.push_back(options.config_file + ": serve.upstream: no upstream: give --upstream URL or serve.upstream");
     out.exit_code = kExitBadInput;
     return out;
   }
-  for (std::string* u : {&d->upstream, &d->openai_upstream})
+  for (std::string* u : {&d->upstream, &d->openai_upstream, &d->gemini_upstream})
     while (!u->empty() && u->back() == '/') u->pop_back();
   // /mcp serves the archive this server writes: its folder as the server resolves it.
   const std::string host = serve.listen.substr(0, serve.listen.rfind(':'));
@@ -235,6 +242,7 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   record(c, route);
   const JobOutcome& o = c.outcome;
   Headers extra;
+  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path, o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
     spdlog::warn("serve: POST {}: {}", path, o.warning);
     if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure) {
@@ -290,8 +298,8 @@ void Server::pass_through(ClientConnection& client, Request& req, const Deployme
   UpstreamAnswer u = forward(client, request);
   if (u.failed() || u.status / 100 != 2)
     metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
-  wire::ErrorReply failure =
-      wire::anthropic_messages().error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
+  const wire::WireFormat& shape = wire::is_gemini_api_path(path_of(req)) ? wire::gemini() : wire::anthropic_messages();
+  wire::ErrorReply failure = shape.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
   finish(client, u, extra, failure.status, failure.body);
 }
 
@@ -339,7 +347,7 @@ void Server::handle(ClientConnection& client, Request& req) {
     if (format != nullptr) compacting_route(client, req, *d, *format);
     else if (api != nullptr && beast::iequals(req[http::field::upgrade], "websocket")) refuse_upgrade(client, *api);
     else if (api != nullptr) pass_through(client, req, *d, std::string(api->route()) + "_other", d->upstream_for(*api), {{"x-compactor-status", "passed"}});
-    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other", d->upstream);
+    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other", d->upstream_for_path(path));
   } catch (const std::exception& e) {
     spdlog::error("serve: {} {}: internal error: {}", method, path, e.what());
     client.broken = true;

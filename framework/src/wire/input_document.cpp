@@ -1,11 +1,13 @@
 #include "wire/input_document.hpp"
 
 #include "wire/anthropic_messages.hpp"
+#include "wire/gemini.hpp"
 #include "wire/openai_chat.hpp"
 #include "wire/openai_responses.hpp"
 
 #include "checkers/builtin_checkers.hpp"
 #include "import/codex_session.hpp"
+#include "import/gemini_chat.hpp"
 #include "import/importers.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
@@ -36,8 +38,9 @@ std::string name_of(const std::string& path) {
 Expected<InputDocument> import_log(std::string bytes, const std::string& source, ImportFormat format) {
   auto imported = format == ImportFormat::claude_code
                       ? Expected<ImportResult>(import_claude_code(bytes, source, name_of(source).rfind("agent-", 0) == 0))
-                  : format == ImportFormat::codex ? import_codex_session(bytes, source)
-                                                  : import_openai(bytes, source);
+                  : format == ImportFormat::codex      ? import_codex_session(bytes, source)
+                  : format == ImportFormat::gemini_cli ? Expected<ImportResult>(import_gemini_chat(bytes, source))
+                                                       : import_openai(bytes, source);
   if (!imported) return imported.error();
   const ImportReport& r = imported->report;
   if (!imported->conversation) return Error{r.source + ": no message to import"};
@@ -82,11 +85,22 @@ bool is_responses_request(std::string_view bytes) {
   return false;
 }
 
+// A Gemini API request body: an object whose `contents` hold `parts` (and no `messages`), told
+// apart by its start, before any detection that looks for other APIs' words in its text.
+bool is_gemini_body(std::string_view bytes) {
+  const std::size_t start = bytes.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || bytes[start] != '{') return false;
+  std::string_view head = bytes.substr(start, 1 << 16);
+  const std::size_t contents = head.find("\"contents\"");
+  return contents != std::string_view::npos && head.find("\"parts\"", contents) != std::string_view::npos &&
+         head.find("\"messages\"") == std::string_view::npos && !is_gemini_chat(head);
+}
+
 }  // namespace
 
 const std::vector<std::string>& input_format_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "codex", "openai", "responses"};
+    std::vector<std::string> n = {"auto", "anthropic", "claude-code", "codex", "openai", "responses", "gemini", "gemini-cli"};
     return n;
   }();
   return names;
@@ -116,12 +130,16 @@ Expected<InputDocument> read_input_document(const std::string& path, const std::
     return read_with(openai_chat(), std::move(bytes), source);
   }
   if (f == "anthropic") return read_with(anthropic_messages(), std::move(bytes), source);
+  if (f == "gemini") return read_with(gemini(), std::move(bytes), source);
+  if (f == "gemini-cli") return import_log(std::move(bytes), source, ImportFormat::gemini_cli);
+  if (is_gemini_body(bytes)) return read_with(gemini(), std::move(bytes), source);
   switch (detect_import_format(bytes, name)) {
     case ImportFormat::claude_code: return import_log(std::move(bytes), source, ImportFormat::claude_code);
     case ImportFormat::codex: return import_log(std::move(bytes), source, ImportFormat::codex);
     case ImportFormat::openai:
       if (is_openai_log(bytes, name)) return import_log(std::move(bytes), source, ImportFormat::openai);
       return read_with(openai_chat(), std::move(bytes), source);
+    case ImportFormat::gemini_cli: return import_log(std::move(bytes), source, ImportFormat::gemini_cli);
     case ImportFormat::anthropic: break;
   }
   if (is_responses_request(bytes)) return read_with(openai_responses(), std::move(bytes), source);

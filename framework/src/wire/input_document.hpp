@@ -1,10 +1,10 @@
 // A conversation `check`, `run` and `count` read, in any form Compactor reads: a wire format's
 // request (the Messages API's request body, messages array or JSONL; a Chat Completions request
-// body or messages array; a Responses request body or input items array; …), read by its
-// adapter so that `run` writes the compacted conversation back in the same form with everything
-// it carried; or a log (Claude Code's session JSONL, a SWE-agent trajectory) that `compactor
-// import` turns into Anthropic messages, or a Codex session file, read as the Responses request
-// its last call sent.
+// body or messages array; a Responses request body or input items array; a Gemini API request
+// body, `contents` with `parts`; …), read by its adapter so that `run` writes the compacted
+// conversation back in the same form with everything it carried; or a log (Claude Code's
+// session JSONL, a SWE-agent trajectory, a Gemini CLI chat) that `compactor import` turns into
+// Anthropic messages, or a Codex session file, read as the Responses request its last call sent.
 #pragma once
 
 #include "wire/wire_format.hpp"
@@ -25,8 +25,8 @@ struct InputDocument {
   std::string imported;                  // for a log: the import's summary line; else empty
 };
 
-// The names --input-format takes: auto, every wire format's (anthropic, openai, responses), and the
-// logs' and sessions' (claude-code, codex).
+// The names --input-format takes: auto, every wire format's (anthropic, openai, responses, gemini),
+// and the logs' and sessions' (claude-code, codex, gemini-cli).
 const std::vector<std::string>& input_format_names();
 
 // The usage error of a bad --input-format; nothing when it names one.

@@ -1,13 +1,14 @@
 #include "wire/wire_format.hpp"
 
 #include "wire/anthropic_messages.hpp"
+#include "wire/gemini.hpp"
 #include "wire/openai_chat.hpp"
 #include "wire/openai_responses.hpp"
 
 namespace compactor::wire {
 
 const std::vector<const WireFormat*>& wire_formats() {
-  static const std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat(), &openai_responses()};
+  static const std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat(), &openai_responses(), &gemini()};
   return formats;
 }
 

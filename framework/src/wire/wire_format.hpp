@@ -33,6 +33,11 @@ class WireRequest {
   // pipeline): untouched messages as the client sent them, the rest in the API's form. An error
   // when the compacted messages cannot be put back into the API's form.
   virtual Expected<std::string> write(const Conversation& compacted) const = 0;
+
+  // Why serve forwards this request as the client sent it, with no continuity state, though it
+  // reads as a conversation (a model router's call, a structured answer, a prefix cached on the
+  // server); empty for the agent's conversation, which is compacted.
+  virtual std::string pass_reason() const { return {}; }
 };
 
 // The errors the proxy answers itself, each in the API's own error shape.
