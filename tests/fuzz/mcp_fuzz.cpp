@@ -32,8 +32,8 @@ const mcp::McpServer& server() {
     const char* blobs[] = {
         R"("line one\nline two: needle")",
         R"([{"type":"text","text":"a screenshot"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}])",
-        R"({"role":"user","content":"the result sha256:bdcf549c8a0056e2af2de7fb6513af166f336ef23a5158371cdaf37e40a2d258 was masked; needle"})"
-        "\n",
+        R"({"role":"user","content":"the result sha256:bdcf549c8a0056e2af2de7fb6513af166f336ef23a5158371cdaf37e40a2d258 was masked; needle"}
+)",  // a line of a JSONL log: the newline is part of the blob
     };
     for (const char* b : blobs) FUZZ_CHECK(store.put(b).ok(), "cannot archive a fixture blob");
     FUZZ_CHECK(store.commit().ok(), "cannot commit the fixture archive");
