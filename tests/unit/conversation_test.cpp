@@ -1,6 +1,8 @@
 // Structural sharing and byte-identical round trips.
 #include "support/test_support.hpp"
 
+#include "model/conversation_host.hpp"
+
 #include <gtest/gtest.h>
 
 namespace compactor {
@@ -13,7 +15,7 @@ TEST(Conversation, RoundTripOfUntouchedInputIsByteIdentical) {
                      " \"n\": 1.0, \"big\": 123456789012345678901234567890},\n"
                      "  {\"role\": \"assistant\", \"content\": \"x\", \"e\": 1e400}\n]\n";
   auto c = test::parse_or_die(text);
-  EXPECT_TRUE(c.unchanged_from_input());
+  EXPECT_TRUE(ConversationHost::unchanged_from_input(c));
   EXPECT_EQ(c.serialize(), text);
 }
 
@@ -48,7 +50,7 @@ TEST(Conversation, OneMessageEditSharesEveryOtherMessage) {
     if (i == 5) continue;
     EXPECT_EQ(candidate.messages()[i].get(), c.messages()[i].get()) << "messages." << i;
   }
-  EXPECT_FALSE(candidate.unchanged_from_input());
+  EXPECT_FALSE(ConversationHost::unchanged_from_input(candidate));
   // Every untouched message is written from its own input bytes, in the input's framing.
   std::string out = candidate.serialize();
   for (std::size_t i = 0; i < c.size(); ++i) {

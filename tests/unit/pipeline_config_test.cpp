@@ -162,7 +162,7 @@ TEST_F(ConfigTest, PluginRefusedByTheLoaderIsAPluginFailure) {
   std::string file = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_wrong_api.so";
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: fixture_wrong_api\n    plugin: \"" + file + "\"\n");
   EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: " + file +
-                                               ": plugin API version 999, but this host implements version 8; rebuild the plugin against this Compactor"});
+                                               ": plugin API version 999, but this host implements version 9; rebuild the plugin against this Compactor"});
   EXPECT_TRUE(r.plugin_failure);
 }
 

@@ -67,16 +67,10 @@ class StageResult {
 
   bool declined() const { return !candidate_; }
   const std::vector<MessagePtr>& messages() const { return built_ ? built_->messages() : messages_; }
-  // The candidate in the frame of the conversation the stage was given (as built when the stage
-  // already made it in that very frame, so its sizes are not summed again), its system entries
-  // placed from the committed conversation's.
-  Conversation in_frame_of(const Conversation& committed) const {
-    if (built_ && &built_->frame() == &committed.frame()) return built_->with_system_entries_placed_from(committed);
-    return committed.with_messages(messages());
-  }
   const std::string& reason() const { return reason_; }
 
  private:
+  friend class ConversationHost;  // puts the candidate in the committed conversation's frame
   StageResult() = default;
   bool candidate_ = false;
   std::vector<MessagePtr> messages_;

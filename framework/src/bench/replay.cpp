@@ -5,6 +5,7 @@
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "model/active_request.hpp"
+#include "model/conversation_host.hpp"
 
 #include <boost/json.hpp>
 
@@ -194,7 +195,8 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     std::vector<std::size_t> slots;
     for (std::size_t k = 0; k < entries.size() && entries[k].slot <= answers[c]; ++k) slots.push_back(entries[k].slot);
     std::vector<MessagePtr> prefix(original.messages().begin(), original.messages().begin() + static_cast<std::ptrdiff_t>(answers[c]));
-    const Continuation continuation(original.with_first_system_entries(slots.size(), std::move(prefix), std::move(slots)));
+    const Continuation continuation(
+        ConversationHost::with_first_system_entries(original, slots.size(), std::move(prefix), std::move(slots)));
     const Conversation input = continuation.input(sent_before ? &*sent_before : nullptr);
     CallRecord call;
     Conversation sent = input;

@@ -1,6 +1,7 @@
 #include "host/pipeline.hpp"
 
 #include "model/active_request.hpp"
+#include "model/conversation_host.hpp"
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
@@ -212,7 +213,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.stages.push_back(std::move(sr));
       continue;
     }
-    Conversation candidate = result->in_frame_of(committed);  // copies message pointers only
+    Conversation candidate = ConversationHost::in_frame_of(*result, committed);  // copies message pointers only
     if (same_messages(candidate, committed)) {
       archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
       sr.status = StageStatus::unchanged;
