@@ -28,9 +28,8 @@ class NoNewSecrets final : public Checker {
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     std::size_t before = secrets_in(in.before), after = secrets_in(in.candidate);
     if (after > before)
-      out.push_back(Violation{std::string(name()), std::nullopt, {},
-                              fmt::format("the candidate holds {} API-key-looking tokens, the conversation it came from {}", after, before),
-                              {}, {}});
+      out.push_back(Violation::of(name(), fmt::format("the candidate holds {} API-key-looking tokens, the conversation it "
+                                                     "came from {}", after, before)));
   }
 };
 

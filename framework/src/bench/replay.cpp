@@ -96,7 +96,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
     if (s.status == StageStatus::rejected) {
       ++out.rejections;
       out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +
-                           (s.violations.empty() ? std::string() : first_line(s.violations.front())));
+                           (s.violations.empty() ? std::string() : first_line(s.violation_lines().front())));
     }
   }
   for (const auto& sc : r.summarizer_calls) {

@@ -235,11 +235,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     if (!violations.empty()) {
       archive.revert_to(archive_mark);
       sr.status = StageStatus::rejected;
-      for (auto& v : violations) {
-        v.stage = entry.stage;
-        v.plugin_file = sr.plugin_file;
-        sr.violations.push_back(v.to_string());
-      }
+      sr.violations = std::move(violations);
       report.stages.push_back(std::move(sr));
       if (config_->on_violation == ViolationPolicy::abort) {
         report.status = "aborted";

@@ -162,7 +162,7 @@ StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, co
     const StageRunReport& s = report.stages.front();
     out.status = std::string(to_string(s.status));
     out.reason = s.reason;
-    out.violations = s.violations;
+    out.violations = s.violation_lines();
   }
   return out;
 }

@@ -11,11 +11,7 @@ class KeepsFirstChecker final : public Checker {
   std::string_view name() const override { return "keeps_first"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (in.before.empty() || (!in.candidate.empty() && in.candidate[0].raw() == in.before[0].raw())) return;
-    Violation v;
-    v.checker = "keeps_first";
-    v.message_index = 0;
-    v.what = "the first message (the user's task) was replaced";
-    out.push_back(std::move(v));
+    out.push_back(Violation::of(name(), "the first message (the user's task) was replaced").at(0));
   }
 };
 
