@@ -34,8 +34,7 @@ class DedupeResults final : public Stage {
         if (bytes.empty() || result_content_chars(block) < min_chars_) continue;
         auto [it, first] = newest_id.emplace(bytes, block.tool_use_id());
         if (first || context.tail.contains(i)) continue;
-        if (context.archive == nullptr) return StageResult::decline("no archive: cannot archive before removing");
-        auto receipt = context.archive->put(bytes);  // archive first, then replace
+        auto receipt = context.archive.put(bytes);  // archive first, then replace
         if (!receipt) return StageResult::decline(receipt.error().message);
         replacements.emplace_back(b, boost::json::string("[dedupe: same as the result of " + std::string(it->second) +
                                                          "; archived as " + *receipt + "]"));
@@ -46,7 +45,7 @@ class DedupeResults final : public Stage {
       messages[i] = std::move(edited).value();
       changed = true;
     }
-    if (!changed) return StageResult::decline("no older result repeats a newer one");
+    if (!changed) return StageResult::nothing_to_do("no older result repeats a newer one");
     return StageResult::candidate(std::move(messages));
   }
 

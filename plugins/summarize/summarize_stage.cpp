@@ -24,7 +24,7 @@ class SummarizeStage final : public Stage {
   }
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (!context.over_target(committed)) return StageResult::candidate(committed);
+    if (!context.over_target(committed)) return StageResult::nothing_to_do();
     CompactionPlan plan = plan_;
     const std::size_t n = committed.size();
     plan.end = align_cut(committed, std::min(context.tail.begin, n), 1);

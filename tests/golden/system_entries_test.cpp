@@ -180,7 +180,7 @@ class DropsTheEntrysNeighbours final : public Stage {
   StageResult run(const Conversation& committed, const StageContext& context) override {
     std::vector<MessagePtr> kept = {committed.messages()[0], committed.messages()[1], committed.messages()[3]};
     std::string dropped = std::string(committed[2].raw()) + "\n";
-    auto receipt = context.archive->put(dropped);
+    auto receipt = context.archive.put(dropped);
     if (!receipt) return StageResult::decline(receipt.error().message);
     return StageResult::candidate(std::move(kept));
   }

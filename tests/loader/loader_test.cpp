@@ -6,6 +6,7 @@
 
 #include "loader/plugin_discovery.hpp"
 #include "loader/plugin_loader.hpp"
+#include "archive/archive_store.hpp"
 
 #include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
@@ -41,6 +42,9 @@ class NullLogger final : public StageLogger {
   void log(LogLevel, std::string_view) override {}
 };
 
+// A stage's archive that these pass-through runs never write (nothing is committed).
+std::string unused_archive_dir() { return (fs::temp_directory_path() / ("compactor-loader-unused-" + std::to_string(::getpid()))).string(); }
+
 Conversation small() { return test::parse_or_die(R"([{"role":"user","content":"hi"}])"); }
 
 // A fixture's pass-through stage, created and run through the host's guarded calls, returns its
@@ -49,8 +53,8 @@ void expect_pass_through_runs(const RegisteredStage& stage) {
   auto instance = create_stage(stage, {});
   ASSERT_TRUE(instance.ok()) << instance.error().message;
   NullLogger log;
-  StageContext context;
-  context.log = &log;
+  ArchiveStore archive(unused_archive_dir());
+  StageContext context(archive, log);
   Conversation c = small();
   auto result = run_stage(**instance, stage, c, context);
   ASSERT_TRUE(result.ok());
@@ -256,8 +260,8 @@ TEST(Loader, ThrowingRunIsAnErrorNamingStageAndFile) {
   auto instance = create_stage(*stage, {});
   ASSERT_TRUE(instance.ok());
   NullLogger log;
-  StageContext context;
-  context.log = &log;
+  ArchiveStore archive(unused_archive_dir());
+  StageContext context(archive, log);
   Conversation c = small();
   auto result = run_stage(**instance, *stage, c, context);
   ASSERT_FALSE(result.ok());
@@ -310,7 +314,7 @@ class FreshFrameStage final : public Stage {
  public:
   StageResult run(const Conversation& c, const StageContext& context) override {
     std::vector<MessagePtr> messages = c.messages();
-    std::string receipt = context.archive->put(std::string(raw_block_field(c[2], 0, "content"))).value();
+    std::string receipt = context.archive.put(std::string(raw_block_field(c[2], 0, "content"))).value();
     messages[2] = with_result_contents(c[2], {{0, boost::json::string("[gone; archived as " + receipt + "]")}}).value();
     return StageResult::candidate(Conversation::from_messages(std::move(messages)));
   }

@@ -272,5 +272,48 @@ TEST_F(ConfigTest, AnExactMeterLoadsAndRoundTrips) {
   EXPECT_NE(print_pipeline(*r.config).find("meter:\n  kind: \"o200k\"\n"), std::string::npos);
 }
 
+TEST_F(ConfigTest, RestoreViaNamesTheWayAndRoundTrips) {
+  const std::string kEmpty = "budget: {limit: 100}\npipeline: []\n";
+  auto cli = load("archive: {dir: \"/srv/compactor archive\"}\n" + kEmpty);
+  ASSERT_TRUE(cli.config) << cli.errors.front();
+  EXPECT_EQ(cli.config->restore_via, "cli");
+  EXPECT_EQ(restore_phrase(*cli.config), "`compactor restore {receipt} --archive '/srv/compactor archive'`");
+  EXPECT_EQ(print_pipeline(*cli.config).find("restore_via"), std::string::npos);  // the default goes unsaid
+  auto plain = load(kEmpty);
+  EXPECT_EQ(restore_phrase(*plain.config), "`compactor restore {receipt}`");
+
+  auto mcp = load("archive: {dir: /srv/a, restore_via: mcp}\n" + kEmpty);
+  ASSERT_TRUE(mcp.config) << mcp.errors.front();
+  EXPECT_EQ(restore_phrase(*mcp.config), "the `restore` tool of the `compactor` MCP server with the receipt {receipt}");
+  EXPECT_NE(print_pipeline(*mcp.config).find("archive:\n  dir: \"/srv/a\"\n  restore_via: \"mcp\"\n"), std::string::npos);
+
+  auto phrase = load("archive: {dir: /srv/a, restore_via: \"`ssh b compactor restore {receipt}`\"}\n" + kEmpty);
+  ASSERT_TRUE(phrase.config) << phrase.errors.front();
+  EXPECT_EQ(restore_phrase(*phrase.config), "`ssh b compactor restore {receipt}`");
+
+  EXPECT_EQ(load("archive: {dir: a, restore_via: \"x\\n{receipt}\"}\n" + kEmpty).errors,
+            std::vector<std::string>{at(3, 32) + "archive.restore_via: expected a phrase on one line, without control characters"});
+  EXPECT_EQ(load("archive: {dir: a, restore_via: \"" + std::string(300, 'x') + "{receipt}\"}\n" + kEmpty).errors,
+            std::vector<std::string>{at(3, 32) + "archive.restore_via: expected a phrase of at most 300 chars, got 309"});
+}
+
+TEST(StageContextTest, HowToRestoreFillsEveryReceiptSlot) {
+  struct NoLog final : StageLogger {
+    void log(LogLevel, std::string_view) override {}
+  } log;
+  struct NoArchive final : Archive {
+    Expected<std::string> put(std::string_view) override { return Error{"no"}; }
+    Expected<std::string> put(std::string&&) override { return Error{"no"}; }
+    Expected<std::string> put(HashedBlob&&) override { return Error{"no"}; }
+    const std::string* find(std::string_view) const override { return nullptr; }
+    bool holds(std::string_view, std::uint64_t, std::string_view) const override { return false; }
+    std::optional<std::uint64_t> size_of(std::string_view) const override { return std::nullopt; }
+  } archive;
+  StageContext context(archive, log);
+  EXPECT_EQ(context.how_to_restore("sha256:ab"), "`compactor restore sha256:ab`");
+  context.restore_via = "{receipt} or {receipt}";
+  EXPECT_EQ(context.how_to_restore("sha256:ab"), "sha256:ab or sha256:ab");
+}
+
 }  // namespace
 }  // namespace compactor

@@ -37,7 +37,7 @@ TEST(DedupeResults, ArchivesWhatItRemovesFirst) {
   EXPECT_EQ(tk::restore(run.archive_dir, receipt), archived.substr(newline + 1));
 }
 
-TEST(DedupeResults, DeclinesWhenNoResultRepeats) {
+TEST(DedupeResults, HasNothingToDoWhenNoResultRepeats) {
   Conversation c = tk::ConversationBuilder()
                        .user("Read both files.")
                        .tool_call("toolu_1", "Read", {{"file_path", "a"}}, std::string(300, 'a'))
@@ -45,7 +45,7 @@ TEST(DedupeResults, DeclinesWhenNoResultRepeats) {
                        .assistant("Done.")
                        .build();
   tk::StageRun run = tk::run_stage_checked(dedupe(), c);
-  EXPECT_EQ(run.status, "declined");
+  EXPECT_EQ(run.status, "unchanged");
   EXPECT_EQ(run.reason, "no older result repeats a newer one");
   EXPECT_EQ(run.serialized(), c.serialize());
 }
@@ -54,7 +54,7 @@ TEST(DedupeResults, LeavesTheProtectedTailAlone) {
   tk::StageRunOptions options;
   options.recent_exchanges = 10;  // more than the golden input has: all but its first message is protected
   tk::StageRun run = tk::run_stage_checked(dedupe(), tk::read_conversation_file(GOLDEN_DIR "/input.json"), options);
-  EXPECT_EQ(run.status, "declined");
+  EXPECT_EQ(run.status, "unchanged");
 }
 
 TEST(DedupeResults, KeepsTheRequestBodyFrame) {
@@ -79,7 +79,7 @@ class LeakyStage final : public Stage {
  public:
   StageResult run(const Conversation& c, const StageContext& context) override {
     std::vector<MessagePtr> messages = c.messages();
-    std::string receipt = context.archive->put(std::string(raw_block_field(c[4], 0, "content"))).value();
+    std::string receipt = context.archive.put(std::string(raw_block_field(c[4], 0, "content"))).value();
     messages[4] = with_result_contents(c[4], {{0, boost::json::string("built; key sk-ant-api03-XXXX; archived as " + receipt)}}).value();
     return StageResult::candidate(std::move(messages));
   }

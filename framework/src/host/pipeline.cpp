@@ -62,6 +62,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
     p.checkers_.push_back(std::move(checker).value());
   }
   p.default_rules_ = make_input_checkers();
+  p.restore_phrase_ = restore_phrase(*p.config_);
   if (p.config_->summarizer != nullptr) {
     auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
     if (!s) return s.error();
@@ -177,14 +178,13 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       continue;
     }
 
-    StageContext context;
+    PrefixedLogger stage_log(log, entry.stage + ": ");
+    StageContext context(archive, stage_log);
     context.budget = budget;
     context.tail = compute_protected_tail(committed, config_->recent_exchanges);
     context.requests = requests;
-    context.archive = &archive;
     context.summarizer = summarizer_.get();
-    PrefixedLogger stage_log(log, entry.stage + ": ");
-    context.log = &stage_log;
+    context.restore_via = restore_phrase_;
 
     // What the stage archives stays only if its candidate is committed (not declined, rejected
     // or unchanged).
@@ -195,7 +195,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     if (options.on_stage_end) options.on_stage_end();
     sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
 
-    if (!result || result->declined()) archive.revert_to(archive_mark);
+    if (!result || result->kind() != StageResult::Kind::candidate) archive.revert_to(archive_mark);
     if (!result) {
       sr.status = StageStatus::failed;
       sr.reason = result.error().message;
@@ -205,10 +205,11 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.error = result.error().message;
       return report;
     }
-    // A decline is "nothing safe to do here": the conversation stays as it was and the next stage
-    // runs. Only a rejection (a candidate that broke a rule) is subject to on_violation.
-    if (result->declined()) {
-      sr.status = StageStatus::declined;
+    // Nothing to do, or nothing that could be done safely (a decline): the conversation stays as it
+    // was and the next stage runs. Only a rejection (a candidate that broke a rule) is subject to
+    // on_violation.
+    if (result->kind() != StageResult::Kind::candidate) {
+      sr.status = result->declined() ? StageStatus::declined : StageStatus::unchanged;
       sr.reason = result->reason();
       report.stages.push_back(std::move(sr));
       continue;

@@ -68,6 +68,7 @@ class ConfigLoader {
   std::optional<YAML::Node> read_root(std::vector<std::string>& errors);
   void read_budget(const YAML::Node& root);
   void read_sections(const YAML::Node& root);
+  void read_archive(const YAML::Node& root);
   void read_meter(const YAML::Node& root);
   void read_entries(const YAML::Node& root, const std::string& key, bool required, std::vector<PipelineEntryConfig>& out,
                     std::vector<YAML::Node>& params_nodes);
@@ -123,10 +124,7 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
   ServeSettingsLoadResult result;
   auto root = read_root(result.errors);
   if (!root) return result;
-  if (auto archive = r_.member(*root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
-    if (auto d = r_.member(*archive, "archive", "dir", true))
-      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
-  }
+  read_archive(*root);
   read_serve(*root);
   result.errors = r_.errors();
   if (result.errors.empty()) result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir};
@@ -188,6 +186,19 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   }
   config_.budget.limit = static_cast<std::uint64_t>(limit.value_or(0));
   config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
+}
+
+// `archive: {dir, restore_via}`.
+void ConfigLoader::read_archive(const YAML::Node& root) {
+  auto archive = r_.member(root, "", "archive", false);
+  if (!archive || !r_.check_mapping(*archive, "archive", {"dir", "restore_via"})) return;
+  if (auto d = r_.member(*archive, "archive", "dir", true))
+    if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
+  if (auto v = r_.member(*archive, "archive", "restore_via", false))
+    if (auto s = r_.string(*v, "archive.restore_via")) {
+      if (auto problem = restore_via_problem(*s)) r_.error(*v, "archive.restore_via", *problem);
+      else config_.restore_via = *s;
+    }
 }
 
 void ConfigLoader::read_serve(const YAML::Node& root) {
@@ -288,10 +299,7 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
     if (auto t = r_.member(*limits, "limits", "stage_timeout_ms", false))
       if (auto n = r_.integer(*t, "limits.stage_timeout_ms", 1, 86400000)) config_.stage_timeout_ms = *n;
   }
-  if (auto archive = r_.member(root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
-    if (auto d = r_.member(*archive, "archive", "dir", true))
-      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
-  }
+  read_archive(root);
 
   for (auto n : builtin_checker_names()) config_.checkers.emplace_back(n);
   if (auto c = r_.member(root, "", "checkers", false); c && r_.check_mapping(*c, "checkers", {"enabled", "on_violation"})) {
@@ -719,7 +727,7 @@ Expected<std::string> config_archive_dir(const std::string& file) {
   try {
     YAML::Node root = YAML::Load(*text);
     if (!root.IsMap()) return Error{file + ":1:1: expected a mapping with version: 1, got " + YamlReader::describe(root)};
-    if (auto archive = r.member(root, "", "archive", false); archive && r.check_mapping(*archive, "archive", {"dir"}))
+    if (auto archive = r.member(root, "", "archive", false); archive && r.check_mapping(*archive, "archive", {"dir", "restore_via"}))
       if (auto d = r.member(*archive, "archive", "dir", true))
         if (auto s = r.string(*d, "archive.dir")) dir = *s;
   } catch (const YAML::Exception& e) {
@@ -728,6 +736,33 @@ Expected<std::string> config_archive_dir(const std::string& file) {
   }
   if (!r.errors().empty()) return Error{r.errors().front()};
   return dir;
+}
+
+std::optional<std::string> restore_via_problem(std::string_view value) {
+  if (value == "cli" || value == "mcp") return std::nullopt;
+  const std::string got = "got \"" + std::string(value) + "\"";
+  if (value.find("{receipt}") == std::string_view::npos)
+    return "expected cli, mcp, or a phrase holding {receipt} (how the model restores a receipt), " + got;
+  for (char c : value)
+    if (static_cast<unsigned char>(c) < 0x20) return "expected a phrase on one line, without control characters";
+  if (count_code_points(value) > kMaxRestorePhraseChars)
+    return "expected a phrase of at most " + std::to_string(kMaxRestorePhraseChars) + " chars, got " +
+           std::to_string(count_code_points(value));
+  return std::nullopt;
+}
+
+std::string restore_phrase(const PipelineConfig& c) {
+  if (c.restore_via == "mcp") return "the `restore` tool of the `compactor` MCP server with the receipt {receipt}";
+  if (c.restore_via != "cli") return c.restore_via;
+  if (c.archive_dir == PipelineConfig{}.archive_dir) return "`compactor restore {receipt}`";
+  // Quoted for a shell when it holds anything but a path's usual characters.
+  std::string dir = c.archive_dir;
+  if (dir.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+@%=:,") != std::string::npos) {
+    std::string quoted_dir = "'";
+    for (char ch : dir) quoted_dir += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    dir = quoted_dir + "'";
+  }
+  return "`compactor restore {receipt} --archive " + dir + "`";
 }
 
 std::string print_pipeline(const PipelineConfig& c) {
@@ -742,6 +777,7 @@ std::string print_pipeline(const PipelineConfig& c) {
   }
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
   out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
+  if (c.restore_via != "cli") out += "  restore_via: " + quoted(c.restore_via) + "\n";  // cli, the default, goes unsaid
   out += "limits:\n  stage_timeout_ms: " + std::to_string(c.stage_timeout_ms) + "\n";
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)

@@ -61,6 +61,9 @@ struct PipelineConfig {
   Budget budget;
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
+  // `archive.restore_via`: how the model gets archived bytes back, for the instruction a history
+  // carries once (restore_phrase gives the text): cli, mcp, or a phrase holding {receipt}.
+  std::string restore_via = "cli";
   // `limits.stage_timeout_ms`: a stage still running after this long is stopped (`compactor run`
   // runs the pipeline in a child process). Longer than a model summarizer's retries by default.
   std::int64_t stage_timeout_ms = 600000;
@@ -114,6 +117,15 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 // config has none), read without validating the rest or loading any plugin (for `mcp`, which
 // only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
 Expected<std::string> config_archive_dir(const std::string& file);
+
+// Why `value` cannot be `archive.restore_via` (cli, mcp, or one line of at most
+// kMaxRestorePhraseChars chars holding {receipt}), or nothing when it can.
+inline constexpr std::size_t kMaxRestorePhraseChars = 300;
+std::optional<std::string> restore_via_problem(std::string_view value);
+// The instruction's phrase for a config, `{receipt}` where the receipt goes: cli names
+// `compactor restore` (with `--archive DIR` unless the archive is the default folder), mcp the
+// `restore` tool of the `compactor` MCP server, a template itself.
+std::string restore_phrase(const PipelineConfig& config);
 
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
 // pipeline. Plugin versions are given in comments.

@@ -277,7 +277,7 @@ bool ConversationHost::unchanged_from_input(const Conversation& c) {
 }
 
 Conversation ConversationHost::in_frame_of(const StageResult& result, const Conversation& committed) {
-  if (!result.candidate_) return committed;
+  if (result.kind_ != StageResult::Kind::candidate) return committed;
   if (result.built_ && &result.built_->frame() == &committed.frame()) return with_system_entries_placed_from(*result.built_, committed);
   return committed.with_messages(result.messages());
 }

@@ -10,7 +10,7 @@ using namespace compactor;
 class ArchiveUnchangedStage final : public Stage {
  public:
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (context.archive != nullptr) (void)context.archive->put(std::string(committed[0].raw()));
+    (void)context.archive.put(std::string(committed[0].raw()));
     return StageResult::candidate(committed);
   }
 };

@@ -39,11 +39,9 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   QuietLogger log;
   test::ScratchFolder scratch("micro-test");  // outlives the archive, which is declared after it
   ArchiveStore archive((scratch / "archive").string());
-  StageContext ctx;
-  ctx.archive = &archive;
+  StageContext ctx(archive, log);
   ctx.budget = {SizeUnit::chars, target, target};
   ctx.tail = compute_protected_tail(c, exchanges);
-  ctx.log = &log;
   auto r = run_stage(**stage, micro(), c, ctx);
   if (!r || r->declined()) throw std::runtime_error("micro did not return a candidate");
   // Whatever micro returns must pass every checker.

@@ -29,7 +29,7 @@ class MisbehaveStage final : public Stage {
  public:
   explicit MisbehaveStage(const ParamValues& p) : mode_(p.string("mode")) {}
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (context.archive != nullptr) (void)context.archive->put("blob the misbehaving stage archived before it failed");
+    (void)context.archive.put("blob the misbehaving stage archived before it failed");
     if (mode_ == "exit") std::exit(0);
     if (mode_ == "abort") std::abort();
     if (mode_ == "segv") std::raise(SIGSEGV);
