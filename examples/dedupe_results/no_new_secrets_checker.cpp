@@ -37,7 +37,7 @@ void register_plugin(PluginRegistrar& registrar) {
   CheckerInfo info;
   info.name = "no_new_secrets";
   info.description = "a candidate may not hold more API-key-looking tokens than its input";
-  info.create = [] { return CheckerPtr(std::make_unique<NoNewSecrets>()); };
+  info.create = factory_of<NoNewSecrets>();
   registrar.add_checker(std::move(info));
 }
 

@@ -10,7 +10,7 @@ rm -rf "$work"
 mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 
-expected="archive.hpp block.hpp build_fingerprint.hpp checker.hpp conversation.hpp error.hpp
+expected="archive.hpp block.hpp build_fingerprint.hpp checker.hpp conversation.hpp error.hpp factory.hpp
 message.hpp message_edit.hpp meter.hpp param_schema.hpp plugin.hpp protected_tail.hpp size_unit.hpp stage.hpp
 stage_logger.hpp summarizer.hpp summary_compaction.hpp summary_format.hpp testkit.hpp violation.hpp"
 installed=$(cd "$work/prefix/include" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')

@@ -7,17 +7,16 @@
 #include "compactor/archive.hpp"
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "compactor/factory.hpp"
 #include "compactor/param_schema.hpp"
 #include "compactor/protected_tail.hpp"
 #include "compactor/size_unit.hpp"
 #include "compactor/stage_logger.hpp"
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace compactor {
@@ -112,18 +111,7 @@ class Stage {
   virtual StageResult run(const Conversation& committed, const StageContext& context) = 0;
 };
 
-using StageFactory = std::function<Expected<std::unique_ptr<Stage>>(const ParamValues& params)>;
-
-// The factory of a stage class constructed from its validated params (or from nothing).
-template <class S>
-StageFactory factory_of() {
-  return [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    if constexpr (std::is_constructible_v<S, const ParamValues&>)
-      return std::unique_ptr<Stage>(std::make_unique<S>(params));
-    else
-      return std::unique_ptr<Stage>(std::make_unique<S>());
-  };
-}
+using StageFactory = Factory<Stage>;
 
 // What a plugin registers for each stage it provides.
 struct StageInfo {

@@ -50,15 +50,15 @@ std::string join_lines(const std::vector<Violation>& vs) {
 Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   Pipeline p;
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
-  for (const auto& name : p.config_->checkers) {
-    if (CheckerPtr builtin = make_builtin_checker(name)) {
+  for (const CheckerEntryConfig& entry : p.config_->checkers) {
+    if (entry.registered == nullptr) {
+      CheckerPtr builtin = make_builtin_checker(entry.name);
+      if (builtin == nullptr) return Error{p.config_->file + ": checkers.enabled: no checker \"" + entry.name + "\" is registered"};
       p.checkers_.push_back(std::move(builtin));
       continue;
     }
-    const RegisteredChecker* registered = PluginRegistry::instance().find_checker(name);
-    if (registered == nullptr) return Error{p.config_->file + ": checkers.enabled: no checker \"" + name + "\" is registered"};
-    auto checker = create_guarded_checker(*registered);
-    if (!checker) return checker.error();
+    auto checker = create_guarded_checker(*entry.registered, entry.params);
+    if (!checker) return Error{entry.location.to_string() + ": " + entry.yaml_path + ": " + checker.error().message};
     p.checkers_.push_back(std::move(checker).value());
   }
   p.default_rules_ = make_input_checkers();
@@ -83,6 +83,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   // `validate` starts, so that it is not found only by reading declines.
   if (auto distrust = archive_folder_distrust(p.config_->archive_dir))
     make_stderr_logger("")->warn("archive: " + *distrust + "; until then every stage that archives declines");
+  for (const std::string& warning : p.config_->warnings) make_stderr_logger("")->warn(warning);
   return p;
 }
 

@@ -40,6 +40,17 @@ struct PipelineEntryConfig {
   std::string yaml_path;    // "pipeline[2]"
 };
 
+// A checker that runs after every stage: a built-in one, or one a plugin registers (found by
+// `plugin:` or on the plugin search path), with its validated params.
+struct CheckerEntryConfig {
+  std::string name;
+  std::string plugin;                             // as written (may be empty)
+  ParamValues params;                             // validated, defaults filled in
+  const RegisteredChecker* registered = nullptr;  // null for a built-in checker
+  SourceLocation location;                        // of the entry (none for a built-in not listed)
+  std::string yaml_path;                          // "checkers.enabled[2]"
+};
+
 enum class ViolationPolicy { abort, skip };
 
 // `serve:` (compactor serve): where it listens, where it forwards, and its limits. Read and
@@ -74,12 +85,18 @@ struct PipelineConfig {
   ParamValues summarizer_params;                     // validated, defaults filled in
   std::string prices_file;                           // `prices:`, resolved; empty when not given
   std::shared_ptr<const PriceTable> prices;          // loaded from it
-  std::vector<std::string> checkers;  // enabled, in run order
+  // The checkers that run, in run order: every built-in one, then those `checkers.enabled` adds;
+  // with `checkers.replace_builtins: true`, only those it lists.
+  std::vector<CheckerEntryConfig> checkers;
+  bool replace_builtin_checkers = false;
   ViolationPolicy on_violation = ViolationPolicy::abort;
   std::vector<std::string> plugin_dirs;  // resolved against the config's folder
   std::vector<PipelineEntryConfig> pipeline;
   std::vector<PipelineEntryConfig> on_prompt_too_long;
   std::optional<ServeConfig> serve;  // when the config has a `serve:` section
+  // What loads but is probably not meant (a safety checker left out), one located line each:
+  // said when a pipeline is built from it (run, serve, validate).
+  std::vector<std::string> warnings;
 };
 
 struct ConfigLoadResult {

@@ -525,12 +525,13 @@ const RegisteredChecker* PluginRegistry::find_checker(const std::string& name) c
   return it == checkers_.end() ? nullptr : &it->second;
 }
 
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker) {
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params) {
   std::string who = "checker " + checker.info->name + " (" + checker.file() + ")";
   try {
-    CheckerPtr created = checker.info->create();
-    if (created == nullptr) return Error{who + ": the factory returned nothing"};
-    return CheckerPtr(std::make_unique<GuardedChecker>(std::move(created), checker.info->name, who));
+    auto created = checker.info->create(params);
+    if (!created) return Error{who + ": " + created.error().message};
+    if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
+    return CheckerPtr(std::make_unique<GuardedChecker>(CheckerPtr(std::move(created).value()), checker.info->name, who));
   } catch (...) {
     return Error{who + ": create threw: " + describe_exception(std::current_exception())};
   }

@@ -107,9 +107,10 @@ class PluginRegistry {
   std::vector<std::unique_ptr<CheckerInfo>> builtin_checkers_;
 };
 
-// A plugin checker, every call guarded: an exception becomes a violation naming it and its file
-// (the candidate is rejected: a rule that cannot be evaluated does not pass).
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker);
+// A plugin checker made from its validated params, every call guarded: an exception becomes a
+// violation naming it and its file (the candidate is rejected: a rule that cannot be evaluated
+// does not pass).
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params);
 
 // Guarded calls into stage code: exceptions become Errors naming stage and file.
 Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);

@@ -125,13 +125,22 @@ StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, co
   config.budget = options.budget;
   config.recent_exchanges = options.recent_exchanges;
   config.archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
-  for (auto name : builtin_checker_names()) config.checkers.emplace_back(name);
-  if (!options.checkers.empty()) config.checkers = options.checkers;
+  for (auto name : builtin_checker_names()) config.checkers.push_back(CheckerEntryConfig{std::string(name), "", {}, nullptr, {}, ""});
+  if (!options.checkers.empty()) {
+    config.checkers.clear();
+    for (const std::string& name : options.checkers) config.checkers.push_back(CheckerEntryConfig{name, "", {}, nullptr, {}, ""});
+  }
   for (const CheckerInfo* c : options.extra_checkers) {
     const RegisteredChecker* known = registry.find_checker(c->name);
-    if (known == nullptr || known->info != c)
-      if (auto added = registry.add_builtin_checker(*c); !added) throw std::runtime_error(added.error().message);
-    config.checkers.push_back(c->name);
+    if (known == nullptr || known->info != c) {
+      auto added = registry.add_builtin_checker(*c);
+      if (!added) throw std::runtime_error(added.error().message);
+      known = *added;
+    }
+    ParamValues params;
+    for (const ParamSpec& p : c->params)
+      if (p.default_value) params.set(p.name, *p.default_value);
+    config.checkers.push_back(CheckerEntryConfig{c->name, "", params, known, {}, ""});
   }
   PipelineEntryConfig entry;
   entry.stage = stage.name;
