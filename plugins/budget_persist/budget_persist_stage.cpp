@@ -100,9 +100,8 @@ class BudgetPersistStage final : public Stage {
   std::size_t preview_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "budget_persist";
   info.description = "archives the biggest results of an oversized newest batch, leaving a receipt and a preview";
   info.params = {
       ParamSpec::integer("max_batch_chars", "a batch over this many chars is shrunk", 200000).at_least(1),
@@ -111,9 +110,9 @@ void register_stages(PluginRegistrar& registrar) {
   };
   info.may_touch_tail = true;
   info.create = factory_of<BudgetPersistStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("budget_persist", "0.1.0", "stage:budget_persist", register_stages)
+COMPACTOR_STAGE("budget_persist", "0.1.0", stage_info)

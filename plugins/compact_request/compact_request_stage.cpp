@@ -39,16 +39,15 @@ class CompactRequestStage final : public Stage {
   CompactionPlan plan_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "compact_request";
   info.description = "summarizes the history once the model's own compact tool call has completed";
   info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<CompactRequestStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("compact_request", "0.1.0", "stage:compact_request", register_stages)
+COMPACTOR_STAGE("compact_request", "0.1.0", stage_info)

@@ -203,9 +203,8 @@ class MicroStage final : public Stage {
   bool until_target_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "micro";
   info.description = "replaces older tool results above a size with a short marker";
   info.params = {
       ParamSpec::integer("keep_recent", "how many of the newest tool results stay whole", 3).at_least(0),
@@ -214,9 +213,9 @@ void register_stages(PluginRegistrar& registrar) {
                         {"all", "target"}),
   };
   info.create = factory_of<MicroStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("micro", "0.1.0", "stage:micro", register_stages)
+COMPACTOR_STAGE("micro", "0.1.0", stage_info)

@@ -109,9 +109,8 @@ class SnipStage final : public Stage {
   std::size_t max_messages_, keep_head_, keep_messages_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "snip";
   info.description = "archives the middle of a long history and leaves one marker message";
   info.params = {
       ParamSpec::integer("max_messages", "a history of more messages is snipped", 50).at_least(2),
@@ -121,9 +120,9 @@ void register_stages(PluginRegistrar& registrar) {
           .at_least(0),
   };
   info.create = factory_of<SnipStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("snip", "0.1.0", "stage:snip", register_stages)
+COMPACTOR_STAGE("snip", "0.1.0", stage_info)

@@ -32,8 +32,14 @@ struct CheckInput {
 class Checker {
  public:
   virtual ~Checker() = default;
-  virtual std::string_view name() const = 0;
+  // The rule's name, what `checkers.enabled` names and every violation starts with. A plugin's
+  // checker need not say it again: it is the name the plugin registered it under.
+  virtual std::string_view name() const { return registered_name_; }
   virtual void check(const CheckInput& input, std::vector<Violation>& out) const = 0;
+
+ private:
+  friend class PluginRegistry;  // sets the registered name when it makes the checker
+  std::string registered_name_;
 };
 
 using CheckerPtr = std::unique_ptr<const Checker>;

@@ -525,10 +525,16 @@ const RegisteredChecker* PluginRegistry::find_checker(const std::string& name) c
   return it == checkers_.end() ? nullptr : &it->second;
 }
 
+Expected<std::unique_ptr<Checker>> PluginRegistry::make_checker(const RegisteredChecker& checker, const ParamValues& params) {
+  auto created = checker.info->create(params);
+  if (created && created.value() != nullptr) created.value()->registered_name_ = checker.info->name;
+  return created;
+}
+
 Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params) {
   std::string who = "checker " + checker.info->name + " (" + checker.file() + ")";
   try {
-    auto created = checker.info->create(params);
+    auto created = PluginRegistry::make_checker(checker, params);
     if (!created) return Error{who + ": " + created.error().message};
     if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
     return CheckerPtr(std::make_unique<GuardedChecker>(CheckerPtr(std::move(created).value()), checker.info->name, who));

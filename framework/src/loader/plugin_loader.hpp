@@ -91,6 +91,8 @@ class PluginRegistry {
   const RegisteredSummarizer* find_summarizer(const std::string& name) const;
   std::vector<std::string> summarizer_names() const;
   const RegisteredChecker* find_checker(const std::string& name) const;
+  // A plugin checker made from its params, knowing the name it was registered under.
+  static Expected<std::unique_ptr<Checker>> make_checker(const RegisteredChecker& checker, const ParamValues& params);
 
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;

@@ -15,14 +15,13 @@ class ArchiveUnchangedStage final : public Stage {
   }
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "archive_unchanged";
   info.description = "TEST ONLY: archives the first message, then changes nothing";
   info.create = factory_of<ArchiveUnchangedStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("archive_unchanged", "0.1.0", "stage:archive_unchanged", register_stages)
+COMPACTOR_STAGE("archive_unchanged", "0.1.0", stage_info)

@@ -10,7 +10,6 @@ using namespace compactor;
 class KeepsFirstChecker final : public Checker {
  public:
   explicit KeepsFirstChecker(const ParamValues& params) : head_(static_cast<std::size_t>(params.integer("head"))) {}
-  std::string_view name() const override { return "keeps_first"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     for (std::size_t i = 0; i < head_ && i < in.before.size(); ++i) {
       if (i < in.candidate.size() && in.candidate[i].raw() == in.before[i].raw()) continue;
@@ -25,15 +24,14 @@ class KeepsFirstChecker final : public Checker {
   std::size_t head_;
 };
 
-void register_checkers(PluginRegistrar& registrar) {
+CheckerInfo checker_info() {
   CheckerInfo info;
-  info.name = "keeps_first";
   info.description = "TEST ONLY: the first messages are never replaced";
   info.params = {ParamSpec::integer("head", "how many of the first messages must stay", 1).at_least(0)};
   info.create = factory_of<KeepsFirstChecker>();
-  registrar.add_checker(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("keeps_first", "0.1.0", "checker:keeps_first", register_checkers)
+COMPACTOR_CHECKER("keeps_first", "0.1.0", checker_info)

@@ -54,15 +54,14 @@ class MisbehaveStage final : public Stage {
   std::string mode_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "misbehave";
   info.description = "TEST ONLY: takes the process down";
   info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "slow", "none"})};
   info.create = factory_of<MisbehaveStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("misbehave", "0.1.0", "stage:misbehave", register_stages)
+COMPACTOR_STAGE("misbehave", "0.1.0", stage_info)
