@@ -3,7 +3,8 @@
 // may be written), expected_report.json and optionally args (extra arguments, one a line).
 // Expected files are written by hand (sizes computed independently of Compactor), never by the
 // tool under test. Reports are compared as JSON after replacing the plugin folders with
-// $PLUGINS / $TEST_PLUGINS and zeroing wall times.
+// $PLUGINS / $TEST_PLUGINS, the scratch folder the case runs in (its files are copied there, and
+// the resolved pipeline names them by absolute path) with $CASE, and zeroing wall times.
 #include "support/test_support.hpp"
 
 #include "compactor/build_fingerprint.hpp"
@@ -33,8 +34,8 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-boost::json::value normalized_report(std::string text) {
-  text = replace_all(text, "\"archive\"", "\"archive\"");
+boost::json::value normalized_report(std::string text, const fs::path& case_dir = {}) {
+  if (!case_dir.empty()) text = replace_all(text, fs::canonical(case_dir).string(), "$CASE");
   text = replace_all(text, fs::canonical(COMPACTOR_TEST_PLUGIN_DIR).string(), "$TEST_PLUGINS");
   text = replace_all(text, fs::canonical(COMPACTOR_PLUGIN_DIR).string(), "$PLUGINS");
   boost::json::value v = boost::json::parse(text);
@@ -78,7 +79,7 @@ TEST_P(GoldenRun, MatchesExpected) {
   }
   if (fs::exists(dir + "/expected_report.json")) {
     ASSERT_TRUE(fs::exists(results / "report.json")) << r.err;
-    EXPECT_EQ(normalized_report(test::read_file((results / "report.json").string())),
+    EXPECT_EQ(normalized_report(test::read_file((results / "report.json").string()), out_dir),
               normalized_report(test::read_file(dir + "/expected_report.json")));
   } else {
     EXPECT_FALSE(fs::exists(results / "report.json")) << "a report was written for a run that never started";

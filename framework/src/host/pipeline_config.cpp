@@ -923,6 +923,14 @@ std::string restore_phrase(const PipelineConfig& c) {
   return "`compactor restore {receipt} --archive " + dir + "`";
 }
 
+// Paths the config resolved against its own folder, printed absolute: the printed pipeline is read
+// again from wherever it is saved, and from any working folder.
+static std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
 std::string print_pipeline(const PipelineConfig& c) {
   std::string out = "# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n";
   out += "version: 1\n";
@@ -930,7 +938,7 @@ std::string print_pipeline(const PipelineConfig& c) {
          "\n  target: " + std::to_string(c.budget.target) + "\n";
   if (c.meter_spec) {
     out += "meter:\n  kind: " + quoted(c.meter_spec->kind) + "\n";
-    if (!c.meter_spec->file.empty()) out += "  file: " + quoted(c.meter_spec->file) + "\n";
+    if (!c.meter_spec->file.empty()) out += "  file: " + quoted(absolute_path(c.meter_spec->file)) + "\n";
     if (!c.meter_spec->family.empty()) out += "  family: " + quoted(c.meter_spec->family) + "\n";
   }
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
@@ -943,14 +951,14 @@ std::string print_pipeline(const PipelineConfig& c) {
            c.summarizer->plugin->version + "\n";
   // Params are names and numbers; a key is only ever named by its environment variable.
   for (const auto& [name, value] : c.summarizer_params.all()) out += "  " + name + ": " + yaml_value(value) + "\n";
-  if (!c.prices_file.empty()) out += "prices: " + quoted(c.prices_file) + "\n";
+  if (!c.prices_file.empty()) out += "prices: " + quoted(absolute_path(c.prices_file)) + "\n";
   print_checkers(out, c);
   out += "  on_violation: " + std::string(c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
   if (c.plugin_dirs.empty()) {
     out += "plugin_dirs: []\n";
   } else {
     out += "plugin_dirs:\n";
-    for (const auto& d : c.plugin_dirs) out += "  - " + quoted(d) + "\n";
+    for (const auto& d : c.plugin_dirs) out += "  - " + quoted(absolute_path(d)) + "\n";
   }
   print_entries(out, "pipeline", c.pipeline);
   print_entries(out, "on_prompt_too_long", c.on_prompt_too_long);

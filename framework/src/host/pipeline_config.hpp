@@ -145,7 +145,10 @@ std::optional<std::string> restore_via_problem(std::string_view value);
 std::string restore_phrase(const PipelineConfig& config);
 
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
-// pipeline. Plugin versions are given in comments.
+// pipeline, whatever folder the printed file is in and whatever the working folder: every plugin
+// (stage, summarizer, checker) is its file, and plugin_dirs, the meter's file and the price table
+// are absolute (archive.dir stays as written: it is the working folder's). Plugin versions are
+// given in comments.
 std::string print_pipeline(const PipelineConfig& config);
 
 }  // namespace compactor
