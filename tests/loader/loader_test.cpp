@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -119,6 +120,22 @@ TEST(Loader, ADebugModePluginIsRefusedBeforeAnyPluginCodeRuns) {
   EXPECT_NE(error.find("(differs in: debug mode (_GLIBCXX_DEBUG))"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
   EXPECT_FALSE(fs::exists(marker("fixture_glibcxx_debug"))) << "the refused plugin's static constructor ran";
+}
+
+// The refusal names what differs in the words docs/sdk.md uses, so that it can be looked up there.
+TEST(Loader, AnOldStringAbiPluginIsRefusedInTheDocsWords) {
+  fs::remove(marker("fixture_string_abi0"));
+  std::string host = kBuildFingerprint;
+  std::string error = load_error(fixture("fixture_string_abi0"));
+  EXPECT_NE(error.find("for " + replace(host, "-abi1-", "-abi0-") + ", but this host is " + host), std::string::npos) << error;
+  const std::string differs = "(differs in: string ABI (_GLIBCXX_USE_CXX11_ABI))";
+  EXPECT_NE(error.find(differs), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(marker("fixture_string_abi0"))) << "the refused plugin's static constructor ran";
+  std::string doc = test::read_file(SDK_DOC);
+  std::replace(doc.begin(), doc.end(), '\n', ' ');  // a phrase may wrap
+  for (const char* words : {"string ABI (_GLIBCXX_USE_CXX11_ABI)", "debug mode (_GLIBCXX_DEBUG)",
+                            "standard library (libstdcxx is libstdc++, libcxx libc++)"})
+    EXPECT_NE(doc.find(words), std::string::npos) << "docs/sdk.md does not say \"" << words << "\" as a refusal does";
 }
 
 #ifdef COMPACTOR_TEST_OTHER_COMPILERS

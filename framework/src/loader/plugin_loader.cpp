@@ -56,7 +56,7 @@ std::string differing_components(const std::string& a, const std::string& b) {
     if (x == y) continue;
     std::string name = x.substr(0, x.find_first_of("0123456789"));
     if (name == "libstdcxx" || name == "libcxx") name = "standard library (libstdcxx is libstdc++, libcxx libc++)";
-    else if (name == "abi") name = "standard library ABI";
+    else if (name == "abi") name = "string ABI (_GLIBCXX_USE_CXX11_ABI)";
     else if (name == "debug") name = "debug mode (_GLIBCXX_DEBUG)";
     if (!out.empty()) out += ", ";
     out += name.empty() ? "?" : name;
