@@ -351,7 +351,7 @@ TEST(StageResult, AFreshFrameCannotDropTheRequestBody) {
   testkit::StageRunOptions options;
   options.recent_exchanges = 0;
   testkit::StageRun run = testkit::run_stage_checked(info, input, options);
-  ASSERT_EQ(run.status, "committed") << run.reason;
+  ASSERT_EQ(run.status, testkit::Status::committed) << run.reason;
   std::string out = run.serialized();
   EXPECT_EQ(out.rfind("{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":1024,\"system\":\"Be brief.\",\"tools\":[{\"name\":\"Read\"", 0), 0u) << out;
   EXPECT_NE(out.find("[gone; archived as sha256:"), std::string::npos) << out;

@@ -23,6 +23,18 @@ if [ "$installed" != "$wanted" ]; then
 fi
 echo "installed headers: the SDK's $(wc -w <<<"$expected") and nothing else"
 
+# Each plugin's name is spelled once in its source (COMPACTOR_STAGE and its like give it to the
+# plugin, the stage and the file).
+for pair in dedupe_results:dedupe_results_stage.cpp no_new_secrets:no_new_secrets_checker.cpp first_lines:first_lines_summarizer.cpp; do
+  name=${pair%%:*} source=$example/${pair#*:}
+  count=$(grep -o "\b$name\b" "$source" | wc -l)
+  if [ "$count" -ne 1 ]; then
+    echo "FAIL: $source spells \"$name\" $count times, not once" >&2
+    exit 1
+  fi
+done
+echo "each of the example's plugins names itself once in its source"
+
 if ! { cmake -S "$example" -B "$work/example" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE="$build_type" &&
        cmake --build "$work/example" -j2; } > "$work/example.log" 2>&1; then
   cat "$work/example.log"

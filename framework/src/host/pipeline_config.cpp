@@ -896,6 +896,25 @@ Expected<std::string> config_archive_dir(const std::string& file) {
   return dir;
 }
 
+Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamValues& given, const std::string& owner) {
+  ParamValues out;
+  std::vector<std::string> names;
+  for (const ParamSpec& p : schema) names.push_back(p.name);
+  for (const auto& [name, value] : given.all()) {
+    auto spec = std::find_if(schema.begin(), schema.end(), [&](const ParamSpec& p) { return p.name == name; });
+    if (spec == schema.end())
+      return Error{owner + ": params." + name + ": unknown parameter; " + owner + " takes: " + (names.empty() ? "none" : list(names))};
+    if (auto expected = spec->check(value)) return Error{owner + ": params." + name + ": expected " + *expected + ", got " + to_string(value)};
+    out.set(name, value);
+  }
+  for (const ParamSpec& p : schema) {
+    if (out.has(p.name)) continue;
+    if (!p.default_value) return Error{owner + ": missing required parameter \"" + p.name + "\" (" + p.expectation() + ")"};
+    out.set(p.name, *p.default_value);
+  }
+  return out;
+}
+
 std::optional<std::string> restore_via_problem(std::string_view value) {
   if (value == "cli" || value == "mcp") return std::nullopt;
   const std::string got = "got \"" + std::string(value) + "\"";

@@ -135,6 +135,11 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 // only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
 Expected<std::string> config_archive_dir(const std::string& file);
 
+// Params given as values (not YAML) checked as the config loader checks a section: no name the
+// schema does not declare, every value one its spec accepts, every required one given; defaults
+// filled in. The first problem is the error: "OWNER: params.NAME: expected …, got …".
+Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamValues& given, const std::string& owner);
+
 // Why `value` cannot be `archive.restore_via` (cli, mcp, or one line of at most
 // kMaxRestorePhraseChars chars holding {receipt}), or nothing when it can.
 inline constexpr std::size_t kMaxRestorePhraseChars = 300;

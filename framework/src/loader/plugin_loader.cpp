@@ -495,6 +495,15 @@ Expected<const RegisteredChecker*> PluginRegistry::add_builtin_checker(CheckerIn
   return &r;
 }
 
+Expected<const RegisteredSummarizer*> PluginRegistry::add_builtin_summarizer(SummarizerInfo info) {
+  if (auto it = summarizers_.find(info.name); it != summarizers_.end() && it->second.plugin != nullptr)
+    return Error{"summarizer \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  builtin_summarizers_.push_back(std::make_unique<SummarizerInfo>(std::move(info)));
+  RegisteredSummarizer& r = summarizers_[builtin_summarizers_.back()->name];
+  r = RegisteredSummarizer{builtin_summarizers_.back().get(), nullptr};
+  return &r;
+}
+
 Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo info) {
   if (auto it = stages_.find(info.name); it != stages_.end() && it->second.plugin != nullptr)
     return Error{"stage \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};

@@ -85,6 +85,7 @@ class PluginRegistry {
   // plugin's is never replaced.
   Expected<const RegisteredStage*> add_builtin(StageInfo info);
   Expected<const RegisteredChecker*> add_builtin_checker(CheckerInfo info);
+  Expected<const RegisteredSummarizer*> add_builtin_summarizer(SummarizerInfo info);
 
   const RegisteredStage* find_stage(const std::string& name) const;
   std::vector<std::string> stage_names() const;
