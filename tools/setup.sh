@@ -55,7 +55,11 @@ npm_ci() {
   local dir="$1" what="$2"
   if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     echo "setup: installing $what (npm ci in $dir)"
-    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+    # npm ci refuses a lock that names optional platform packages the registry never published
+    # (Qwen Code's clipboard helpers); npm install then installs from the same lock, unchanged.
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=silent ||
+      { echo "setup: npm ci refused the lock in $dir; installing from it with npm install --no-save";
+        npm install --prefix "$dir" --no-save --no-audit --no-fund --loglevel=error; }
   else
     echo "setup: $what already in $dir/node_modules"
   fi

@@ -346,5 +346,31 @@ TEST(BenchReal, EveryReplayedCallPassesTheCheckersAndNothingIsLost) {
   }
 }
 
+// Gemini CLI chats (one recorded offline, one hand-made in the older layout) replay with no
+// failed call, each priced from its model's Gemini entry of the shipped table: gemini-3.8-flash
+// as gemini-3-flash (0.50 input and cache write, 0.05 cache read, 3.00 output per million),
+// gemini-2.5-pro as itself (1.25, 1.25, 0.125, 10.00).
+TEST(BenchGemini, GeminiCliChatsReplayWithNoFailedCallPricedFromTheirModels) {
+  std::string out = scratch("gemini");
+  auto r = run_cli({"bench", "--corpus", std::string(COMPACTOR_TEST_DATA_DIR) + "/gemini-cli", "--config",
+                    std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--meter", "chars4", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = read_sessions(out);
+  ASSERT_EQ(lines.size(), 2u);
+  const std::map<std::string, std::vector<double>> prices = {{"gemini-3.8-flash", {0.50, 0.50, 0.05, 3.00}},
+                                                             {"gemini-2.5-pro", {1.25, 1.25, 0.125, 10.00}}};
+  for (const auto& [key, line] : lines) {
+    EXPECT_EQ(u(line, "failures"), 0u) << key;
+    EXPECT_EQ(u(line, "rejections"), 0u) << key;
+    EXPECT_GT(u(line, "calls"), 0u) << key;
+    const std::string model(line.at("model").as_string());
+    ASSERT_TRUE(prices.count(model)) << key << " " << model;
+    const auto& p = prices.at(model);
+    const double cost = (static_cast<double>(u(line, "uncached")) * p[0] + static_cast<double>(u(line, "cache_write")) * p[1] +
+                         static_cast<double>(u(line, "cache_read")) * p[2] + static_cast<double>(u(line, "output")) * p[3]) * 1000;
+    EXPECT_NEAR(static_cast<double>(u(line, "cost_nusd")), cost, 1.0) << key;
+  }
+}
+
 }  // namespace
 }  // namespace compactor::test

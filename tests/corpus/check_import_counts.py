@@ -6,9 +6,11 @@ usage: check_import_counts.py CORPUS_DIR REPORT_JSON
 For every Claude Code session (*.jsonl) it recounts, straight from the file, the lines that are
 not valid JSON (their numbers must equal the report's broken_lines) and the distinct tool_use ids
 in the chain's message lines (main chain, or the sub-agent chain of agent-*.jsonl files; meta
-lines excluded), which must equal the report's tool_uses_in_log. For every OpenAI trajectory
-(*.traj) it counts the tool calls, which must equal the report's tool_uses. Exits 1 on any
-mismatch, printing each; prints the totals it found.
+lines excluded), which must equal the report's tool_uses_in_log; in a Codex session (a *.jsonl
+whose first record is a session_meta) the distinct call_ids of its call items instead, and in a
+Gemini CLI chat (a *.jsonl whose first line names a projectHash) the distinct ids of the model
+records' toolCalls. For every OpenAI trajectory (*.traj) it counts the tool calls, which must
+equal the report's tool_uses. Exits 1 on any mismatch, printing each; prints the totals it found.
 """
 import json
 import os
@@ -39,6 +41,51 @@ def claude_code_counts(path):
     return broken, len(ids)
 
 
+def codex_counts(path):
+    """Broken lines and distinct call_ids of the call items (type *_call) a Codex rollout records."""
+    broken, ids = [], set()
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f.read().split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                broken.append(number)
+                continue
+            item = line.get("payload") if isinstance(line, dict) and line.get("type") == "response_item" else None
+            if isinstance(item, dict) and str(item.get("type", "")).endswith("_call") and "call_id" in item:
+                ids.add(item["call_id"])
+    return broken, len(ids)
+
+
+def is_codex(path):
+    with open(path, "rb") as f:
+        first = f.readline()
+    return b'"session_meta"' in first
+
+
+def gemini_chat_counts(path):
+    """None when the file is not a Gemini CLI chat; else (broken line numbers, distinct call ids)."""
+    broken, ids, first = [], set(), True
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f.read().split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                broken.append(number)
+                continue
+            if first and not (isinstance(line, dict) and "projectHash" in line):
+                return None
+            first = False
+            if isinstance(line, dict) and line.get("type") == "gemini":
+                for call in line.get("toolCalls") or []:
+                    ids.add(call.get("id"))
+    return broken, len(ids)
+
+
 def openai_tool_calls(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
@@ -61,7 +108,7 @@ def main(corpus, report_path):
                 problems.append(f"{path}: not in the report")
                 continue
             if name.endswith(".jsonl"):
-                broken, tool_uses = claude_code_counts(path)
+                broken, tool_uses = codex_counts(path) if is_codex(path) else (gemini_chat_counts(path) or claude_code_counts(path))
                 broken_total += len(broken)
                 if broken != entry["broken_lines"]:
                     problems.append(f"{path}: broken lines {broken} here, {entry['broken_lines']} in the report")

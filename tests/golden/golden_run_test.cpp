@@ -216,17 +216,18 @@ TEST(BenchCommand, ComparesPipelinesOverEverySessionOfAFolder) {
   auto r = test::run_cli({"bench", "--corpus", COMPACTOR_TEST_DATA_DIR, "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml",
                           "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/masking-only.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // 4 messages arrays, 4 Claude Code logs and 1 trajectory, replayed call by call (one call
-  // before each assistant message; tests/bench has the hand-worked figures): the default
-  // pipeline compacts on some calls, masking-only finds every call within its budget.
+  // 4 messages arrays, 4 Claude Code logs, 1 trajectory, 1 Codex session (13 calls) and 2 Gemini
+  // CLI chats (10 and 2 model turns), replayed call by call (one call before each assistant
+  // message; tests/bench has the hand-worked figures): the default pipeline compacts on some
+  // calls, masking-only finds every call within its budget.
   auto row = [&](const std::string& config) {
     std::size_t at = r.out.find("| " + std::string(COMPACTOR_CONFIGS_DIR) + "/" + config + " |");
     return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
   };
   std::string def = row("default.yaml"), mask = row("masking-only.yaml");
-  EXPECT_NE(def.find(" | 9 | 186 | "), std::string::npos) << def;
-  EXPECT_EQ(def.find(" | 9 | 186 | 0 | "), std::string::npos) << def;  // it compacted
-  EXPECT_NE(mask.find(" | 9 | 186 | 0 | 0 | 0 | 0 | "), std::string::npos) << mask;
+  EXPECT_NE(def.find(" | 12 | 211 | "), std::string::npos) << def;
+  EXPECT_EQ(def.find(" | 12 | 211 | 0 | "), std::string::npos) << def;  // it compacted
+  EXPECT_NE(mask.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << mask;
   // Its archives went to a scratch folder: nothing appeared in the working folder.
   EXPECT_FALSE(std::filesystem::exists(".compactor"));
 }

@@ -1004,5 +1004,45 @@ TEST(Serve, BeyondLoopbackTheMcpEndpointNeedsTheBearerToken) {
   fs::remove_all(dir);
 }
 
+// Every message and part field Chat Completions clients add, on a history a stage edits: through
+// serve and through `compactor run`, each comes out where it went in, and the output passes
+// `compactor check`.
+TEST(Serve, EveryChatFieldSurvivesThroughServeAndRun) {
+  fs::path dir = fresh_dir("chat-fields");
+  const std::string big(3000, 'r');
+  const std::string body =
+      R"({"model":"qwen","stream":true,"messages":[{"role":"system","content":"sys"},)"
+      R"({"role":"user","name":"alice","content":[{"type":"text","text":"look","cache_control":{"type":"ephemeral"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]},)"
+      R"({"role":"assistant","content":"","reasoning_content":"think \u00e9","reasoning":"r","reasoning_details":[{"type":"reasoning.encrypted","data":"xyz=="}],"refusal":null,"annotations":[],"audio":{"id":"audio_1"},"tool_calls":[{"id":"call_1","type":"function","index":0,"function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]},)"
+      R"({"role":"tool","tool_call_id":"call_1","name":"read_file","content":")" + big + R"("},)"
+      R"({"role":"assistant","content":"ok","reasoning_content":"second"},{"role":"user","content":"next"}]})";
+  const std::string config = write_config(dir, "", "c.yaml", "pipeline:\n  - stage: micro\n    params: {keep_recent: 0, min_chars: 120}\n");
+  auto holds_every_field = [&](const std::string& out, const std::string& where) {
+    for (const char* field : {R"("reasoning_content":"think \u00e9")", R"("reasoning":"r")", R"("reasoning_details":[{"type":"reasoning.encrypted","data":"xyz=="}])",
+                              R"("refusal":null)", R"("annotations":[])", R"("audio":{"id":"audio_1"})", R"("index":0)", R"("name":"alice")",
+                              R"("name":"read_file")", R"("cache_control":{"type":"ephemeral"})", R"({"type":"image_url")", R"({"type":"input_audio")",
+                              R"("reasoning_content":"second")"})
+      EXPECT_NE(out.find(field), std::string::npos) << where << ": " << field << " is gone";
+    EXPECT_EQ(out.find(big), std::string::npos) << where << ": the tool result was not masked";
+    std::ofstream(dir / "out.json") << out;
+    auto checked = test::run_cli({"check", "--input", (dir / "out.json").string(), "--input-format", "openai"});
+    EXPECT_EQ(checked.exit_code, 0) << where << ": " << checked.err;
+  };
+  {
+    LoopbackHttpServer upstream({{200, {}, test::openai_reply("ok")}});
+    ServeProcess serve(dir, config, upstream.base_url());
+    Reply r = call(serve.port(), "POST", "/v1/chat/completions", body);
+    EXPECT_EQ(r.headers["x-compactor-status"], "compacted") << r.headers["x-compactor-warning"];
+    ASSERT_EQ(upstream.requests().size(), 1u);
+    holds_every_field(upstream.requests()[0].body, "serve");
+  }
+  std::ofstream(dir / "in.json") << body;
+  auto ran = test::run_cli({"run", "--config", (dir / config).string(), "--input", (dir / "in.json").string(), "--output",
+                            (dir / "ran.json").string()}, "", dir.string());
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  holds_every_field(test::read_file((dir / "ran.json").string()), "run");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace compactor

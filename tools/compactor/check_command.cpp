@@ -24,11 +24,13 @@ byte offset and line:col for syntax errors) on stderr and exits 2 when not. The 
 
 options:
   --input FILE     the conversation to check ("-" for stdin)
-  --input-format auto|anthropic|openai|claude-code
-                   how to read it (default auto: detected from the bytes): an Anthropic or an
-                   OpenAI Chat Completions request body or messages array, checked against that
-                   API's rules; Claude Code logs and SWE-agent trajectories are imported first,
-                   as `compactor import` does
+  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
+                   how to read it (default auto: detected from the bytes): an Anthropic, an
+                   OpenAI Chat Completions or Responses request body (or messages or items
+                   array), or a Gemini API request body, checked against that API's rules; Claude
+                   Code logs, Gemini CLI chats and SWE-agent trajectories are imported first, as
+                   `compactor import` does; a Codex session file is the Responses request its last
+                   call sent
   --request TEXT   the active request (default: the newest user text that is not a tool result,
                    a command echo or an interruption notice)
 )";

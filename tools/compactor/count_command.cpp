@@ -27,7 +27,7 @@ blocks, a tool_use's name and JSON input, a tool_result's content, any other blo
 
 options:
   --input FILE      the conversation ("-" for stdin), in any format `run` reads
-  --input-format auto|anthropic|openai|claude-code
+  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
   --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
   --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
                     the calibrated meter (given, or the default list's fifth)
@@ -74,7 +74,7 @@ int count_command(int argc, char** argv) {
   }
   const Conversation* conversation = &doc->request->conversation();
   // What the request counts besides its messages, named as the summary names it.
-  const std::string_view fixed_part = ConversationHost::bytes(conversation->frame()).fixed_json.empty() ? ""
+  const std::string_view fixed_part = ConversationHost::layout(conversation->frame()).fixed_json.empty() ? ""
                                       : conversation->frame().system_entries.empty() ? "system and tools"
                                                                                      : "system, tools and system entries";
   if (args->has("per-message")) {

@@ -1,6 +1,8 @@
 // compactor import --input F [--input-format …] [--output F] [--output-format …] [--report F]
 // compactor import --corpus DIR [--report F] [--sidechains include|skip]
 #include "command_line.hpp"
+
+#include "wire/input_document.hpp"
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
@@ -20,7 +22,7 @@ namespace compactor::cli {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|openai|anthropic]
+constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|codex|gemini-cli|openai|anthropic]
                         [--output FILE] [--output-format anthropic|openai] [--report FILE]
        compactor import --corpus DIR [--report FILE] [--sidechains include|skip]
 
@@ -28,9 +30,13 @@ Turns a session into Anthropic messages: a Claude Code session log (JSONL: main-
 split assistant messages merged, tool results merged with results first, rewound branches and
 meta lines left out, agent-*.jsonl files imported as their sub-agent chain) or an OpenAI chat
 history (tool_calls and role "tool", SWE-agent .traj files; the system message becomes the
-request body's system). Broken lines are skipped and counted with their line numbers; every
+request body's system), or a Gemini CLI chat (~/.gemini/tmp/<project hash>/chats/session-*.json
+or .jsonl: tool calls and their recorded results as pairs, thoughts left out; docs/gemini.md).
+Broken lines are skipped and counted with their line numbers; every
 repair (an orphan result dropped, a call whose result was lost answered by an is_error result…)
-is counted and listed in the report, never silent. The result must pass every checker.
+is counted and listed in the report, never silent. A Codex CLI session file (its rollout JSONL)
+is read as the OpenAI Responses request its last call sent, and written as that request body
+(docs/openai-responses.md). The result must pass every checker.
 
 --output writes the conversation (anthropic: a messages array or a request body; openai: a
 messages array); without it only the verdict line is printed. --report writes what was skipped
@@ -46,18 +52,20 @@ not written; --report still is: it says why); 3 an output could not be written (
 // Imports one file and checks it; the line to print, and whether it passed.
 struct Checked {
   std::optional<ImportResult> result;
+  const wire::WireFormat* format = nullptr;  // whose rules it passed
   std::string line;
   bool ok = false;
 };
 
 Checked import_and_check(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
   Checked out;
-  auto imported = import_file(path, format, sidechain);
+  auto imported = wire::import_session(path, format, sidechain);
   if (!imported) {
     out.line = "FAIL " + imported.error().message;
     return out;
   }
-  out.result = std::move(imported).value();
+  out.result = std::move(imported->result);
+  out.format = imported->format;
   const ImportReport& r = out.result->report;
   if (!out.result->conversation) {
     out.line = fmt::format("EMPTY {}: no message to import ({}, {} broken)", path, counted(r.lines, "line", "lines"),
@@ -66,7 +74,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   }
   const Conversation& c = *out.result->conversation;
   auto requests = find_active_request(c).texts;
-  auto v = run_checkers(make_builtin_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), requests});
+  auto v = run_checkers(wire::checkers_for_check(*out.format), CheckInput{c, c, compute_protected_tail(c, 0), requests});
   if (!v.empty()) {
     out.line = "FAIL " + path + ": " + v.front().to_string();
     return out;
@@ -75,6 +83,57 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   out.line = "OK " + path + ": " + r.summary_line();
   return out;
 }
+
+
+// Every .jsonl and .traj file under `dir`: one line each, the totals, and the report.
+int import_corpus(const std::string& dir, std::optional<ImportFormat> format, bool skip_sidechains,
+                  const std::optional<std::string>& report_path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || (ext != ".jsonl" && ext != ".traj")) continue;
+    if (skip_sidechains && name.rfind("agent-", 0) == 0) continue;
+    files.push_back(e.path().string());
+  }
+  if (ec || files.empty()) {
+    fmt::print(stderr, "compactor import: {}: no .jsonl or .traj files{}\n", dir, ec ? " (" + ec.message() + ")" : "");
+    return kExitBadInput;
+  }
+  std::sort(files.begin(), files.end());
+  std::size_t imported = 0, empty = 0, failed = 0, broken = 0, repairs = 0, messages = 0, tool_uses = 0;
+  std::string report = "[\n";
+  for (const auto& f : files) {
+    Checked c = import_and_check(f, format, false);
+    fmt::print("{}\n", c.line);
+    if (c.result) {
+      const ImportReport& r = c.result->report;
+      broken += r.broken_lines.size();
+      repairs += r.repairs.size();
+      messages += r.messages;
+      tool_uses += r.tool_uses;
+      report += (imported + empty + failed ? ",\n" : "") + r.to_json();
+    }
+    if (c.ok) ++imported;
+    else if (c.result && !c.result->conversation) ++empty;
+    else ++failed;
+  }
+  fmt::print("total: {}, {} imported, {} empty, {} failed; {}, {}, {} skipped, {}\n", counted(files.size(), "file", "files"),
+             imported, empty, failed, counted(messages, "message", "messages"), counted(tool_uses, "tool_use", "tool_uses"),
+             counted(broken, "broken line", "broken lines"), counted(repairs, "repair", "repairs"));
+  if (auto path = report_path) {
+    auto w = write_file_atomically(*path, report + "\n]\n");
+    if (!w) {
+      fmt::print(stderr, "compactor import: {}\n", w.error().message);
+      return kExitPluginError;
+    }
+  }
+  return failed ? kExitBadInput : kExitOk;
+}
+
+int import_one(const ParsedArgs& args, std::optional<ImportFormat> format, const std::string& output_format);
 
 }  // namespace
 
@@ -88,7 +147,7 @@ int import_command(int argc, char** argv) {
   std::string error;
   std::optional<ImportFormat> format;
   if (auto f = args->get("input-format"); f && *f != "auto" && !import_format_from_string(*f))
-    error = "--input-format takes auto, anthropic, claude-code or openai, got \"" + *f + "\"";
+    error = "--input-format takes auto, anthropic, claude-code, codex, gemini-cli or openai, got \"" + *f + "\"";
   else if (args->get("input-format") && *args->get("input-format") != "auto") format = import_format_from_string(*args->get("input-format"));
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
   if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
@@ -97,52 +156,15 @@ int import_command(int argc, char** argv) {
   bool skip_sidechains = args->get("sidechains") == std::optional<std::string>("skip");
   if (!error.empty()) return command.usage_error(error);
 
-  if (auto dir = args->get("corpus")) {
-    namespace fs = std::filesystem;
-    std::vector<std::string> files;
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(*dir, ec)) {
-      std::string ext = e.path().extension().string();
-      std::string name = e.path().filename().string();
-      if (!e.is_regular_file() || (ext != ".jsonl" && ext != ".traj")) continue;
-      if (skip_sidechains && name.rfind("agent-", 0) == 0) continue;
-      files.push_back(e.path().string());
-    }
-    if (ec || files.empty()) {
-      fmt::print(stderr, "compactor import: {}: no .jsonl or .traj files{}\n", *dir, ec ? " (" + ec.message() + ")" : "");
-      return kExitBadInput;
-    }
-    std::sort(files.begin(), files.end());
-    std::size_t imported = 0, empty = 0, failed = 0, broken = 0, repairs = 0, messages = 0, tool_uses = 0;
-    std::string report = "[\n";
-    for (const auto& f : files) {
-      Checked c = import_and_check(f, format, false);
-      fmt::print("{}\n", c.line);
-      if (c.result) {
-        const ImportReport& r = c.result->report;
-        broken += r.broken_lines.size();
-        repairs += r.repairs.size();
-        messages += r.messages;
-        tool_uses += r.tool_uses;
-        report += (imported + empty + failed ? ",\n" : "") + r.to_json();
-      }
-      if (c.ok) ++imported;
-      else if (c.result && !c.result->conversation) ++empty;
-      else ++failed;
-    }
-    fmt::print("total: {}, {} imported, {} empty, {} failed; {}, {}, {} skipped, {}\n", counted(files.size(), "file", "files"),
-               imported, empty, failed, counted(messages, "message", "messages"), counted(tool_uses, "tool_use", "tool_uses"),
-               counted(broken, "broken line", "broken lines"), counted(repairs, "repair", "repairs"));
-    if (auto path = args->get("report")) {
-      auto w = write_file_atomically(*path, report + "\n]\n");
-      if (!w) {
-        fmt::print(stderr, "compactor import: {}\n", w.error().message);
-        return kExitPluginError;
-      }
-    }
-    return failed ? kExitBadInput : kExitOk;
-  }
+  if (auto dir = args->get("corpus")) return import_corpus(*dir, format, skip_sidechains, args->get("report"));
+  return import_one(*args, format, output_format);
+}
 
+namespace {
+
+// One file: the conversation (--output), the report (--report), the verdict line.
+int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, const std::string& output_format) {
+  const ParsedArgs* args = &args_ref;
   std::vector<NamedPath> outputs;
   if (auto path = args->get("output")) outputs.push_back({"--output", *path});
   if (auto path = args->get("report")) outputs.push_back({"--report", *path});
@@ -185,5 +207,7 @@ int import_command(int argc, char** argv) {
   if (!c.ok) return kExitBadInput;
   return kExitOk;
 }
+
+}  // namespace
 
 }  // namespace compactor::cli

@@ -41,6 +41,7 @@ commands:
                            replay every session call by call through each pipeline: tokens
                            sent, prompt-cache reuse, cost, retention
   serve           --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
+                  [--gemini-upstream URL]
                            a proxy in front of the model API that compacts every request
   mcp             --config F | --archive DIR
                            an MCP server over stdio: the model restores and searches the archive

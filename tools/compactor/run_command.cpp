@@ -33,10 +33,10 @@ options:
   --request TEXT   the active request, kept verbatim (default: found in the conversation)
   --reason prompt_too_long
                    run the config's on_prompt_too_long pipeline instead (after the API refused)
-  --input-format auto|anthropic|openai|claude-code
+  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
                    how to read the input (default auto: detected); an OpenAI Chat Completions
-                   request body or messages array is written back in its own form, with every
-                   field it carried; Claude Code logs and SWE-agent trajectories are imported
+                   or Responses request body (or messages or items array) is written back in its
+                   own form, with every field it carried; Claude Code logs and SWE-agent trajectories are imported
 
 exit codes: 0 within budget; 1 still over budget, or a stage's candidate was rejected (the last
 committed conversation is written; a decline is not an error); 2 bad input or config (nothing

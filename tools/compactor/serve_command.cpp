@@ -1,4 +1,4 @@
-// compactor serve --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
+// compactor serve --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL] [--gemini-upstream URL]
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "serve/server.hpp"
@@ -16,21 +16,26 @@ namespace compactor::cli {
 namespace {
 
 constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream URL]
-                       [--openai-upstream URL]
+                       [--openai-upstream URL] [--gemini-upstream URL]
 
-An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages) and POST
-/v1/chat/completions (OpenAI Chat Completions) bodies have their conversation compacted by the
-config's pipeline (system and tools counted; what the conversation model has no place for
-carried as it came) and are forwarded with the client's headers; the upstream's response comes
-back unchanged, server-sent events chunk by chunk. Every other path is passed through. GET
-/healthz and GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker
-processes (at most serve.workers at once), never in the server itself (docs/serve.md).
+An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages), POST
+/v1/chat/completions (OpenAI Chat Completions) and POST /v1beta/models/M:generateContent and
+:streamGenerateContent (Gemini) bodies have their conversation compacted by the config's
+pipeline (system and tools counted; what the conversation model has no place for carried as it
+came) and are forwarded with the client's headers; the upstream's response comes back unchanged,
+server-sent events chunk by chunk. A Gemini request that declares no functions, asks for a
+structured answer or names a cachedContent is passed through (docs/gemini.md); the Gemini API's
+other paths go to the Gemini upstream, and every other path is passed through. GET /healthz and
+GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker processes (at
+most serve.workers at once), never in the server itself (docs/serve.md).
 
 options:
   --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
   --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; port 0: any free port)
   --upstream URL         overrides serve.upstream (Anthropic Messages API base URL)
   --openai-upstream URL  overrides serve.openai_upstream (OpenAI-compatible base URL)
+  --gemini-upstream URL  overrides serve.gemini_upstream (Gemini API base URL, default
+                         https://generativelanguage.googleapis.com)
 
 The first line on stdout is "compactor serve: listening on http://HOST:PORT (upstream URL)".
 SIGHUP, or a change to the config file, reloads it (validated in full; a bad one is refused and
@@ -45,11 +50,11 @@ or listen address; 3 a plugin failed to load.
 int serve_command(int argc, char** argv) {
   const Command command{"serve", kHelp};
   int exit_code = kExitOk;
-  auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream"}, {"openai-upstream"}}, exit_code);
+  auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream"}, {"openai-upstream"}, {"gemini-upstream"}}, exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
   if (!args->get("config")) return command.usage_error("--config is required");
-  for (const char* key : {"upstream", "openai-upstream"})
+  for (const char* key : {"upstream", "openai-upstream", "gemini-upstream"})
     if (auto u = args->get(key); u && u->rfind("http://", 0) != 0 && u->rfind("https://", 0) != 0)
       return command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", key, *u));
 
@@ -72,6 +77,7 @@ int serve_command(int argc, char** argv) {
   options.listen = args->get("listen");
   options.upstream = args->get("upstream");
   options.openai_upstream = args->get("openai-upstream");
+  options.gemini_upstream = args->get("gemini-upstream");
   options.version = COMPACTOR_VERSION;
   return serve::run_server(options);
 }

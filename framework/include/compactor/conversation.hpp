@@ -29,9 +29,10 @@ struct SystemEntry {
   std::string blocks;     // its content as text blocks (`{"type":"text",…},…`), for a joined entry
 };
 
-// The input's bytes around the messages (how an untouched conversation is written back byte for
-// byte): the host's alone, so a stage cannot depend on how the input is laid out.
-struct FrameBytes;
+// How the input is laid out: its bytes around the messages (an untouched conversation is written
+// back byte for byte) and where its API lets system entries sit. The host's alone, so a stage
+// cannot depend on it (model/conversation_host.hpp).
+struct FrameLayout;
 class ConversationHost;
 
 // What surrounds the messages in the input, shared by every conversation derived from it.
@@ -43,7 +44,7 @@ struct ConversationFrame {
 
  private:
   friend class ConversationHost;
-  std::shared_ptr<const FrameBytes> bytes_;  // none: a bare messages array built in memory
+  std::shared_ptr<const FrameLayout> layout_;  // none: a bare Messages API array built in memory
 };
 
 class Conversation {

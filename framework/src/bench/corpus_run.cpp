@@ -7,6 +7,8 @@
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
 #include "import/importers.hpp"
+#include "wire/anthropic_messages.hpp"
+#include "wire/input_document.hpp"
 #include "meter/calibration_fit.hpp"
 #include "meter/meter_kinds.hpp"
 
@@ -132,16 +134,20 @@ class CorpusReplay {
   void replay_file(std::size_t i, const std::string& archive_dir, std::vector<Pipeline>& pipelines,
                    const std::vector<CheckerPtr>& input_checkers, StageLogger& log) {
     std::string name = fs::path(mine_[i]).lexically_relative(run_.corpus).generic_string();
-    auto imported = import_file(mine_[i], std::nullopt);
-    if (!imported || !imported->conversation) {
-      skipped_[i] = Skipped{name, imported ? "no message to import" : imported.error().message};
+    auto session_read = wire::import_session(mine_[i], std::nullopt);
+    if (!session_read || !session_read->result.conversation) {
+      skipped_[i] = Skipped{name, session_read ? "no message to import" : session_read.error().message};
       progress_.session_done(0);
       return;
     }
+    const ImportResult* imported = &session_read->result;
     const Conversation& session = *imported->conversation;
-    // A session the API would refuse as a whole is not a session an agent lived: skipped.
-    if (auto violations = run_checkers(input_checkers, CheckInput{session, session, compute_protected_tail(session, 0), {}});
-        !violations.empty()) {
+    // A session the API would refuse as a whole is not a session an agent lived: skipped. A
+    // session of another API (a Chat Completions history) is held to that API's rules.
+    const std::vector<CheckerPtr> rules =
+        session_read->format == &wire::anthropic_messages() ? std::vector<CheckerPtr>() : session_read->format->rules();
+    const CheckInput whole{session, session, compute_protected_tail(session, 0), {}};
+    if (auto violations = rules.empty() ? run_checkers(input_checkers, whole) : run_checkers(rules, whole); !violations.empty()) {
       skipped_[i] = Skipped{name, violations.front().to_string()};
       progress_.session_done(0);
       return;
@@ -150,7 +156,8 @@ class CorpusReplay {
     if (model.empty()) model = run_.model.value_or(run_.prices->default_model);
     const ModelPrice* price = run_.prices->find(model);
     if (price == nullptr) price = run_.prices->find(run_.prices->default_model);
-    const bool openai = imported->report.format == ImportFormat::openai;
+    // An OpenAI model's session (a chat history, a Codex session) is metered with its tokenizer.
+    const bool openai = imported->report.format == ImportFormat::openai || imported->report.format == ImportFormat::codex;
     const std::map<std::size_t, std::uint64_t> recorded_output = recorded_output_of(*imported);
     std::size_t calls = 0;
     for (std::size_t k = 0; k < run_.configs.size(); ++k) {
@@ -162,6 +169,7 @@ class CorpusReplay {
       setup.window = run_.window;
       setup.archive_dir = archive_dir;
       setup.recorded_output = recorded_output;
+      if (!rules.empty()) setup.rules = &rules;
       choose_meter(run_.configs[k], price, openai, setup);
       SessionReplay r = replay_session(session, pipelines[k], setup, log);
       r.config = run_.configs[k].file;

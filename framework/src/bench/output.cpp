@@ -1,5 +1,7 @@
 #include "bench/output.hpp"
 
+#include "platform/percentile.hpp"
+
 #include "bench/charts.hpp"
 #include "host/atomic_file.hpp"
 
@@ -62,11 +64,9 @@ double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
-double percentile(std::vector<std::int64_t> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return static_cast<double>(v[std::min(i, v.size() - 1)]) / 1000.0;
+// Pipeline wall times in µs, as ms.
+double percentile_ms(const std::vector<std::int64_t>& us, double p) {
+  return percentile(std::vector<double>(us.begin(), us.end()), p) / 1000.0;
 }
 
 std::string csv_field(const std::string& s) {
@@ -151,8 +151,8 @@ std::string to_timings_line(const SessionReplay& r) {
   }
   return json::serialize(json::object{{"session", r.session},
                                       {"config_index", r.config_index},
-                                      {"p50_ms", percentile(times, 0.5)},
-                                      {"p99_ms", percentile(times, 0.99)},
+                                      {"p50_ms", percentile_ms(times, 0.5)},
+                                      {"p99_ms", percentile_ms(times, 0.99)},
                                       {"pipeline_us", us}});
 }
 
@@ -279,7 +279,7 @@ std::string markdown_table(const BenchResults& results) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
                        results.configs[k].path, meter, sessions, calls, compactions, refusals, over, over_tail, summaries, sent,
                        percent(read, sent), to_usd(cost), to_usd(summarizer_cost), percent(visible_m, probes_m), percent(visible_l, probes_l),
-                       percent(facts_visible, facts), percent(recoverable, probes), lost, failed, percentile(us, 0.5), percentile(us, 0.99));
+                       percent(facts_visible, facts), percent(recoverable, probes), lost, failed, percentile_ms(us, 0.5), percentile_ms(us, 0.99));
   }
   return out;
 }

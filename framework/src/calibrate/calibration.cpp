@@ -1,5 +1,7 @@
 #include "calibrate/calibration.hpp"
 
+#include "platform/percentile.hpp"
+
 #include "meter/meter_kinds.hpp"
 #include "meter/robust_fit.hpp"
 
@@ -17,15 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = p * static_cast<double>(v.size() - 1);
-  auto lo = static_cast<std::size_t>(std::floor(idx));
-  std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-}
 
 // One family's steps for the robust fit (meter/robust_fit.hpp): Δprompt ≈ a·Δbase + b·Δmessages
 // between consecutive calls of a session (its first call carries the fixed overhead), with the

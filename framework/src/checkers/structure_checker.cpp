@@ -42,7 +42,7 @@ class StructureChecker final : public Checker {
       }
       // Entries that share a slot are written as one (joined), so only a slot before the
       // previous one breaks the order.
-      if (slot < previous || !ConversationHost::valid_system_slot(c.messages(), slot))
+      if (slot < previous || !ConversationHost::valid_system_slot(c.messages(), slot, ConversationHost::layout(c.frame()).entry_placement))
         out.push_back(violation(name(), slot - 1, which + " is misplaced after this message (rule: a system entry follows a user "
                                                   "message, is the last entry or is followed by an assistant message, and "
                                                   "keeps its order)"));

@@ -217,7 +217,7 @@ void ConfigLoader::read_archive(const YAML::Node& root) {
 
 void ConfigLoader::read_serve(const YAML::Node& root) {
   auto serve = r_.member(root, "", "serve", false);
-  if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "max_body_bytes",
+  if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "gemini_upstream", "max_body_bytes",
                                                    "max_concurrency", "workers", "request_timeout_ms", "on_failure",
                                                    "mcp_token_env"}))
     return;
@@ -231,13 +231,13 @@ void ConfigLoader::read_serve(const YAML::Node& root) {
       if (!ok) r_.error(*l, "serve.listen", "expected HOST:PORT (port 0 to 65535), got \"" + *v + "\"");
       else s.listen = *v;
     }
-  for (const char* key : {"upstream", "openai_upstream"})
+  for (const char* key : {"upstream", "openai_upstream", "gemini_upstream"})
     if (auto u = r_.member(*serve, "serve", key, false))
       if (auto v = r_.string(*u, std::string("serve.") + key)) {
         if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
           r_.error(*u, std::string("serve.") + key, "expected an http:// or https:// URL, got \"" + *v + "\"");
         else
-          (std::string_view(key) == "upstream" ? s.upstream : s.openai_upstream) = *v;
+          (std::string_view(key) == "upstream" ? s.upstream : std::string_view(key) == "openai_upstream" ? s.openai_upstream : s.gemini_upstream) = *v;
       }
   if (auto b = r_.member(*serve, "serve", "max_body_bytes", false))
     if (auto n = r_.integer(*b, "serve.max_body_bytes", 1024, std::int64_t{1} << 31)) s.max_body_bytes = *n;
@@ -986,6 +986,7 @@ std::string print_pipeline(const PipelineConfig& c) {
     out += "serve:\n  listen: " + quoted(s.listen) + "\n";
     if (!s.upstream.empty()) out += "  upstream: " + quoted(s.upstream) + "\n";
     if (!s.openai_upstream.empty()) out += "  openai_upstream: " + quoted(s.openai_upstream) + "\n";
+    out += "  gemini_upstream: " + quoted(s.gemini_upstream) + "\n";
     out += "  max_body_bytes: " + std::to_string(s.max_body_bytes) + "\n  max_concurrency: " +
            std::to_string(s.max_concurrency) + "\n  request_timeout_ms: " + std::to_string(s.request_timeout_ms) +
            "\n  on_failure: " + (s.reject_on_failure ? "reject" : "forward") + "\n";

@@ -59,6 +59,7 @@ struct ServeConfig {
   std::string listen = "127.0.0.1:8088";  // host:port; loopback by default
   std::string upstream;                   // Anthropic Messages API base URL (--upstream overrides)
   std::string openai_upstream;            // OpenAI-compatible base URL (--openai-upstream overrides)
+  std::string gemini_upstream = "https://generativelanguage.googleapis.com";  // Gemini API (--gemini-upstream overrides)
   std::int64_t max_body_bytes = std::int64_t{32} << 20;  // a larger request body is answered 413
   std::int64_t max_concurrency = 32;      // requests in flight; more are answered 529/503 with Retry-After
   std::int64_t workers = 0;               // pipelines that run at once; 0: one per core

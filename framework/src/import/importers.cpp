@@ -1,5 +1,9 @@
 #include "import/importers.hpp"
 
+#include "import/codex_session.hpp"
+#include "import/gemini_chat.hpp"
+#include "import/import_drafts.hpp"
+
 #include "model/conversation_host.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
@@ -10,6 +14,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -23,6 +28,8 @@ std::string_view to_string(ImportFormat format) {
     case ImportFormat::anthropic: return "anthropic";
     case ImportFormat::claude_code: return "claude-code";
     case ImportFormat::openai: return "openai";
+    case ImportFormat::codex: return "codex";
+    case ImportFormat::gemini_cli: return "gemini-cli";
   }
   return "?";
 }
@@ -31,6 +38,8 @@ std::optional<ImportFormat> import_format_from_string(std::string_view text) {
   if (text == "anthropic") return ImportFormat::anthropic;
   if (text == "claude-code") return ImportFormat::claude_code;
   if (text == "openai") return ImportFormat::openai;
+  if (text == "codex") return ImportFormat::codex;
+  if (text == "gemini-cli") return ImportFormat::gemini_cli;
   return std::nullopt;
 }
 
@@ -456,6 +465,110 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   return result;
 }
 
+// The text of a message's content: a string, or the text of its text parts. A part of another
+// kind (an image, audio, a file) has no place in the imported text: it is a repair, never
+// dropped unsaid. Content of another type is refused.
+Expected<std::string> openai_text_of(const json::value& content, const std::string& where, std::size_t index, ImportReport& report) {
+  if (content.is_string()) return std::string(content.get_string());
+  if (!content.is_array())
+    return Error{where + ".content must be a string or an array of parts, got " + std::string(detail::json_kind(content))};
+  std::string out;
+  const json::array& parts = content.get_array();
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    const json::value& part = parts[j];
+    if (!is_type(part, "text")) {
+      std::string type = string_field(part, "type");
+      report.repairs.push_back({"part_dropped", index, where + ".content." + std::to_string(j) + " (" +
+                                                            (type.empty() ? std::string(detail::json_kind(part)) : type) +
+                                                            ") is not carried"});
+      continue;
+    }
+    const json::value* text = part.get_object().if_contains("text");
+    if (text == nullptr || !text->is_string())
+      return Error{where + ".content." + std::to_string(j) + ".text must be a string, got " +
+                   (text == nullptr ? std::string("nothing") : std::string(detail::json_kind(*text)))};
+    out += (out.empty() ? "" : "\n") + std::string(text->get_string());
+  }
+  return out;
+}
+
+// A tool call's input from its function.arguments: a JSON string by the spec; some histories
+// hold the object itself (kept as is) or null / nothing / "" (an empty input, counted as a
+// repair); anything else is refused, never silently emptied. `not_json` makes the error for
+// arguments that are not JSON.
+Expected<json::value> openai_tool_input(const json::value& call, const json::object& function, const std::string& at, std::size_t i,
+                                        ImportReport& report,
+                                        const std::function<Error(const detail::JsonErrorAt&, std::string_view)>& not_json) {
+  const json::value* given = function.if_contains("arguments");
+  if (given != nullptr && given->is_object()) return *given;
+  if (given == nullptr || given->is_null() || (given->is_string() && given->get_string().empty())) {
+    report.repairs.push_back({"missing_arguments_emptied", i,
+                              "tool call " + string_field(call, "id") + " has " +
+                                  (given == nullptr ? "no" : given->is_null() ? "null" : "empty") + " function.arguments; its input is {}"});
+    return json::value(json::object{});
+  }
+  if (!given->is_string())
+    return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
+  const std::string_view arguments = given->get_string();
+  detail::ValueParser arguments_parser(arguments);
+  detail::JsonErrorAt refusal;
+  auto read = detail::read_json(arguments_parser, arguments, {0, arguments.size()}, refusal);
+  if (!read) return not_json(refusal, arguments);
+  return std::move(*read);
+}
+
+// The ids of an OpenAI history as the Anthropic form takes them: one the API refuses
+// (^[a-zA-Z0-9_-]+$) rewritten the same way in calls and results; a call id used twice (SWE-agent
+// replays do this) given a fresh one, and so is the next result that names it. Each a repair.
+struct OpenAiIds {
+  explicit OpenAiIds(ImportReport& r) : report(r) {}
+  ImportReport& report;
+  std::unordered_map<std::string, std::string> renamed;
+  std::set<std::string> used;
+  std::unordered_map<std::string, std::string> pending;
+
+  std::string api_id(const std::string& id, std::size_t index) {
+    std::string clean = id;
+    for (char& c : clean)
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) c = '_';
+    if (clean.empty()) clean = "call_" + std::to_string(index);
+    if (clean != id && renamed.emplace(id, clean).second)
+      report.repairs.push_back({"id_rewritten", index, "\"" + id + "\" → \"" + clean + "\""});
+    return clean;
+  }
+  std::string call(const std::string& original, std::size_t index) {
+    std::string id = api_id(original, index);
+    if (used.insert(id).second) return id;
+    std::string fresh;
+    for (int n = 2; !used.insert(fresh = id + "_" + std::to_string(n)).second; ++n) {}
+    report.repairs.push_back({"duplicate_id_rewritten", index, "tool call id " + id + " used again; now " + fresh});
+    pending[original] = fresh;
+    return fresh;
+  }
+  std::string result(const std::string& id, std::size_t index) {
+    auto r = pending.find(id);
+    if (r == pending.end()) return api_id(id, index);
+    std::string fresh = r->second;
+    pending.erase(r);
+    return fresh;
+  }
+};
+
+// The messages of an OpenAI history: a messages array, {"messages": […]}, or a trajectory's
+// {"history": […]}; `key` and `steps` say how errors name them and where they are.
+const json::array* openai_history_list(const json::value& root, std::string& key, std::vector<detail::PathStep>& steps) {
+  key = "messages";
+  const json::array* list = nullptr;
+  if (root.is_array()) list = &root.get_array();
+  else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
+  else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) {
+    list = &root.at("history").get_array();
+    key = "history";
+  }
+  if (root.is_object()) steps.push_back({key});
+  return list;
+}
+
 Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source) {
   ImportReport report;
   report.source = source;
@@ -466,44 +579,11 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
     if (auto at = detail::find_json_error(bytes)) return Error{at->to_string(source)};
     return Error{source + ": not valid JSON: " + ec.message()};
   }
-  const json::array* list = nullptr;
-  std::string list_key = "messages";  // how error paths name the list: messages.N, or history.N in a trajectory
+  std::string list_key;  // how error paths name the list: messages.N, or history.N in a trajectory
   std::vector<detail::PathStep> list_steps;  // where the list is in the file: nothing for a top-level array
-  if (root.is_array()) list = &root.get_array();
-  else if (root.is_object() && root.get_object().contains("messages") && root.at("messages").is_array()) list = &root.at("messages").get_array();
-  else if (root.is_object() && root.get_object().contains("history") && root.at("history").is_array()) {
-    list = &root.at("history").get_array();
-    list_key = "history";
-  }
-  if (root.is_object()) list_steps.push_back({list_key});
+  const json::array* list = openai_history_list(root, list_key, list_steps);
   if (list == nullptr) return Error{source + ": expected an OpenAI messages array, {\"messages\": […]} or a trajectory {\"history\": […]}"};
 
-  // The text of a message's content: a string, or the text of its text parts. A part of another
-  // kind (an image, audio, a file) has no place in the imported text: it is a repair, never
-  // dropped unsaid. Content of another type is refused.
-  auto text_of = [&](const json::value& content, const std::string& where, std::size_t index) -> Expected<std::string> {
-    if (content.is_string()) return std::string(content.get_string());
-    if (!content.is_array())
-      return Error{where + ".content must be a string or an array of parts, got " + std::string(detail::json_kind(content))};
-    std::string out;
-    const json::array& parts = content.get_array();
-    for (std::size_t j = 0; j < parts.size(); ++j) {
-      const json::value& part = parts[j];
-      if (!is_type(part, "text")) {
-        std::string type = string_field(part, "type");
-        report.repairs.push_back({"part_dropped", index, where + ".content." + std::to_string(j) + " (" +
-                                                              (type.empty() ? std::string(detail::json_kind(part)) : type) +
-                                                              ") is not carried"});
-        continue;
-      }
-      const json::value* text = part.get_object().if_contains("text");
-      if (text == nullptr || !text->is_string())
-        return Error{where + ".content." + std::to_string(j) + ".text must be a string, got " +
-                     (text == nullptr ? std::string("nothing") : std::string(detail::json_kind(*text)))};
-      out += (out.empty() ? "" : "\n") + std::string(text->get_string());
-    }
-    return out;
-  };
   // Where a value of the file is, for an error about it: `source:line:col (byte N)`.
   auto place_of = [&](const std::vector<detail::PathStep>& path) {
     auto span = detail::find_value_span(bytes, path);
@@ -511,23 +591,9 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
     detail::LineColumn lc = detail::line_column(bytes, span->begin);
     return fmt::format("{}:{}:{} (byte {})", source, lc.line, lc.column, span->begin);
   };
-  // Ids the Anthropic API refuses (^[a-zA-Z0-9_-]+$) are rewritten the same way in calls and results.
-  std::unordered_map<std::string, std::string> renamed;
-  auto api_id = [&](const std::string& id, std::size_t index) {
-    std::string clean = id;
-    for (char& c : clean)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) c = '_';
-    if (clean.empty()) clean = "call_" + std::to_string(index);
-    if (clean != id && renamed.emplace(id, clean).second)
-      report.repairs.push_back({"id_rewritten", index, "\"" + id + "\" → \"" + clean + "\""});
-    return clean;
-  };
   static const std::set<std::string> kKnown = {"role", "content", "tool_calls", "tool_call_id", "tool_call_ids", "name"};
 
-  // A call id used twice (SWE-agent replays do this) gets a fresh id, and so does the next
-  // result that names it.
-  std::set<std::string> used_ids;
-  std::unordered_map<std::string, std::string> pending_rename;
+  OpenAiIds ids(report);
   std::string system;
   std::vector<Draft> drafts;
   for (std::size_t i = 0; i < list->size(); ++i) {
@@ -551,7 +617,7 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
         return Error{where + ".content: a " + role + " message needs content, got " + (content == nullptr ? "nothing" : "null")};
       content = &no_content;
     }
-    auto text = content->is_null() ? Expected<std::string>(std::string()) : text_of(*content, where, i);
+    auto text = content->is_null() ? Expected<std::string>(std::string()) : openai_text_of(*content, where, i, report);
     if (!text) return text.error();
     if (role == "system" || role == "developer") {
       system += (system.empty() ? "" : "\n\n") + *text;
@@ -573,45 +639,16 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
           std::string at = where + ".tool_calls." + std::to_string(k);
           const json::value* function = call.is_object() && call.get_object().contains("function") ? &call.at("function") : nullptr;
           if (function == nullptr || !function->is_object()) return Error{at + ": has no function"};
-          // arguments is a JSON string by the spec; some histories hold the object itself (kept as
-          // is) or null / nothing (an empty input, counted as a repair); anything else is refused,
-          // never silently emptied.
-          const json::value* given = function->get_object().if_contains("arguments");
-          json::value input;
-          if (given != nullptr && given->is_object()) {
-            input = *given;
-          } else if (given == nullptr || given->is_null() || (given->is_string() && given->get_string().empty())) {
-            input = json::object{};
-            report.repairs.push_back({"missing_arguments_emptied", i,
-                                      "tool call " + string_field(call, "id") + " has " +
-                                          (given == nullptr ? "no" : given->is_null() ? "null" : "empty") +
-                                          " function.arguments; its input is {}"});
-          } else if (!given->is_string()) {
-            return Error{at + ".function.arguments must be a JSON string or object, got " + std::string(detail::json_kind(*given))};
-          } else {
-            const std::string_view arguments = given->get_string();
-            detail::ValueParser arguments_parser(arguments);
-            detail::JsonErrorAt refusal;
-            auto read = detail::read_json(arguments_parser, arguments, {0, arguments.size()}, refusal);
-            if (!read) {
-              std::vector<detail::PathStep> steps = list_steps;
-              steps.insert(steps.end(), {{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}});
-              return Error{fmt::format("{}: {}.tool_calls.{}.function.arguments is not JSON: {} at byte {} of the string {}",
-                                       place_of(steps), path, k, refusal.what, refusal.offset, one_line_excerpt(arguments, 60))};
-            }
-            input = std::move(*read);
-          }
+          auto read = openai_tool_input(call, function->get_object(), at, i, report, [&](const detail::JsonErrorAt& refusal, std::string_view arguments) {
+            std::vector<detail::PathStep> steps = list_steps;
+            steps.insert(steps.end(), {{{}, i}, {"tool_calls"}, {{}, k}, {"function"}, {"arguments"}});
+            return Error{fmt::format("{}: {}.tool_calls.{}.function.arguments is not JSON: {} at byte {} of the string {}",
+                                     place_of(steps), path, k, refusal.what, refusal.offset, one_line_excerpt(arguments, 60))};
+          });
+          if (!read) return read.error();
+          json::value input = std::move(*read);
           if (!input.is_object()) return Error{at + ".function.arguments is not a JSON object"};
-          std::string original = string_field(call, "id");
-          std::string id = api_id(original, i);
-          if (!used_ids.insert(id).second) {
-            std::string fresh;
-            for (int n = 2; !used_ids.insert(fresh = id + "_" + std::to_string(n)).second; ++n) {}
-            report.repairs.push_back({"duplicate_id_rewritten", i, "tool call id " + id + " used again; now " + fresh});
-            pending_rename[original] = fresh;
-            id = fresh;
-          }
-          d.content.push_back(json::object{{"type", "tool_use"}, {"id", id},
+          d.content.push_back(json::object{{"type", "tool_use"}, {"id", ids.call(string_field(call, "id"), i)},
                                            {"name", string_field(*function, "name")}, {"input", std::move(input)}});
         }
       }
@@ -623,14 +660,7 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
       if (id.empty() && m.get_object().contains("tool_call_ids") && m.at("tool_call_ids").is_array() &&
           !m.at("tool_call_ids").get_array().empty() && m.at("tool_call_ids").get_array()[0].is_string())
         id = std::string(m.at("tool_call_ids").get_array()[0].get_string());
-      std::string result_id;
-      if (auto r = pending_rename.find(id); r != pending_rename.end()) {
-        result_id = r->second;
-        pending_rename.erase(r);
-      } else {
-        result_id = api_id(id, i);
-      }
-      drafts.push_back({Role::user, json::array{json::object{{"type", "tool_result"}, {"tool_use_id", result_id},
+      drafts.push_back({Role::user, json::array{json::object{{"type", "tool_result"}, {"tool_use_id", ids.result(id, i)},
                                                              {"content", *text}}}, i, {}});
       continue;
     }
@@ -646,7 +676,7 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
   };
   json::array out;
   // A request body's system prompt comes back as the system message.
-  if (const auto& buffer = ConversationHost::bytes(c.frame()).buffer; c.format() == InputFormat::request_body && buffer) {
+  if (const auto& buffer = ConversationHost::layout(c.frame()).buffer; c.format() == InputFormat::request_body && buffer) {
     boost::system::error_code ec;
     json::value body = detail::parse_json(*buffer, ec);
     if (!ec && body.is_object() && body.get_object().contains("system")) {
@@ -719,9 +749,19 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
   return text + "\n]\n";
 }
 
+ImportResult finish_import(std::vector<ImportDraft> drafts, ImportReport report, std::string_view unit) {
+  std::vector<Draft> messages;
+  messages.reserve(drafts.size());
+  for (ImportDraft& d : drafts) messages.push_back(Draft{d.role, std::move(d.content), d.line, {}});
+  repair(messages, report, unit);
+  return finish(std::move(messages), std::move(report), "");
+}
+
 ImportFormat detect_import_format(std::string_view bytes, const std::string& name) {
   if (name.size() > 5 && name.substr(name.size() - 5) == ".traj") return ImportFormat::openai;
+  if (is_codex_session(bytes)) return ImportFormat::codex;
   std::string_view head = bytes.substr(0, 1 << 16);
+  if (is_gemini_chat(head)) return ImportFormat::gemini_cli;  // it has a sessionId too
   for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
     if (head.find(marker) != std::string_view::npos) return ImportFormat::claude_code;
   // A system message alone is not enough: in an Anthropic history it is a mistake to report.
@@ -742,6 +782,10 @@ Expected<ImportResult> import_file(const std::string& path, std::optional<Import
       return import_claude_code(bytes, source, sidechain || name.rfind("agent-", 0) == 0);
     case ImportFormat::openai:
       return import_openai(bytes, source);
+    case ImportFormat::codex:
+      return import_codex_session(bytes, source);
+    case ImportFormat::gemini_cli:
+      return import_gemini_chat(bytes, source);
     case ImportFormat::anthropic: {
       ReadOptions options;
       options.source = source;

@@ -1,5 +1,6 @@
 // Importers for sessions people bring: Claude Code's JSONL session logs and OpenAI-style chat
-// histories (SWE-agent `.traj` files included), turned into Anthropic messages. Real logs are
+// histories (SWE-agent `.traj` files included), turned into Anthropic messages, and Codex CLI's
+// session files (import/codex_session.hpp). Real logs are
 // messy; an importer that died or dropped data silently would make every later number a lie, so
 // every line skipped and every repair is counted and listed in the ImportReport.
 #pragma once
@@ -14,7 +15,7 @@
 
 namespace compactor {
 
-enum class ImportFormat { anthropic, claude_code, openai };
+enum class ImportFormat { anthropic, claude_code, openai, codex, gemini_cli };
 std::string_view to_string(ImportFormat format);
 std::optional<ImportFormat> import_format_from_string(std::string_view text);
 
@@ -84,7 +85,8 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
 // given ("thinking blocks" → 9, "image parts of tool results" → 2).
 std::string export_openai(const Conversation& conversation, std::map<std::string, std::size_t>* left_out = nullptr);
 
-// Detects the format of a file's bytes (and name): Claude Code JSONL lines carry "sessionId" or
+// Detects the format of a file's bytes (and name): a Codex session opens with its session_meta
+// record; Claude Code JSONL lines carry "sessionId" or
 // "parentUuid"; OpenAI histories have role "tool" messages, tool_calls, or "history" (a system
 // message alone does not make a history OpenAI: use --input-format openai for those).
 ImportFormat detect_import_format(std::string_view bytes, const std::string& name);

@@ -30,22 +30,25 @@ Conversation Conversation::from_messages(std::vector<MessagePtr> messages) {
   return Conversation(std::make_shared<ConversationFrame>(), std::move(messages));  // a bare array's bytes
 }
 
-const FrameBytes& ConversationHost::bytes(const ConversationFrame& frame) {
-  static const FrameBytes bare_array;
-  return frame.bytes_ != nullptr ? *frame.bytes_ : bare_array;
+const FrameLayout& ConversationHost::layout(const ConversationFrame& frame) {
+  static const FrameLayout bare_array;
+  return frame.layout_ != nullptr ? *frame.layout_ : bare_array;
 }
 
-void ConversationHost::set_bytes(ConversationFrame& frame, FrameBytes bytes) {
-  frame.bytes_ = std::make_shared<const FrameBytes>(std::move(bytes));
+void ConversationHost::set_layout(ConversationFrame& frame, FrameLayout value) {
+  frame.layout_ = std::make_shared<const FrameLayout>(std::move(value));
 }
 
 Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages)
     : frame_(std::move(frame)), messages_(std::move(messages)) {
   // A frame with system entries starts them at their input slots (when valid here).
   slots_.reserve(frame_->system_entries.size());
+  // Under the Messages API's rule no two entries share a slot; under the other, several may.
+  const SystemEntryPlacement placement = ConversationHost::layout(*frame_).entry_placement;
+  const bool shared = placement == SystemEntryPlacement::outside_tool_pairs;
   std::size_t previous = 0;
   for (const SystemEntry& e : frame_->system_entries) {
-    bool ok = e.slot > previous && ConversationHost::valid_system_slot(messages_, e.slot);
+    bool ok = (shared ? e.slot >= previous : e.slot > previous) && ConversationHost::valid_system_slot(messages_, e.slot, placement);
     slots_.push_back(ok ? e.slot : kUnplaced);
     if (ok) previous = e.slot;
   }
@@ -88,7 +91,8 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
   for (const auto& item : *items) {
     const auto* o = item.if_object();
     const auto* type = o && o->contains("type") ? o->at("type").if_string() : nullptr;
-    if (type && *type == "text" && o->contains("text") && o->at("text").is_string())
+    // Text parts (the Messages API's, and the Responses API's input and output text) count as text.
+    if (type && (*type == "text" || *type == "input_text" || *type == "output_text") && o->contains("text") && o->at("text").is_string())
       n += meter.count_text(o->at("text").get_string());
     else
       n += meter.count_text(boost::json::serialize(item));
@@ -101,6 +105,7 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
 std::pair<std::int64_t, std::int64_t> joined_delta(const ConversationFrame& frame, const std::vector<std::size_t>& slots) {
   constexpr std::string_view kOpen = R"({"role":"system","content":[)", kClose = "]}";
   std::int64_t chars = 0, bytes = 0;
+  if (ConversationHost::layout(frame).entry_placement != SystemEntryPlacement::messages_api) return {chars, bytes};  // never joined
   const auto& entries = frame.system_entries;
   for (std::size_t k = 0; k < slots.size();) {
     std::size_t end = k + 1;
@@ -142,7 +147,7 @@ Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const 
   auto frame = std::make_shared<ConversationFrame>(*frame_);
   frame->fixed.tokens = 0;
   if (meter)
-    for (std::string_view json : ConversationHost::bytes(*frame).fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
+    for (std::string_view json : ConversationHost::layout(*frame).fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
   frame->meter = std::move(meter);
   Conversation c(std::move(frame), messages_);
   c.set_system_slots(slots_);  // the entries stay where they are
@@ -155,6 +160,13 @@ bool ConversationHost::system_entry_may_follow(const Message& before) {
   return before.role() == Role::user || (!before.blocks().empty() &&
                                          before.blocks().back().kind() == BlockKind::server_tool_use &&
                                          !before.has_tool_use());
+}
+
+bool ConversationHost::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot,
+                                         SystemEntryPlacement placement) {
+  if (placement == SystemEntryPlacement::messages_api) return valid_system_slot(messages, slot);
+  // Not between a tool_use and its results, which the next message holds.
+  return slot <= messages.size() && (slot == 0 || !messages[slot - 1]->has_tool_use());
 }
 
 bool ConversationHost::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot) {
@@ -177,7 +189,9 @@ namespace {
 // since the API refuses two adjacent entries. Past the last valid slot an entry joins the one
 // before it rather than being lost.
 std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, const std::vector<std::size_t>& slots,
-                                       const std::vector<MessagePtr>& after) {
+                                       const std::vector<MessagePtr>& after, SystemEntryPlacement placement) {
+  // Under outside_tool_pairs entries may come first and share a slot, each written on its own.
+  const bool shared = placement == SystemEntryPlacement::outside_tool_pairs;
   std::vector<std::size_t> out;
   out.reserve(slots.size());
   if (slots.empty()) return out;
@@ -189,15 +203,17 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     if (it == index.end()) return std::nullopt;
     return it->second;
   };
-  std::size_t floor = 1;  // the lowest slot the next entry may take
+  std::size_t floor = shared ? 0 : 1;  // the lowest slot the next entry may take
   std::size_t previous = Conversation::kUnplaced;  // the slot of the latest placed entry
   for (std::size_t slot : slots) {
-    if (slot == Conversation::kUnplaced || slot == 0 || slot > before.size()) {
+    if (slot == Conversation::kUnplaced || (slot == 0 && !shared) || slot > before.size()) {
       out.push_back(Conversation::kUnplaced);
       continue;
     }
     std::size_t start = after.size();
-    if (auto anchor = find(slot - 1)) {
+    if (slot == 0) {
+      start = 0;
+    } else if (auto anchor = find(slot - 1)) {
       start = *anchor + 1;
     } else {
       for (std::size_t t = slot; t < before.size(); ++t)
@@ -208,14 +224,14 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     }
     std::size_t placed = Conversation::kUnplaced;
     for (std::size_t s = std::max(start, floor); s <= after.size(); ++s)
-      if (ConversationHost::valid_system_slot(after, s)) {
+      if (ConversationHost::valid_system_slot(after, s, placement)) {
         placed = s;
         break;
       }
     if (placed == Conversation::kUnplaced) placed = previous;  // joined with the entry before it, if any
     out.push_back(placed);
     // The next entry takes a later slot if there is one, else shares this one.
-    if (placed != Conversation::kUnplaced) floor = (previous = placed) + 1;
+    if (placed != Conversation::kUnplaced) floor = (previous = placed) + (shared ? 0 : 1);
   }
   return out;
 }
@@ -224,24 +240,26 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
 
 Conversation Conversation::with_messages(std::vector<MessagePtr> messages) const {
   Conversation c(frame_, std::move(messages));
-  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_));
+  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_, ConversationHost::layout(*frame_).entry_placement));
   return c;
 }
 
 Conversation ConversationHost::with_system_entries_placed_from(const Conversation& placed, const Conversation& before) {
   Conversation c = placed;
   if (placed.frame_ == before.frame_ && !before.slots_.empty())
-    c.set_system_slots(place_entries(before.messages_, before.slots_, placed.messages_));
+    c.set_system_slots(place_entries(before.messages_, before.slots_, placed.messages_, layout(*placed.frame_).entry_placement));
   return c;
 }
 
 Conversation ConversationHost::with_messages_at(const Conversation& in, std::vector<MessagePtr> messages,
                                                 std::vector<std::size_t> slots) {
   Conversation c(in.frame_, std::move(messages));
+  const SystemEntryPlacement placement = layout(*in.frame_).entry_placement;
   slots.resize(c.slots_.size(), Conversation::kUnplaced);
-  std::size_t floor = 1;
+  std::size_t floor = placement == SystemEntryPlacement::messages_api ? 1 : 0;
   for (std::size_t& slot : slots) {
-    if (slot == Conversation::kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot)) slot = Conversation::kUnplaced;
+    if (slot == Conversation::kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot, placement))
+      slot = Conversation::kUnplaced;
     else floor = slot;  // entries may share a slot (joined when written)
   }
   c.set_system_slots(std::move(slots));
@@ -252,23 +270,23 @@ Conversation ConversationHost::with_first_system_entries(const Conversation& in,
                                                          std::vector<std::size_t> slots) {
   if (count >= in.frame_->system_entries.size()) return with_messages_at(in, std::move(messages), std::move(slots));
   auto frame = std::make_shared<ConversationFrame>(*in.frame_);
-  FrameBytes frame_bytes = bytes(*frame);
+  FrameLayout frame_layout = layout(*frame);
   for (std::size_t k = count; k < frame->system_entries.size(); ++k) {
     std::string_view raw = frame->system_entries[k].raw;
     frame->fixed.chars -= count_code_points(raw);
     frame->fixed.bytes -= raw.size();
     if (frame->meter) frame->fixed.tokens -= fixed_tokens(*frame->meter, raw);
-    std::erase_if(frame_bytes.fixed_json, [&](std::string_view j) { return j.data() == raw.data() && j.size() == raw.size(); });
+    std::erase_if(frame_layout.fixed_json, [&](std::string_view j) { return j.data() == raw.data() && j.size() == raw.size(); });
   }
   frame->system_entries.resize(count);
-  set_bytes(*frame, std::move(frame_bytes));
+  set_layout(*frame, std::move(frame_layout));
   return with_messages_at(Conversation(std::move(frame), {}), std::move(messages), std::move(slots));
 }
 
 bool ConversationHost::unchanged_from_input(const Conversation& c) {
-  const FrameBytes& frame_bytes = bytes(*c.frame_);
-  const auto& original = frame_bytes.original;
-  if (frame_bytes.buffer == nullptr || original.size() != c.messages_.size()) return false;
+  const FrameLayout& frame_layout = layout(*c.frame_);
+  const auto& original = frame_layout.original;
+  if (frame_layout.buffer == nullptr || original.size() != c.messages_.size()) return false;
   for (std::size_t i = 0; i < c.messages_.size(); ++i)
     if (c.messages_[i] != original[i]) return false;
   for (std::size_t k = 0; k < c.slots_.size(); ++k)
@@ -293,15 +311,15 @@ std::vector<std::string_view> Conversation::jsonl_pieces(std::size_t begin, std:
 }
 
 std::vector<std::string_view> Conversation::pieces() const {
-  const FrameBytes& frame_bytes = ConversationHost::bytes(*frame_);
-  if (ConversationHost::unchanged_from_input(*this)) return {*frame_bytes.buffer};
+  const FrameLayout& frame_layout = ConversationHost::layout(*frame_);
+  if (ConversationHost::unchanged_from_input(*this)) return {*frame_layout.buffer};
   const auto& entries = frame_->system_entries;
   std::vector<std::string_view> out;
   out.reserve(2 * (messages_.size() + entries.size()) + 2);
-  out.push_back(frame_bytes.prefix);
+  out.push_back(frame_layout.prefix);
   bool first = true;
   auto add = [&](std::string_view raw) {
-    if (!first) out.push_back(frame_bytes.separator);
+    if (!first) out.push_back(frame_layout.separator);
     out.push_back(raw);
     first = false;
   };
@@ -323,7 +341,7 @@ std::vector<std::string_view> Conversation::pieces() const {
   for (std::size_t i = 0; i <= messages_.size(); ++i) {
     while (k < entries.size() && slots_[k] != kUnplaced && slots_[k] <= i) {
       std::size_t end = k + 1;
-      while (end < entries.size() && slots_[end] == slots_[k]) ++end;
+      while (end < entries.size() && slots_[end] == slots_[k] && frame_layout.entry_placement == SystemEntryPlacement::messages_api) ++end;
       if (end == k + 1) add(entries[k].raw);
       else add_joined(k, end);
       k = end;
@@ -331,7 +349,7 @@ std::vector<std::string_view> Conversation::pieces() const {
     if (i < messages_.size()) add(messages_[i]->raw());
   }
   for (; k < entries.size(); ++k) add(entries[k].raw);
-  out.push_back(frame_bytes.suffix);
+  out.push_back(frame_layout.suffix);
   return out;
 }
 

@@ -15,22 +15,32 @@
 
 namespace compactor {
 
-// Where the messages sat in the input: what surrounds them, the messages as parsed (an untouched
-// conversation is written as `buffer`), and the JSON of what counts besides them.
-struct FrameBytes {
+// Where a system entry may sit among the messages. The Messages API's rule: after a user
+// message, last or before an assistant message, never next to another entry (entries that end up
+// sharing a slot are written joined). An API whose instructions are items of the input (the
+// OpenAI Responses API's developer messages, the context a client injects as user messages) lets
+// them sit anywhere but inside a tool pair: before the first message, after an assistant turn,
+// several in a row (each written on its own).
+enum class SystemEntryPlacement { messages_api, outside_tool_pairs };
+
+// How the input is laid out: where the messages sat in it (what surrounds them, the messages as
+// parsed, so that an untouched conversation is written as `buffer`), the JSON of what counts
+// besides them, and where its system entries may sit.
+struct FrameLayout {
   std::shared_ptr<const std::string> buffer;  // the whole input, when there was one
   std::string_view prefix = "[";              // up to the first message
   std::string_view separator = ",";           // between messages (taken from the input)
   std::string_view suffix = "]";              // after the last message
   std::vector<MessagePtr> original;           // the messages as parsed: unchanged → input bytes
   std::vector<std::string_view> fixed_json;   // `system`, `tools`, the system entries: for a meter to count
+  SystemEntryPlacement entry_placement = SystemEntryPlacement::messages_api;
 };
 
 class ConversationHost {
  public:
-  // The frame's bytes; a frame built in memory has a bare array's.
-  static const FrameBytes& bytes(const ConversationFrame& frame);
-  static void set_bytes(ConversationFrame& frame, FrameBytes bytes);
+  // The frame's layout; a frame built in memory has a bare Messages API array's.
+  static const FrameLayout& layout(const ConversationFrame& frame);
+  static void set_layout(ConversationFrame& frame, FrameLayout value);
 
   // These messages with the system entries at exactly these slots (one per frame entry); an
   // invalid slot is kept as kUnplaced. How serve rebuilds what it sent before.
@@ -51,6 +61,9 @@ class ConversationHost {
   // message that ends in a server tool use, without a tool_use to answer), and last or before an
   // assistant message.
   static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot);
+  // The same under `placement`: with outside_tool_pairs, any slot not right after a message with
+  // a tool_use (whose results come next), slot 0 included.
+  static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot, SystemEntryPlacement placement);
   // The first half of that rule, on its own for the reader: an entry may follow `before`.
   static bool system_entry_may_follow(const Message& before);
 

@@ -166,21 +166,49 @@ Expected<Conversation> Reader::read() {
   return build(format, doc.messages_elements, messages->value.begin, fixed);
 }
 
+// Why a system entry's content is not a string or text blocks; empty when it is.
+std::string entry_content_problem(const boost::json::value* content) {
+  if (content == nullptr) return "it has no \"content\"";
+  if (content->is_string()) return "";
+  const auto* items = content->if_array();
+  if (items == nullptr) return "its content is neither a string nor an array";
+  for (std::size_t b = 0; b < items->size(); ++b) {
+    const auto* block = (*items)[b].if_object();
+    const auto* type = block != nullptr ? block->if_contains("type") : nullptr;
+    const auto* text = block != nullptr ? block->if_contains("text") : nullptr;
+    if (type == nullptr || !type->is_string()) return "content." + std::to_string(b) + " is not a block with a \"type\"";
+    if (type->get_string() != "text") return "content." + std::to_string(b) + " has type \"" + std::string(type->get_string()) + "\"";
+    if (text == nullptr || !text->is_string()) return "content." + std::to_string(b) + " has no string \"text\"";
+  }
+  return "";
+}
+
+// A valid entry's content as text blocks (`{"type":"text",…},…`), for entries written joined.
+std::string entry_text_blocks(const boost::json::value& content) {
+  if (content.is_string()) return R"({"type":"text","text":)" + boost::json::serialize(content) + "}";
+  std::string blocks;
+  for (const auto& block : content.get_array()) {
+    if (!blocks.empty()) blocks += ',';
+    blocks += boost::json::serialize(block);
+  }
+  return blocks;
+}
+
 Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonSpan>& spans, std::size_t empty_at,
                                      Sizes fixed) {
   if (spans.empty()) return at(empty_at, "the conversation has no messages", true);
   auto frame = std::make_shared<ConversationFrame>();
   frame->format = format;
   frame->fixed = fixed;
-  FrameBytes frame_bytes;
-  frame_bytes.buffer = buffer_;
-  frame_bytes.fixed_json = fixed_json_;
-  frame_bytes.prefix = text_.substr(0, spans.front().begin);
-  frame_bytes.suffix = text_.substr(spans.back().end);
+  FrameLayout frame_layout;
+  frame_layout.buffer = buffer_;
+  frame_layout.fixed_json = fixed_json_;
+  frame_layout.prefix = text_.substr(0, spans.front().begin);
+  frame_layout.suffix = text_.substr(spans.back().end);
   if (spans.size() >= 2)
-    frame_bytes.separator = text_.substr(spans[0].end, spans[1].begin - spans[0].end);
+    frame_layout.separator = text_.substr(spans[0].end, spans[1].begin - spans[0].end);
   else
-    frame_bytes.separator = format == InputFormat::jsonl ? "\n" : ",";
+    frame_layout.separator = format == InputFormat::jsonl ? "\n" : ",";
 
   // Every message's problems, one located line each, not just the first.
   std::string problems = std::move(fixed_problems_);
@@ -232,42 +260,14 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
       if (i + 1 < spans.size() && roles[i + 1] == RoleSeen::user)
         problem(i, "a system entry must be the last message or be followed by an assistant message, got a user "
                    "message (rule: before an assistant turn)");
-      const boost::json::object& object = values[i].get_object();
-      const boost::json::value* content = object.if_contains("content");
-      std::string bad;
-      if (content == nullptr) {
-        bad = "it has no \"content\"";
-      } else if (const auto* items = content->if_array()) {
-        for (std::size_t b = 0; b < items->size() && bad.empty(); ++b) {
-          const auto* block = (*items)[b].if_object();
-          const auto* type = block != nullptr ? block->if_contains("type") : nullptr;
-          const auto* text = block != nullptr ? block->if_contains("text") : nullptr;
-          if (type == nullptr || !type->is_string())
-            bad = "content." + std::to_string(b) + " is not a block with a \"type\"";
-          else if (type->get_string() != "text")
-            bad = "content." + std::to_string(b) + " has type \"" + std::string(type->get_string()) + "\"";
-          else if (text == nullptr || !text->is_string())
-            bad = "content." + std::to_string(b) + " has no string \"text\"";
-        }
-      } else if (!content->is_string()) {
-        bad = "its content is neither a string nor an array";
-      }
+      const boost::json::value* content = values[i].get_object().if_contains("content");
+      const std::string bad = entry_content_problem(content);
       if (!bad.empty()) problem(i, "a system entry's content is a string or text blocks only, but " + bad + " (rule: text only)");
       // Its content as text blocks, should it ever share a slot with another entry.
-      std::string blocks;
-      if (bad.empty()) {
-        if (content->is_string()) {
-          blocks = R"({"type":"text","text":)" + boost::json::serialize(*content) + "}";
-        } else {
-          for (const auto& block : content->get_array()) {
-            if (!blocks.empty()) blocks += ',';
-            blocks += boost::json::serialize(block);
-          }
-        }
-      }
+      std::string blocks = bad.empty() ? entry_text_blocks(*content) : std::string();
       frame->system_entries.push_back(SystemEntry{raw, messages.size(), std::move(blocks)});
       frame->fixed += span_sizes(raw);
-      frame_bytes.fixed_json.push_back(raw);
+      frame_layout.fixed_json.push_back(raw);
       continue;
     }
     auto message = fast[i] ? Message::from_input(buffer_, raw, std::move(values[i])) : Message::from_input(buffer_, raw);
@@ -285,8 +285,8 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   }
   if (!problems.empty()) return Error{problems};
   if (messages.empty()) return at(empty_at, "the conversation has no messages besides system entries", true);
-  frame_bytes.original = messages;
-  ConversationHost::set_bytes(*frame, std::move(frame_bytes));
+  frame_layout.original = messages;
+  ConversationHost::set_layout(*frame, std::move(frame_layout));
   return Conversation(std::move(frame), std::move(messages));
 }
 

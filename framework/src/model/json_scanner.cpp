@@ -640,6 +640,89 @@ class Builder {
     }
   }
 
+  // Past the bytes a string holds as they are (not a quote, a backslash, a control byte or the
+  // start of a multi-byte sequence): sixteen, then eight bytes at a time, then by table.
+  inline void skip_plain_bytes() {
+    const std::size_t n = t_.size();
+    const char* data = t_.data();
+#ifdef __SSE2__
+    // A signed compare below 0x20 catches control bytes and every byte of 0x80 and above
+    // (negative as signed) at once.
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (pos_ + 16 <= n) {
+      __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + pos_));
+      __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, quote), _mm_cmpeq_epi8(w, backslash)),
+                                     _mm_cmplt_epi8(w, space));
+      unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+      if (mask != 0) {
+        pos_ += static_cast<std::size_t>(__builtin_ctz(mask));
+        return;
+      }
+      pos_ += 16;
+    }
+#endif
+    constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    while (pos_ + 8 <= n) {
+      std::uint64_t w;
+      std::memcpy(&w, data + pos_, 8);
+      auto has_zero = [&](std::uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+      std::uint64_t special = has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) |
+                              ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh);
+      if (special != 0) break;
+      pos_ += 8;
+    }
+    while (pos_ < n && kPlain[static_cast<unsigned char>(data[pos_])]) ++pos_;
+  }
+
+  // The escape at pos_ (a backslash) decoded onto scratch_, pos_ past it; false when invalid.
+  bool decode_escape() {
+    const std::size_t n = t_.size();
+    const char* data = t_.data();
+    if (pos_ + 1 >= n) return false;
+    char e = data[pos_ + 1];
+    if (e == 'u') {
+      auto read_hex = [&](std::size_t at, unsigned& v) {
+        if (at + 4 > n) return false;
+        v = 0;
+        for (std::size_t i = 0; i < 4; ++i) {
+          int h = hex_value(data[at + i]);
+          if (h < 0) return false;
+          v = v * 16 + static_cast<unsigned>(h);
+        }
+        return true;
+      };
+      unsigned cp = 0;
+      if (!read_hex(pos_ + 2, cp) || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        unsigned low = 0;
+        if (pos_ + 7 >= n || data[pos_ + 6] != '\\' || data[pos_ + 7] != 'u' || !read_hex(pos_ + 8, low) ||
+            low < 0xDC00 || low > 0xDFFF)
+          return false;
+        append_utf8(scratch_, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
+        pos_ += 12;
+      } else {
+        append_utf8(scratch_, cp);
+        pos_ += 6;
+      }
+      return true;
+    }
+    char decoded;
+    switch (e) {
+      case '"': decoded = '"'; break;
+      case '\\': decoded = '\\'; break;
+      case '/': decoded = '/'; break;
+      case 'b': decoded = '\b'; break;
+      case 'f': decoded = '\f'; break;
+      case 'n': decoded = '\n'; break;
+      case 'r': decoded = '\r'; break;
+      case 't': decoded = '\t'; break;
+      default: return false;
+    }
+    scratch_ += decoded;
+    pos_ += 2;
+    return true;
+  }
+
   // The string at pos_ decoded into `out`: a view of the text when it has no escapes, else of
   // the scratch buffer (or, for a key, of a kept copy). Validates as JsonScanner::string does.
   bool string(std::string_view& out, bool key) {
@@ -650,33 +733,7 @@ class Builder {
     bool escaped = false;
     std::size_t run = pos_;  // start of the bytes not yet copied to scratch_
     for (;;) {
-#ifdef __SSE2__
-      // Sixteen bytes at a time: a signed compare below 0x20 catches control bytes and every
-      // byte of 0x80 and above (negative as signed) at once.
-      const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-      while (pos_ + 16 <= n) {
-        __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + pos_));
-        __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, quote), _mm_cmpeq_epi8(w, backslash)),
-                                       _mm_cmplt_epi8(w, space));
-        unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
-        if (mask != 0) {
-          pos_ += static_cast<std::size_t>(__builtin_ctz(mask));
-          break;
-        }
-        pos_ += 16;
-      }
-#endif
-      constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
-      while (pos_ + 8 <= n) {
-        std::uint64_t w;
-        std::memcpy(&w, data + pos_, 8);
-        auto has_zero = [&](std::uint64_t v) { return (v - kOnes) & ~v & kHigh; };
-        std::uint64_t special = has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\')) |
-                                ((w - kOnes * 0x20) & ~w & kHigh) | (w & kHigh);
-        if (special != 0) break;
-        pos_ += 8;
-      }
-      while (pos_ < n && kPlain[static_cast<unsigned char>(data[pos_])]) ++pos_;
+      skip_plain_bytes();
       if (pos_ >= n) return false;
       unsigned char c = static_cast<unsigned char>(data[pos_]);
       if (c == '"') {
@@ -691,53 +748,12 @@ class Builder {
         return true;
       }
       if (c == '\\') {
-        if (pos_ + 1 >= n) return false;
         if (!escaped) {
           escaped = true;
           scratch_.clear();
         }
         scratch_.append(data + run, pos_ - run);
-        char e = data[pos_ + 1];
-        if (e == 'u') {
-          auto read_hex = [&](std::size_t at, unsigned& v) {
-            if (at + 4 > n) return false;
-            v = 0;
-            for (std::size_t i = 0; i < 4; ++i) {
-              int h = hex_value(data[at + i]);
-              if (h < 0) return false;
-              v = v * 16 + static_cast<unsigned>(h);
-            }
-            return true;
-          };
-          unsigned cp = 0;
-          if (!read_hex(pos_ + 2, cp) || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned low = 0;
-            if (pos_ + 7 >= n || data[pos_ + 6] != '\\' || data[pos_ + 7] != 'u' || !read_hex(pos_ + 8, low) ||
-                low < 0xDC00 || low > 0xDFFF)
-              return false;
-            append_utf8(scratch_, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00));
-            pos_ += 12;
-          } else {
-            append_utf8(scratch_, cp);
-            pos_ += 6;
-          }
-        } else {
-          char decoded;
-          switch (e) {
-            case '"': decoded = '"'; break;
-            case '\\': decoded = '\\'; break;
-            case '/': decoded = '/'; break;
-            case 'b': decoded = '\b'; break;
-            case 'f': decoded = '\f'; break;
-            case 'n': decoded = '\n'; break;
-            case 'r': decoded = '\r'; break;
-            case 't': decoded = '\t'; break;
-            default: return false;
-          }
-          scratch_ += decoded;
-          pos_ += 2;
-        }
+        if (!decode_escape()) return false;
         run = pos_;
         continue;
       }

@@ -30,6 +30,11 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
     o.warning = "input refused, forwarded unchanged: " + first_line(request.error().message);
     return out;
   }
+  if (std::string why = (*request)->pass_reason(); !why.empty()) {
+    o.result = JobOutcome::passed;
+    o.warning = std::move(why);
+    return out;
+  }
   const Continuation continuation((*request)->conversation());
   o.messages = continuation.request().size();
 

@@ -22,6 +22,7 @@ std::string_view to_string(JobOutcome::Result result) {
     case JobOutcome::unchanged: return "unchanged";
     case JobOutcome::refused: return "refused";
     case JobOutcome::failed: return "failed";
+    case JobOutcome::passed: return "passed";
   }
   return "failed";
 }
@@ -47,7 +48,9 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     const json::object& o = v.get_object();
     JobOutcome out;
     std::string_view result = o.at("result").as_string();
-    out.result = result == "compacted" ? compacted : result == "unchanged" ? unchanged : result == "refused" ? refused : failed;
+    out.result = result == "compacted" ? compacted : result == "unchanged" ? unchanged : result == "refused" ? refused
+                 : result == "passed"  ? passed
+                                       : failed;
     out.warning = std::string(o.at("warning").as_string());
     out.status = std::string(o.at("status").as_string());
     out.unit = std::string(o.at("unit").as_string());

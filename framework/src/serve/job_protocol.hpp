@@ -26,8 +26,9 @@ struct Job {
 // What became of one request's compaction: the worker's answer, or the server's account of a
 // worker that did not give one.
 struct JobOutcome {
-  enum Result { compacted, unchanged, refused, failed } result = failed;
-  std::string warning;  // refused and failed: one line, what and where
+  // passed: a request of the API that is not a conversation to compact (the adapter says why).
+  enum Result { compacted, unchanged, refused, failed, passed } result = failed;
+  std::string warning;  // refused and failed: one line, what and where; passed: why
   std::string status;   // the pipeline's report status (ok, over_budget, …)
   std::string unit;     // the budget's unit, for the size metrics
   std::uint64_t size_in = 0, size_out = 0;

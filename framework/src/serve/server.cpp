@@ -10,6 +10,7 @@
 #include "host/exit_code.hpp"
 #include "host/pipeline_config.hpp"
 #include "wire/anthropic_messages.hpp"
+#include "wire/gemini.hpp"
 #include "wire/wire_format.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -56,14 +57,19 @@ constexpr std::chrono::milliseconds kLoadTimeout{120000};
 // from. A reload makes a new one; a request holds the one it started with.
 struct Deployment {
   ServeSettings settings;
-  std::string upstream, openai_upstream;
+  std::string upstream, openai_upstream, gemini_upstream;
   std::shared_ptr<Zygote> zygote;
   std::shared_ptr<McpEndpoint> mcp;  // the archive's MCP server at /mcp
 
   // Where a wire format's requests go.
   const std::string& upstream_for(const wire::WireFormat& format) const {
-    if (format.name() == "openai_chat" && !openai_upstream.empty()) return openai_upstream;
+    if ((format.name() == "openai_chat" || format.name() == "openai_responses") && !openai_upstream.empty()) return openai_upstream;
+    if (format.name() == "gemini") return gemini_upstream;
     return upstream;
+  }
+  // Where a request no format handles goes: the Gemini API's other paths to its upstream.
+  const std::string& upstream_for_path(std::string_view path) const {
+    return wire::is_gemini_api_path(path) ? gemini_upstream : upstream;
   }
 };
 
@@ -88,13 +94,14 @@ LoadOutcome load(const ServeOptions& options) {
   ServeConfig& serve = d->settings.serve;
   d->upstream = options.upstream.value_or(serve.upstream);
   d->openai_upstream = options.openai_upstream.value_or(serve.openai_upstream);
+  d->gemini_upstream = options.gemini_upstream.value_or(serve.gemini_upstream);
   if (options.listen) serve.listen = *options.listen;
   if (d->upstream.empty()) {
     out.errors.push_back(options.config_file + ": serve.upstream: no upstream: give --upstream URL or serve.upstream");
     out.exit_code = kExitBadInput;
     return out;
   }
-  for (std::string* u : {&d->upstream, &d->openai_upstream})
+  for (std::string* u : {&d->upstream, &d->openai_upstream, &d->gemini_upstream})
     while (!u->empty() && u->back() == '/') u->pop_back();
   // /mcp serves the archive this server writes: its folder as the server resolves it.
   const std::string host = serve.listen.substr(0, serve.listen.rfind(':'));
@@ -152,8 +159,10 @@ class Server {
   void connection(int fd);
   void handle(ClientConnection& client, Request& req);
   void compacting_route(ClientConnection& client, Request& req, const Deployment& d, const wire::WireFormat& format);
-  void pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route);
+  void pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
+                    const std::string& upstream, const Headers& extra = {});
   JobRun compact(const Deployment& d, const wire::WireFormat& format, const std::string& body, bool prompt_too_long);
+  void refuse_upgrade(ClientConnection& client, const wire::WireFormat& api);
   void record(const JobRun& run, const std::string& route);
 
   ServeOptions options_;
@@ -222,12 +231,18 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::string& body = req.body();
   const std::string path = path_of(req);
   const std::string route(format.route());
+  if (auto why = format.passed_through(body)) {
+    spdlog::info("serve: POST {}: passed through untouched: {}", path, *why);
+    pass_through(client, req, d, route, d.upstream_for(format), {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
+    return;
+  }
   auto started = Clock::now();
   JobRun c = compact(d, format, body, false);
   const std::int64_t compact_us = us_since(started);
   record(c, route);
   const JobOutcome& o = c.outcome;
   Headers extra;
+  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path, o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
     spdlog::warn("serve: POST {}: {}", path, o.warning);
     if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure) {
@@ -241,7 +256,9 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::string& out = o.result == JobOutcome::compacted ? c.body : body;
   const Headers headers = headers_of(req);
   ForwardRequest forward_request{d.upstream_for(format) + std::string(req.target()), "POST", &headers, &out,
-                                 d.settings.serve.request_timeout_ms, extra};
+                                 d.settings.serve.request_timeout_ms, extra, {}};
+  if (format.refuses_in_stream())
+    forward_request.refused_in_stream = [&format](std::string_view event) { return format.context_refusal(200, event); };
   auto forwarding = Clock::now();
   UpstreamAnswer u = forward(client, forward_request);
   Headers sent_extra = extra;
@@ -256,7 +273,8 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
       metrics_.add("compactor_serve_retries_total", "");
       spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once", path);
       sent_extra = {{"x-compactor-status", "retried"}};
-      ForwardRequest retry{forward_request.url, "POST", &headers, &again, d.settings.serve.request_timeout_ms, sent_extra};
+      ForwardRequest retry{forward_request.url, "POST", &headers, &again, d.settings.serve.request_timeout_ms, sent_extra,
+                           forward_request.refused_in_stream};
       u = forward(client, retry);
     }
   }
@@ -265,23 +283,36 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const std::int64_t forward_us = us_since(forwarding);
   wire::ErrorReply failure = format.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
   finish(client, u, sent_extra, failure.status, failure.body);
-  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} worker_us={} "
-               "first_byte_us={} forward_us={}",
+  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
+               "worker_us={} first_byte_us={} forward_us={}",
                path, u.status, o.status, o.messages, o.covered, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us,
-               compact_us, u.first_byte_us, forward_us);
+               o.write_us, compact_us, u.first_byte_us, forward_us);
 }
 
-void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route) {
+void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
+                          const std::string& upstream, const Headers& extra) {
   metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route));
   const Headers headers = headers_of(req);
-  ForwardRequest request{d.upstream + std::string(req.target()), std::string(req.method_string()), &headers, &req.body(),
-                         d.settings.serve.request_timeout_ms, {}};
+  ForwardRequest request{upstream + std::string(req.target()), std::string(req.method_string()), &headers, &req.body(),
+                         d.settings.serve.request_timeout_ms, extra, {}};
   UpstreamAnswer u = forward(client, request);
   if (u.failed() || u.status / 100 != 2)
     metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
-  wire::ErrorReply failure =
-      wire::anthropic_messages().error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
-  finish(client, u, {}, failure.status, failure.body);
+  const wire::WireFormat& shape = wire::is_gemini_api_path(path_of(req)) ? wire::gemini() : wire::anthropic_messages();
+  wire::ErrorReply failure = shape.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
+  finish(client, u, extra, failure.status, failure.body);
+}
+
+// A WebSocket upgrade on an API's path: the proxy speaks HTTP only, and says so with 426 Upgrade
+// Required, which a client with an HTTP transport (Codex) takes as "fall back now" rather than a
+// failure to retry.
+void Server::refuse_upgrade(ClientConnection& client, const wire::WireFormat& api) {
+  metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"upgrade_refused\"", api.route()));
+  client.keep_alive = false;
+  respond(client, 426,
+          fmt::format(R"({{"error":{{"message":"compactor serve speaks HTTP on {}; WebSocket is not offered: use HTTP","type":"invalid_request_error","param":null,"code":"websocket_not_supported"}}}})",
+                      api.route()),
+          "application/json", {{"x-compactor-status", "passed"}});
 }
 
 void Server::handle(ClientConnection& client, Request& req) {
@@ -312,8 +343,11 @@ void Server::handle(ClientConnection& client, Request& req) {
     return;
   }
   try {
+    const wire::WireFormat* api = format == nullptr ? wire::wire_format_owning(method, path) : nullptr;
     if (format != nullptr) compacting_route(client, req, *d, *format);
-    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other");
+    else if (api != nullptr && beast::iequals(req[http::field::upgrade], "websocket")) refuse_upgrade(client, *api);
+    else if (api != nullptr) pass_through(client, req, *d, std::string(api->route()) + "_other", d->upstream_for(*api), {{"x-compactor-status", "passed"}});
+    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other", d->upstream_for_path(path));
   } catch (const std::exception& e) {
     spdlog::error("serve: {} {}: internal error: {}", method, path, e.what());
     client.broken = true;

@@ -14,6 +14,7 @@ struct ServeOptions {
   std::optional<std::string> listen;           // overrides serve.listen
   std::optional<std::string> upstream;         // overrides serve.upstream
   std::optional<std::string> openai_upstream;  // overrides serve.openai_upstream
+  std::optional<std::string> gemini_upstream;  // overrides serve.gemini_upstream
   std::string version;                         // the software's, for /mcp's serverInfo
 };
 

@@ -35,7 +35,25 @@ struct Transfer {
   ClientConnection* client = nullptr;
   const Headers* extra = nullptr;
   Clock::time_point started;
+  const std::function<bool(std::string_view)>* refused_in_stream = nullptr;
+  std::string held;       // a 2xx body's start, until its first event is complete
+  bool released = false;  // the first event was not a refusal: streaming as it arrives
+  bool refused = false;   // it was: the rest is buffered
 };
+
+// Events end at a blank line ("\n\n", or "\r\n\r\n").
+bool first_event_complete(const std::string& held) {
+  return held.find("\n\n") != std::string::npos || held.find("\r\n\r\n") != std::string::npos;
+}
+
+// More than this before a blank line is no event stream worth holding.
+constexpr std::size_t kHoldLimit = 1 << 20;
+
+bool send_chunk(Transfer& t, const char* data, std::size_t len) {
+  beast::error_code ec;
+  asio::write(t.client->socket, http::make_chunk(asio::buffer(data, len)), ec);
+  return !ec;
+}
 
 bool send_head(Transfer& t) {
   UpstreamAnswer& u = t.answer;
@@ -75,8 +93,23 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   if (u.first_byte_us < 0)
     u.first_byte_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t.started).count();
   u.body_bytes += len;
-  if (u.status / 100 != 2) {
+  if (u.status / 100 != 2 || t.refused) {
     u.buffered.append(data, len);
+    return len;
+  }
+  if (t.refused_in_stream != nullptr && *t.refused_in_stream && !t.released) {
+    t.held.append(data, len);
+    if (!first_event_complete(t.held) && t.held.size() < kHoldLimit) return len;
+    if ((*t.refused_in_stream)(t.held)) {
+      t.refused = true;
+      u.buffered = std::move(t.held);
+      return len;
+    }
+    t.released = true;
+    if (!send_head(t) || !send_chunk(t, t.held.data(), t.held.size())) {
+      u.client_failed = true;
+      return 0;
+    }
     return len;
   }
   if (!u.head_sent && !send_head(t)) {
@@ -102,6 +135,7 @@ UpstreamAnswer forward(ClientConnection& client, const ForwardRequest& request) 
   t.client = &client;
   t.extra = &request.extra;
   t.started = Clock::now();
+  t.refused_in_stream = &request.refused_in_stream;
   CURL* curl = curl_easy_init();
   if (curl == nullptr) {
     t.answer.curl_error = "cannot create an HTTP client";
@@ -137,8 +171,11 @@ UpstreamAnswer forward(ClientConnection& client, const ForwardRequest& request) 
   CURLcode rc = curl_easy_perform(curl);
   UpstreamAnswer& u = t.answer;
   if (rc != CURLE_OK && !u.client_failed) u.curl_error = curl_easy_strerror(rc);
-  // An empty 2xx body still owes the client its response.
-  if (rc == CURLE_OK && u.status / 100 == 2 && !u.head_sent && !send_head(t)) u.client_failed = true;
+  // A stream that ended before its first event was complete goes out as it came; an empty 2xx
+  // body still owes the client its response. A refused one is the caller's.
+  if (rc == CURLE_OK && u.status / 100 == 2 && !u.head_sent && !t.refused &&
+      (!send_head(t) || (!t.held.empty() && !send_chunk(t, t.held.data(), t.held.size()))))
+    u.client_failed = true;
   curl_slist_free_all(list);
   curl_easy_cleanup(curl);
   return u;

@@ -1,13 +1,17 @@
 // Forwarding one request to the upstream through libcurl (TLS, timeouts; redirects refused, since
 // one would resend the key elsewhere). A 2xx response passes to the client chunk by chunk as it
 // arrives (server-sent events stay live); any other status is buffered (errors are small) so
-// that a context-length refusal can be retried before the client sees anything.
+// that a context-length refusal can be retried before the client sees anything. An API that may
+// refuse the context in the first event of a 2xx stream has that event held: the head goes out
+// with it once it is not a refusal, and a refusal is buffered whole like an error.
 #pragma once
 
 #include "serve/client_connection.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace compactor::serve {
 
@@ -31,6 +35,10 @@ struct ForwardRequest {
   const std::string* body = nullptr;
   std::int64_t timeout_ms = 600000;
   Headers extra;  // the server's own headers on the response (x-compactor-status, …)
+  // When set, a 2xx stream's first event (up to its blank line) is held and given to this; true
+  // means a refusal: the response is then buffered whole and not sent (the caller retries or
+  // finishes it).
+  std::function<bool(std::string_view first_event)> refused_in_stream;
 };
 
 UpstreamAnswer forward(ClientConnection& client, const ForwardRequest& request);

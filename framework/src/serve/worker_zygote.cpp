@@ -101,87 +101,85 @@ std::optional<Job> parse_job(std::string_view text) {
   return Job{std::string(wire->get_string()), ptl->get_bool()};
 }
 
-}  // namespace
-
-int zygote_main(const std::string& config_file, int control_fd, int parent) {
-  // Dies with the server; a server already gone (before the call) is caught by the check after it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) return kExitPluginError;
-  ::fcntl(control_fd, F_SETFD, FD_CLOEXEC);
-
-  auto loaded = load_pipeline_config(config_file);
+// The loaded pipeline, or why there is none (the lines the server prints, and its exit code).
+struct LoadedPipeline {
   std::optional<Pipeline> pipeline;
-  json::object ready;
+  std::vector<std::string> errors;
+  int exit_code = kExitOk;
+};
+
+LoadedPipeline load(const std::string& config_file) {
+  LoadedPipeline out;
+  auto loaded = load_pipeline_config(config_file);
   if (loaded.config) {
     auto built = Pipeline::build(std::move(*loaded.config));
-    if (built) pipeline.emplace(std::move(*built));
+    if (built) out.pipeline.emplace(std::move(*built));
     else loaded.errors.push_back(built.error().message), loaded.plugin_failure = true;
   }
   // Forking is safe only from a process with one thread: a plugin that starts one while loading
   // is refused here rather than risk a worker that inherits a lock no thread will release.
-  if (pipeline) {
+  if (out.pipeline) {
     if (int threads = thread_count(); threads != 1) {
       loaded.errors.push_back(fmt::format("{}: the loaded plugins started {} threads; serve forks its workers from a "
                                           "single-threaded process and cannot run this pipeline",
                                           config_file, threads - 1));
       loaded.plugin_failure = true;
-      pipeline.reset();
+      out.pipeline.reset();
     }
   }
-  if (!pipeline) {
-    json::array errors;
-    for (const auto& e : loaded.errors) errors.push_back(json::string(e));
-    ready = {{"ready", false}, {"exit", loaded.plugin_failure ? kExitPluginError : kExitBadInput}, {"errors", std::move(errors)}};
-    send_message(control_fd, json::serialize(ready));
-    return kExitBadInput;
-  }
-  const PipelineConfig& config = pipeline->config();
-  ready = {{"ready", true},
-           {"archive_dir", config.archive_dir},
-           {"unit", to_string(config.budget.unit)},
-           {"stage_timeout_ms", config.stage_timeout_ms}};
-  if (!send_message(control_fd, json::serialize(ready))) return kExitOk;
-  const ContinuityStore store(continuity_dir(config.archive_dir));
+  out.errors = std::move(loaded.errors);
+  out.exit_code = out.pipeline ? kExitOk : loaded.plugin_failure ? kExitPluginError : kExitBadInput;
+  return out;
+}
 
-  // Workers are reaped as they end, through a signalfd, and the job's socket then hears how a
-  // worker that did not answer ended.
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
-  int child_fd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-  std::map<pid_t, int> replies;  // each running worker's job socket (the zygote's copy)
-  auto reap = [&] {
+// The zygote's loop: a job from the control socket is a fork; an ended worker is reaped, and its
+// job's socket hears how it ended when it did not answer.
+class Zygote {
+ public:
+  Zygote(Pipeline& pipeline, int control) : pipeline_(pipeline), control_(control), store_(continuity_dir(pipeline.config().archive_dir)) {
+    sigemptyset(&chld_);
+    sigaddset(&chld_, SIGCHLD);
+    ::sigprocmask(SIG_BLOCK, &chld_, nullptr);
+    child_fd_ = ::signalfd(-1, &chld_, SFD_CLOEXEC | SFD_NONBLOCK);
+  }
+
+  // Until the server closes the control socket and the last worker has ended.
+  void run() {
+    bool open = true;
+    while (open || !replies_.empty()) {
+      pollfd p[2] = {{child_fd_, POLLIN, 0}, {open ? control_ : -1, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (p[0].revents != 0) reap();
+      if (open && p[1].revents != 0) open = take_job();
+    }
+  }
+
+ private:
+  void reap() {
     signalfd_siginfo info;
-    while (::read(child_fd, &info, sizeof info) > 0) {}
+    while (::read(child_fd_, &info, sizeof info) > 0) {}
     int status = 0;
     for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
-      auto it = replies.find(pid);
-      if (it == replies.end()) continue;
+      auto it = replies_.find(pid);
+      if (it == replies_.end()) continue;
       send_message(it->second, "X " + describe_status(status));
       ::close(it->second);
-      replies.erase(it);
+      replies_.erase(it);
     }
-  };
-  bool open = true;
-  while (open || !replies.empty()) {
-    pollfd p[2] = {{child_fd, POLLIN, 0}, {open ? control_fd : -1, POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (p[0].revents != 0) reap();
-    if (!open || p[1].revents == 0) continue;
-    auto received = receive_message(control_fd, 0);
-    if (!received) continue;
-    if (received->closed) {
-      open = false;
-      continue;
-    }
+  }
+
+  // Reads one job and forks its worker; false once the control socket is closed.
+  bool take_job() {
+    auto received = receive_message(control_, 0);
+    if (!received) return true;
+    if (received->closed) return false;
     auto job = parse_job(received->text);
     if (!job || received->fds.size() != 2) {
       for (int fd : received->fds) ::close(fd);
-      continue;
+      return true;
     }
     const int body_fd = received->fds[0], reply = received->fds[1];
     std::fflush(nullptr);
@@ -191,20 +189,52 @@ int zygote_main(const std::string& config_file, int control_fd, int parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != zygote) ::_exit(1);
       // Nothing of the zygote's or of other jobs is the worker's.
-      ::close(control_fd);
-      ::close(child_fd);
-      for (const auto& [other, fd] : replies) ::close(fd);
-      ::sigprocmask(SIG_UNBLOCK, &chld, nullptr);
-      work(*pipeline, store, *job, body_fd, reply);
+      ::close(control_);
+      ::close(child_fd_);
+      for (const auto& [other, fd] : replies_) ::close(fd);
+      ::sigprocmask(SIG_UNBLOCK, &chld_, nullptr);
+      work(pipeline_, store_, *job, body_fd, reply);
     }
     ::close(body_fd);
     if (pid < 0) {
       send_message(reply, std::string("X could not be started: ") + std::strerror(errno));
       ::close(reply);
-      continue;
+      return true;
     }
-    replies.emplace(pid, reply);
+    replies_.emplace(pid, reply);
+    return true;
   }
+
+  Pipeline& pipeline_;
+  int control_;
+  const ContinuityStore store_;
+  sigset_t chld_;
+  int child_fd_ = -1;
+  std::map<pid_t, int> replies_;  // each running worker's job socket (the zygote's copy)
+};
+
+}  // namespace
+
+int zygote_main(const std::string& config_file, int control_fd, int parent) {
+  // Dies with the server; a server already gone (before the call) is caught by the check after it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return kExitPluginError;
+  ::fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+
+  LoadedPipeline loaded = load(config_file);
+  if (!loaded.pipeline) {
+    json::array errors;
+    for (const auto& e : loaded.errors) errors.push_back(json::string(e));
+    send_message(control_fd, json::serialize(json::object{{"ready", false}, {"exit", loaded.exit_code}, {"errors", std::move(errors)}}));
+    return kExitBadInput;
+  }
+  const PipelineConfig& config = loaded.pipeline->config();
+  const json::object ready{{"ready", true},
+                           {"archive_dir", config.archive_dir},
+                           {"unit", to_string(config.budget.unit)},
+                           {"stage_timeout_ms", config.stage_timeout_ms}};
+  if (!send_message(control_fd, json::serialize(ready))) return kExitOk;
+  Zygote(*loaded.pipeline, control_fd).run();
   ::close(control_fd);
   return kExitOk;
 }

@@ -123,6 +123,9 @@ std::vector<std::string> Continuation::prefix_keys(std::string_view scope) const
   std::string previous = "compactor-serve-state-1";
   if (scope != "anthropic_messages") previous += "\n" + std::string(scope);
   std::size_t k = 0;
+  // Entries before the first message (an API whose instructions are items) head the chain.
+  for (; k < entries.size() && k < slots.size() && slots[k] == 0; ++k)
+    previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_cache_control(entries[k].raw))).substr(7);
   for (std::size_t i = 0; i < messages.size(); ++i) {
     previous = receipt_of(previous + "\n" + receipt_of(messages[i]->raw())).substr(7);
     for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k)
@@ -177,8 +180,8 @@ Conversation Continuation::with_breakpoints(const Conversation& output) const {
   if (carried.empty()) return output;
   // Breakpoints outside the messages (the system prompt, tools, the system entries) count first.
   std::size_t budget = 4;
-  const FrameBytes& frame_bytes = ConversationHost::bytes(request_.frame());
-  std::size_t outside = count_breakpoints(frame_bytes.prefix) + count_breakpoints(frame_bytes.suffix);
+  const FrameLayout& frame_layout = ConversationHost::layout(request_.frame());
+  std::size_t outside = count_breakpoints(frame_layout.prefix) + count_breakpoints(frame_layout.suffix);
   for (const SystemEntry& e : request_.frame().system_entries) outside += count_breakpoints(e.raw);
   budget = outside >= budget ? 0 : budget - outside;
   std::vector<MessagePtr> result = output.messages();

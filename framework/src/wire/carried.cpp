@@ -53,13 +53,17 @@ class CarriedUnchangedChecker final : public Checker {
     const auto kept = addresses(before);
     // Built only when a replaced message holds carried data: most candidates never need it.
     std::unordered_set<std::string> carried_before;           // carried blocks' JSON
-    std::unordered_map<std::string, std::string> members_before;  // tool id → its carried member's JSON
+    std::unordered_map<std::string, std::string> members_before;  // a call's or a result's key → its carried member's JSON
+    std::unordered_set<std::string> idless_members_before;    // the carried members of blocks without an id (text)
     bool indexed = false;
     auto index = [&] {
       for (const MessagePtr& m : before.messages())
         for (const Block& b : m->blocks()) {
           if (is_carried(b)) carried_before.insert(json::serialize(*b.json()));
-          if (const json::value* member = b.field(kCarriedMember)) members_before[id_of(b)] = json::serialize(*member);
+          if (const json::value* member = b.field(kCarriedMember)) {
+            if (id_of(b).empty()) idless_members_before.insert(json::serialize(*member));
+            else members_before[key_of(b)] = json::serialize(*member);
+          }
         }
       indexed = true;
     };
@@ -74,8 +78,11 @@ class CarriedUnchangedChecker final : public Checker {
         if (!indexed) index();
         if (is_carried(b) && carried_before.count(json::serialize(*b.json())) == 0)
           out.push_back(violation(i, "a carried block was modified or is not from the input"));
-        if (member != nullptr) {
-          auto it = members_before.find(id_of(b));
+        if (member != nullptr && id_of(b).empty()) {
+          if (idless_members_before.count(json::serialize(*member)) == 0)
+            out.push_back(violation(i, "a " + std::string(b.type()) + " block changed what it carries"));
+        } else if (member != nullptr) {
+          auto it = members_before.find(key_of(b));
           if (it == members_before.end() || it->second != json::serialize(*member))
             out.push_back(violation(i, std::string(b.type()) + " " + id_of(b) + " changed what it carries"));
         }
@@ -88,6 +95,8 @@ class CarriedUnchangedChecker final : public Checker {
   static std::string id_of(const Block& b) {
     return std::string(b.kind() == BlockKind::tool_result ? b.tool_use_id() : b.id());
   }
+  // A call and its result share an id and each carry their own members.
+  static std::string key_of(const Block& b) { return std::string(b.type()) + "\n" + id_of(b); }
 
   // The last assistant turn of an open tool loop (the history ends in its results) keeps its
   // reasoning.

@@ -1,13 +1,16 @@
 // A conversation `check`, `run` and `count` read, in any form Compactor reads: a wire format's
 // request (the Messages API's request body, messages array or JSONL; a Chat Completions request
-// body or messages array; …), read by its adapter so that `run` writes the compacted
+// body or messages array; a Responses request body or input items array; a Gemini API request
+// body, `contents` with `parts`; …), read by its adapter so that `run` writes the compacted
 // conversation back in the same form with everything it carried; or a log (Claude Code's
-// session JSONL, a SWE-agent trajectory) that `compactor import` turns into Anthropic messages.
+// session JSONL, a SWE-agent trajectory, a Gemini CLI chat) that `compactor import` turns into
+// Anthropic messages, or a Codex session file, read as the Responses request its last call sent.
 #pragma once
 
 #include "wire/wire_format.hpp"
 
 #include "compactor/error.hpp"
+#include "import/importers.hpp"
 
 #include <memory>
 #include <optional>
@@ -22,7 +25,8 @@ struct InputDocument {
   std::string imported;                  // for a log: the import's summary line; else empty
 };
 
-// The names --input-format takes: auto, every wire format's, and the logs' (claude-code).
+// The names --input-format takes: auto, every wire format's (anthropic, openai, responses, gemini),
+// and the logs' and sessions' (claude-code, codex, gemini-cli).
 const std::vector<std::string>& input_format_names();
 
 // The usage error of a bad --input-format; nothing when it names one.
@@ -31,6 +35,17 @@ std::optional<std::string> input_format_error(const std::optional<std::string>& 
 // Reads `path` ("-": stdin) as `format` (auto or unset: detected from the bytes and the name).
 // Errors name the file and the place.
 Expected<InputDocument> read_input_document(const std::string& path, const std::optional<std::string>& format);
+
+// A session `import` and `bench` bring in: an OpenAI Chat Completions request body or messages
+// array read by its adapter (every field it carries kept, in the model form), else what the
+// importers make of a file (import/importers.hpp: Claude Code logs, SWE-agent trajectories,
+// Anthropic messages; a Chat history the API would refuse is repaired there, every repair
+// listed). `format` says whose rules the session must pass.
+struct ImportedSession {
+  ImportResult result;
+  const WireFormat* format = nullptr;
+};
+Expected<ImportedSession> import_session(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
 
 // What `check` runs on a history of `format`: its rules, then Compactor's own invariants (all
 // the built-in checkers but the Messages API's rules, for another API's history).

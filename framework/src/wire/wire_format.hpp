@@ -13,6 +13,7 @@
 #include "compactor/error.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,11 @@ class WireRequest {
   // pipeline): untouched messages as the client sent them, the rest in the API's form. An error
   // when the compacted messages cannot be put back into the API's form.
   virtual Expected<std::string> write(const Conversation& compacted) const = 0;
+
+  // Why serve forwards this request as the client sent it, with no continuity state, though it
+  // reads as a conversation (a model router's call, a structured answer, a prefix cached on the
+  // server); empty for the agent's conversation, which is compacted.
+  virtual std::string pass_reason() const { return {}; }
 };
 
 // The errors the proxy answers itself, each in the API's own error shape.
@@ -74,6 +80,25 @@ class WireFormat {
 
   // The proxy's own error in the API's shape.
   virtual ErrorReply error_reply(ProxyError kind, std::string_view message) const = 0;
+
+  // Why a request this format handles is forwarded untouched (its history is held by the
+  // upstream, so there is nothing here to compact), or nothing.
+  virtual std::optional<std::string> passed_through(std::string_view body) const {
+    (void)body;
+    return std::nullopt;
+  }
+
+  // Whether an HTTP request that is not a conversation request is still this API's (another
+  // endpoint under its path): passed through to this API's upstream, marked so.
+  virtual bool owns(std::string_view method, std::string_view path) const {
+    (void)method;
+    (void)path;
+    return false;
+  }
+
+  // True when the upstream may refuse the context at the start of a 2xx event stream (the
+  // first event then says so): the proxy holds the response head until that event has come.
+  virtual bool refuses_in_stream() const { return false; }
 };
 
 // Every wire format Compactor speaks, in routing order.
@@ -81,6 +106,9 @@ const std::vector<const WireFormat*>& wire_formats();
 
 // The format that handles an HTTP request, or null (then the request is passed through).
 const WireFormat* wire_format_for(std::string_view method, std::string_view path);
+
+// The format that owns an HTTP request it does not handle (see WireFormat::owns), or null.
+const WireFormat* wire_format_owning(std::string_view method, std::string_view path);
 
 // The format of that name, or null.
 const WireFormat* wire_format_named(std::string_view name);

@@ -37,6 +37,18 @@ TEST(PriceTable, ModelIdsFindTheirEntryByLongestPrefix) {
   EXPECT_EQ(t.date, "2026-12-01");
 }
 
+TEST(PriceTable, GeminiModelIdsFindTheirTier) {
+  const PriceTable& t = shipped();
+  ASSERT_NE(t.find("gemini-3.1-pro-preview"), nullptr);
+  EXPECT_EQ(t.find("gemini-3.1-pro-preview")->name, "gemini-3-pro");
+  EXPECT_EQ(t.find("gemini-3.8-flash")->name, "gemini-3-flash");
+  EXPECT_EQ(t.find("gemini-3.5-flash-lite")->name, "gemini-2.5-flash-lite");  // longer than gemini-3.5-flash
+  EXPECT_EQ(t.find("gemini-2.5-flash-preview-09-2025")->name, "gemini-2.5-flash");
+  EXPECT_EQ(t.find("gemini-2.5-pro")->family, "gemini-pro");
+  // Implicit caching has no write premium: 1,000,000 × 1.25 + 1,000,000 × 1.25 + 0 + 0 = $2.50.
+  EXPECT_DOUBLE_EQ(t.find("gemini-2.5-pro")->cost(1000000, 1000000, 0, 0), 2.5);
+}
+
 TEST(PriceTable, CostsAreWorkedOutPerMillionTokens) {
   const ModelPrice* sonnet = shipped().find("claude-sonnet-4-5-20250929");
   ASSERT_NE(sonnet, nullptr);
