@@ -49,7 +49,7 @@ class BudgetPersistStage final : public Stage {
   StageResult run(const Conversation& committed, const StageContext& context) override {
     std::size_t index = committed.size();
     while (index > 0 && !committed[index - 1].has_tool_result()) --index;
-    if (index == 0) return StageResult::candidate(committed);
+    if (index == 0) return StageResult::nothing_to_do();
     const Message& batch = committed[--index];
 
     struct Result {
@@ -63,8 +63,7 @@ class BudgetPersistStage final : public Stage {
       results.push_back({b, result_content_chars(batch.blocks()[b])});
       total += results.back().chars;
     }
-    if (total <= max_batch_) return StageResult::candidate(committed);
-    if (context.archive == nullptr) return StageResult::decline("budget_persist needs the archive, and the host gave none");
+    if (total <= max_batch_) return StageResult::nothing_to_do();
     // Biggest first; equal sizes keep their order, so the result is deterministic.
     std::stable_sort(results.begin(), results.end(), [](const Result& a, const Result& b) { return a.chars > b.chars; });
 
@@ -77,22 +76,22 @@ class BudgetPersistStage final : public Stage {
       if (content != nullptr && content->is_string() &&
           std::string_view(content->get_string()).substr(0, kMarkerPrefix.size()) == kMarkerPrefix)
         continue;
-      auto receipt = context.archive->put(raw_block_field(batch, r.block, "content"));
+      auto receipt = context.archive.put(raw_block_field(batch, r.block, "content"));
       if (!receipt) return StageResult::decline(receipt.error().message);
       std::string marker = fmt::format(
-          "{} this tool result ({} chars) was archived as {}; restore it with `compactor restore {}`. Its first {} "
-          "chars follow; the rest is not shown.]\n{}",
-          kMarkerPrefix, r.chars, *receipt, *receipt, preview_, preview(block, preview_));
+          "{} this tool result ({} chars) was archived as {}; restore it with {}. Its first {} chars follow; the rest is "
+          "not shown.]\n{}",
+          kMarkerPrefix, r.chars, *receipt, context.how_to_restore(*receipt), preview_, preview(block, preview_));
       total = total - r.chars + count_code_points(marker);
       contents.emplace_back(r.block, boost::json::value(std::move(marker)));
     }
-    if (contents.empty()) return StageResult::candidate(committed);
+    if (contents.empty()) return StageResult::nothing_to_do();
     std::size_t count = contents.size();
     auto edited = with_result_contents(batch, std::move(contents));
     if (!edited) return StageResult::decline("cannot edit messages." + std::to_string(index) + ": " + edited.error().message);
     std::vector<MessagePtr> messages = committed.messages();
     messages[index] = std::move(edited).value();
-    context.log->info(fmt::format("persisted {} result(s) of messages.{}", count, index));
+    context.log.info(fmt::format("persisted {} result(s) of messages.{}", count, index));
     return StageResult::candidate(committed.with_messages(std::move(messages)));
   }
 
@@ -101,9 +100,8 @@ class BudgetPersistStage final : public Stage {
   std::size_t preview_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "budget_persist";
   info.description = "archives the biggest results of an oversized newest batch, leaving a receipt and a preview";
   info.params = {
       ParamSpec::integer("max_batch_chars", "a batch over this many chars is shrunk", 200000).at_least(1),
@@ -112,9 +110,9 @@ void register_stages(PluginRegistrar& registrar) {
   };
   info.may_touch_tail = true;
   info.create = factory_of<BudgetPersistStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("budget_persist", "0.1.0", "stage:budget_persist", register_stages)
+COMPACTOR_STAGE("budget_persist", "0.1.0", stage_info)

@@ -19,7 +19,7 @@ class CompactRequestStage final : public Stage {
   StageResult run(const Conversation& c, const StageContext& context) override {
     std::size_t n = c.size();
     // The newest exchange: the final user message answers the assistant turn before it.
-    if (n < 2 || c[n - 1].role() != Role::user || !c[n - 1].has_tool_result()) return StageResult::candidate(c);
+    if (n < 2 || c[n - 1].role() != Role::user || !c[n - 1].has_tool_result()) return StageResult::nothing_to_do();
     std::size_t turn = n - 1;
     while (turn > 0 && c[turn - 1].role() == Role::user) --turn;
     bool requested = false;
@@ -27,7 +27,7 @@ class CompactRequestStage final : public Stage {
       --turn;
       for (const Block& b : c[turn].blocks()) requested |= b.kind() == BlockKind::tool_use && b.name() == tool_;
     }
-    if (!requested) return StageResult::candidate(c);
+    if (!requested) return StageResult::nothing_to_do();
     // Every call of that turn is answered (the input passed `pairing`), so the batch is complete.
     CompactionPlan plan = plan_;
     plan.end = align_cut(c, std::min(n, context.tail.begin), 1);
@@ -39,16 +39,15 @@ class CompactRequestStage final : public Stage {
   CompactionPlan plan_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "compact_request";
   info.description = "summarizes the history once the model's own compact tool call has completed";
   info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<CompactRequestStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("compact_request", "0.1.0", "stage:compact_request", register_stages)
+COMPACTOR_STAGE("compact_request", "0.1.0", stage_info)

@@ -28,12 +28,12 @@ constexpr std::string_view kMarkerPrefix = "[compactor archived result, ";
 constexpr std::string_view kLegacyMarkerPrefix = "[compactor micro:";  // written before markers were short
 const std::string kPlaceholderReceipt = "sha256:" + std::string(64, '0');
 
-std::string marker_text(std::uint64_t chars, std::string_view receipt, bool with_instruction) {
+// The marker; with `restore` (how to restore its receipt), the instruction after it.
+std::string marker_text(std::uint64_t chars, std::string_view receipt, std::string_view restore = {}) {
   std::string marker = fmt::format("{}{} chars: {}]", kMarkerPrefix, chars, receipt);
-  if (with_instruction)
-    marker += fmt::format(" An archived result is not an execution result; `compactor restore {}` gives it back, and so "
-                          "for every such marker.",
-                          receipt);
+  if (!restore.empty())
+    marker += fmt::format(" An archived result is not an execution result; {} gives it back, and so for every such marker.",
+                          restore);
   return marker;
 }
 
@@ -95,7 +95,7 @@ class MicroStage final : public Stage {
       for (std::size_t b = 0; b < blocks.size(); ++b)
         if (blocks[b].kind() == BlockKind::tool_result) results.push_back({i, b});
     }
-    if (results.size() <= keep_recent_) return StageResult::candidate(committed);
+    if (results.size() <= keep_recent_) return StageResult::nothing_to_do();
     results.resize(results.size() - keep_recent_);
 
     // A final user message holding results: the model has not seen them yet.
@@ -104,7 +104,6 @@ class MicroStage final : public Stage {
       unseen = committed.size() - 1;
     std::size_t limit = std::min(context.tail.begin, unseen);
 
-    if (context.archive == nullptr) return StageResult::decline("micro needs the archive, and the host gave none");
     struct Edit {
       std::size_t block;
       std::string_view original;  // the exact bytes archived
@@ -122,11 +121,11 @@ class MicroStage final : public Stage {
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
       // A marker must save space; every receipt has the same length, so a placeholder one tells.
-      if (count_code_points(marker_text(chars, kPlaceholderReceipt, false)) >= chars) continue;
+      if (count_code_points(marker_text(chars, kPlaceholderReceipt)) >= chars) continue;
       (block.is_error() && until_target_ ? error_edits : edits)[r.message].push_back(
           {r.block, raw_block_field(committed[r.message], r.block, "content"), chars});
     }
-    if (edits.empty() && error_edits.empty()) return StageResult::candidate(committed);
+    if (edits.empty() && error_edits.empty()) return StageResult::nothing_to_do();
 
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
@@ -153,7 +152,7 @@ class MicroStage final : public Stage {
       std::vector<std::pair<std::size_t, std::string>> markers;
       for (std::size_t k = 0; k < replacements.size(); ++k) {
         const Edit& e = replacements[k];
-        markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0));
+        markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0 ? context.how_to_restore(receipt(e)) : ""));
       }
       auto edited = with_markers(*committed.messages()[index], markers);
       if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
@@ -178,7 +177,7 @@ class MicroStage final : public Stage {
         for (const Edit& e : it->second) {
           Hashed& h = hashed[e.original.data()];
           if (!h.blob) continue;  // archived already
-          auto put = context.archive->put(std::move(*h.blob));
+          auto put = context.archive.put(std::move(*h.blob));
           h.blob.reset();
           if (!put) return StageResult::decline(put.error().message);
         }
@@ -194,7 +193,7 @@ class MicroStage final : public Stage {
       if (!told) return StageResult::decline(told.error().message);
       if (*told) messages[*oldest] = std::move(**told);
     }
-    context.log->info(fmt::format("replaced {} tool result(s) with receipt markers", replaced));
+    context.log.info(fmt::format("replaced {} tool result(s) with receipt markers", replaced));
     return StageResult::candidate(committed.with_messages(std::move(messages)));
   }
 
@@ -204,9 +203,8 @@ class MicroStage final : public Stage {
   bool until_target_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "micro";
   info.description = "replaces older tool results above a size with a short marker";
   info.params = {
       ParamSpec::integer("keep_recent", "how many of the newest tool results stay whole", 3).at_least(0),
@@ -215,9 +213,9 @@ void register_stages(PluginRegistrar& registrar) {
                         {"all", "target"}),
   };
   info.create = factory_of<MicroStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("micro", "0.1.0", "stage:micro", register_stages)
+COMPACTOR_STAGE("micro", "0.1.0", stage_info)

@@ -36,16 +36,15 @@ class ReactiveCompactStage final : public Stage {
   CompactionPlan plan_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "reactive_compact";
   info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
   info.params = {ParamSpec::integer("keep_messages", "newest messages kept verbatim", 5).at_least(1)};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.create = factory_of<ReactiveCompactStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("reactive_compact", "0.1.0", "stage:reactive_compact", register_stages)
+COMPACTOR_STAGE("reactive_compact", "0.1.0", stage_info)

@@ -38,7 +38,7 @@ class SnipStage final : public Stage {
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
     std::size_t n = committed.size();
-    if (n <= max_messages_) return StageResult::candidate(committed);
+    if (n <= max_messages_) return StageResult::nothing_to_do();
 
     std::size_t head_end = std::min(keep_head_, n);
     if (head_end > 0 && committed[head_end - 1].has_tool_use())
@@ -71,7 +71,6 @@ class SnipStage final : public Stage {
       return StageResult::decline(fmt::format("no middle of two or more messages to cut between the head (messages.0 to "
                                               "messages.{}) and the kept newest messages", head_end == 0 ? 0 : head_end - 1));
 
-    if (context.archive == nullptr) return StageResult::decline("snip needs the archive, and the host gave none");
     // The middle as JSONL, one message a line, hashed and archived from the messages' own bytes
     // (never joined in memory); hashed once: the marker's receipt is the one put() files.
     HashedBlob snapshot(committed.jsonl_pieces(head_end, tail_start));
@@ -82,9 +81,8 @@ class SnipStage final : public Stage {
     // marker says it (snip's marker is near the head: usually the oldest).
     std::string text = fmt::format("{} {} messages archived as {}]", kMarkerPrefix, count, receipt);
     if (!restore_told_before(committed, head_end))
-      text += fmt::format(" `compactor restore {}` gives them back (JSONL, one message a line), and so for every receipt "
-                          "in a marker.",
-                          receipt);
+      text += fmt::format(" {} gives them back (JSONL, one message a line), and so for every receipt in a marker.",
+                          context.how_to_restore(receipt));
     auto marker = Message::from_json(boost::json::object{
         {"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text}}}}});
     if (!marker) return StageResult::decline("cannot build the marker: " + marker.error().message);
@@ -96,14 +94,14 @@ class SnipStage final : public Stage {
       return StageResult::decline(fmt::format("the middle (messages.{} to messages.{}, {} {}) is no larger than its marker",
                                               head_end, tail_start - 1, middle, to_string(context.budget.unit)));
     // Archive before the marker can be committed: its receipt must hold the middle.
-    if (auto archived = context.archive->put(std::move(snapshot)); !archived) return StageResult::decline(archived.error().message);
+    if (auto archived = context.archive.put(std::move(snapshot)); !archived) return StageResult::decline(archived.error().message);
 
     std::vector<MessagePtr> messages;
     messages.reserve(head_end + 1 + (n - tail_start));
     messages.insert(messages.end(), committed.messages().begin(), committed.messages().begin() + static_cast<std::ptrdiff_t>(head_end));
     messages.push_back(std::move(marker).value());
     messages.insert(messages.end(), committed.messages().begin() + static_cast<std::ptrdiff_t>(tail_start), committed.messages().end());
-    context.log->info(fmt::format("snipped messages.{} to messages.{}", head_end, tail_start - 1));
+    context.log.info(fmt::format("snipped messages.{} to messages.{}", head_end, tail_start - 1));
     return StageResult::candidate(committed.with_messages(std::move(messages)));
   }
 
@@ -111,9 +109,8 @@ class SnipStage final : public Stage {
   std::size_t max_messages_, keep_head_, keep_messages_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "snip";
   info.description = "archives the middle of a long history and leaves one marker message";
   info.params = {
       ParamSpec::integer("max_messages", "a history of more messages is snipped", 50).at_least(2),
@@ -123,9 +120,9 @@ void register_stages(PluginRegistrar& registrar) {
           .at_least(0),
   };
   info.create = factory_of<SnipStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("snip", "0.1.0", "stage:snip", register_stages)
+COMPACTOR_STAGE("snip", "0.1.0", stage_info)

@@ -24,7 +24,7 @@ class SummarizeStage final : public Stage {
   }
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (!context.over_target(committed)) return StageResult::candidate(committed);
+    if (!context.over_target(committed)) return StageResult::nothing_to_do();
     CompactionPlan plan = plan_;
     const std::size_t n = committed.size();
     plan.end = align_cut(committed, std::min(context.tail.begin, n), 1);
@@ -50,9 +50,8 @@ class SummarizeStage final : public Stage {
   double keep_fraction_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "summarize";
   info.description = "summarizes the older exchanges into one reference message, keeping the newest that fit";
   info.params = summary_params();
   info.params.push_back(
@@ -63,9 +62,9 @@ void register_stages(PluginRegistrar& registrar) {
                             .at_least(0.0)
                             .at_most(0.9));
   info.create = factory_of<SummarizeStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("summarize", "0.1.0", "stage:summarize", register_stages)
+COMPACTOR_STAGE("summarize", "0.1.0", stage_info)

@@ -3,7 +3,8 @@
 // may be written), expected_report.json and optionally args (extra arguments, one a line).
 // Expected files are written by hand (sizes computed independently of Compactor), never by the
 // tool under test. Reports are compared as JSON after replacing the plugin folders with
-// $PLUGINS / $TEST_PLUGINS and zeroing wall times.
+// $PLUGINS / $TEST_PLUGINS, the scratch folder the case runs in (its files are copied there, and
+// the resolved pipeline names them by absolute path) with $CASE, and zeroing wall times.
 #include "support/test_support.hpp"
 
 #include "compactor/build_fingerprint.hpp"
@@ -33,8 +34,8 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-boost::json::value normalized_report(std::string text) {
-  text = replace_all(text, "\"archive\"", "\"archive\"");
+boost::json::value normalized_report(std::string text, const fs::path& case_dir = {}) {
+  if (!case_dir.empty()) text = replace_all(text, fs::canonical(case_dir).string(), "$CASE");
   text = replace_all(text, fs::canonical(COMPACTOR_TEST_PLUGIN_DIR).string(), "$TEST_PLUGINS");
   text = replace_all(text, fs::canonical(COMPACTOR_PLUGIN_DIR).string(), "$PLUGINS");
   boost::json::value v = boost::json::parse(text);
@@ -78,7 +79,7 @@ TEST_P(GoldenRun, MatchesExpected) {
   }
   if (fs::exists(dir + "/expected_report.json")) {
     ASSERT_TRUE(fs::exists(results / "report.json")) << r.err;
-    EXPECT_EQ(normalized_report(test::read_file((results / "report.json").string())),
+    EXPECT_EQ(normalized_report(test::read_file((results / "report.json").string()), out_dir),
               normalized_report(test::read_file(dir + "/expected_report.json")));
   } else {
     EXPECT_FALSE(fs::exists(results / "report.json")) << "a report was written for a run that never started";
@@ -175,13 +176,13 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
   std::string dir = COMPACTOR_LOADER_FIXTURE_DIR;
   auto r = test::run_cli({"plugins", "--plugin-dir", dir});
   EXPECT_EQ(r.exit_code, 3);  // some fixtures are refused on purpose
-  EXPECT_NE(r.out.find("stage\tfixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 8\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 9\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stage\t-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\t-\trefused: " + dir +
-                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 8; "
+                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 9; "
                        "rebuild the plugin against this Compactor\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("stage\tmicro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 8\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tmicro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 9\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   auto only_real = test::run_cli({"plugins"});
   EXPECT_EQ(only_real.exit_code, 0) << only_real.out;
@@ -192,7 +193,7 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
       << only_real.out;
   auto tests = test::run_cli({"plugins", "--plugin-dir", COMPACTOR_TEST_PLUGIN_DIR});
   EXPECT_NE(tests.out.find("checker\tkeeps_first\t" + std::string(COMPACTOR_TEST_PLUGIN_DIR) +
-                           "/compactor_checker_keeps_first.so\tplugin keeps_first 0.1.0\tAPI 8\t"),
+                           "/compactor_checker_keeps_first.so\tplugin keeps_first 0.1.0\tAPI 9\t"),
             std::string::npos)
       << tests.out;
   fs::path config = fs::temp_directory_path() / ("compactor-plugins-by-path-" + std::to_string(::getpid()) + ".yaml");

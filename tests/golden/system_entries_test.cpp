@@ -180,7 +180,7 @@ class DropsTheEntrysNeighbours final : public Stage {
   StageResult run(const Conversation& committed, const StageContext& context) override {
     std::vector<MessagePtr> kept = {committed.messages()[0], committed.messages()[1], committed.messages()[3]};
     std::string dropped = std::string(committed[2].raw()) + "\n";
-    auto receipt = context.archive->put(dropped);
+    auto receipt = context.archive.put(dropped);
     if (!receipt) return StageResult::decline(receipt.error().message);
     return StageResult::candidate(std::move(kept));
   }
@@ -198,13 +198,13 @@ TEST(SystemEntries, AStageLeavingAnEntryNoValidPlaceIsRejected) {
   options.recent_exchanges = 0;
   options.checkers = {"order"};  // `structure` left out: the host still refuses a lost entry
   testkit::StageRun run = testkit::run_stage_checked(info, input, options);
-  EXPECT_EQ(run.status, "rejected");
+  EXPECT_EQ(run.status, testkit::Status::rejected);
   ASSERT_EQ(run.violations.size(), 1u);
-  EXPECT_EQ(run.violations[0].rfind("structure: system entry 1 of 1 has no valid place left (rule: a system entry follows a user "
+  EXPECT_EQ(run.violations[0].to_string().rfind("structure: system entry 1 of 1 has no valid place left (rule: a system entry follows a user "
                                     "message and is the last entry or is followed by an assistant message); it would be lost",
                                     0),
             0u)
-      << run.violations[0];
+      << run.violations[0].to_string();
   EXPECT_EQ(run.serialized(), R"([{"role":"user","content":"start"},{"role":"assistant","content":"ok"},{"role":"user","content":"go on"},)"
                               R"({"role":"system","content":"Plan mode."},{"role":"assistant","content":"Going on"}])");
 }

@@ -6,6 +6,7 @@
 
 #include "loader/plugin_discovery.hpp"
 #include "loader/plugin_loader.hpp"
+#include "archive/archive_store.hpp"
 
 #include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -41,6 +43,9 @@ class NullLogger final : public StageLogger {
   void log(LogLevel, std::string_view) override {}
 };
 
+// A stage's archive that these pass-through runs never write (nothing is committed).
+std::string unused_archive_dir() { return (fs::temp_directory_path() / ("compactor-loader-unused-" + std::to_string(::getpid()))).string(); }
+
 Conversation small() { return test::parse_or_die(R"([{"role":"user","content":"hi"}])"); }
 
 // A fixture's pass-through stage, created and run through the host's guarded calls, returns its
@@ -49,8 +54,8 @@ void expect_pass_through_runs(const RegisteredStage& stage) {
   auto instance = create_stage(stage, {});
   ASSERT_TRUE(instance.ok()) << instance.error().message;
   NullLogger log;
-  StageContext context;
-  context.log = &log;
+  ArchiveStore archive(unused_archive_dir());
+  StageContext context(archive, log);
   Conversation c = small();
   auto result = run_stage(**instance, stage, c, context);
   ASSERT_TRUE(result.ok());
@@ -88,7 +93,7 @@ TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
 TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
   fs::remove(marker("fixture_wrong_api"));
   EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
-            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 8; rebuild the plugin against this Compactor");
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 9; rebuild the plugin against this Compactor");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
   auto probe = probe_plugin(fixture("fixture_wrong_api"));
   EXPECT_FALSE(probe.loadable);
@@ -115,6 +120,22 @@ TEST(Loader, ADebugModePluginIsRefusedBeforeAnyPluginCodeRuns) {
   EXPECT_NE(error.find("(differs in: debug mode (_GLIBCXX_DEBUG))"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
   EXPECT_FALSE(fs::exists(marker("fixture_glibcxx_debug"))) << "the refused plugin's static constructor ran";
+}
+
+// The refusal names what differs in the words docs/sdk.md uses, so that it can be looked up there.
+TEST(Loader, AnOldStringAbiPluginIsRefusedInTheDocsWords) {
+  fs::remove(marker("fixture_string_abi0"));
+  std::string host = kBuildFingerprint;
+  std::string error = load_error(fixture("fixture_string_abi0"));
+  EXPECT_NE(error.find("for " + replace(host, "-abi1-", "-abi0-") + ", but this host is " + host), std::string::npos) << error;
+  const std::string differs = "(differs in: string ABI (_GLIBCXX_USE_CXX11_ABI))";
+  EXPECT_NE(error.find(differs), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(marker("fixture_string_abi0"))) << "the refused plugin's static constructor ran";
+  std::string doc = test::read_file(SDK_DOC);
+  std::replace(doc.begin(), doc.end(), '\n', ' ');  // a phrase may wrap
+  for (const char* words : {"string ABI (_GLIBCXX_USE_CXX11_ABI)", "debug mode (_GLIBCXX_DEBUG)",
+                            "standard library (libstdcxx is libstdc++, libcxx libc++)"})
+    EXPECT_NE(doc.find(words), std::string::npos) << "docs/sdk.md does not say \"" << words << "\" as a refusal does";
 }
 
 #ifdef COMPACTOR_TEST_OTHER_COMPILERS
@@ -216,7 +237,7 @@ TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
 TEST(Loader, ListingPluginsRunsNoPluginCode) {
   fs::remove(marker("fixture_good"));
   auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
-  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 8\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 9\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 
@@ -256,8 +277,8 @@ TEST(Loader, ThrowingRunIsAnErrorNamingStageAndFile) {
   auto instance = create_stage(*stage, {});
   ASSERT_TRUE(instance.ok());
   NullLogger log;
-  StageContext context;
-  context.log = &log;
+  ArchiveStore archive(unused_archive_dir());
+  StageContext context(archive, log);
   Conversation c = small();
   auto result = run_stage(**instance, *stage, c, context);
   ASSERT_FALSE(result.ok());
@@ -310,7 +331,7 @@ class FreshFrameStage final : public Stage {
  public:
   StageResult run(const Conversation& c, const StageContext& context) override {
     std::vector<MessagePtr> messages = c.messages();
-    std::string receipt = context.archive->put(std::string(raw_block_field(c[2], 0, "content"))).value();
+    std::string receipt = context.archive.put(std::string(raw_block_field(c[2], 0, "content"))).value();
     messages[2] = with_result_contents(c[2], {{0, boost::json::string("[gone; archived as " + receipt + "]")}}).value();
     return StageResult::candidate(Conversation::from_messages(std::move(messages)));
   }
@@ -330,7 +351,7 @@ TEST(StageResult, AFreshFrameCannotDropTheRequestBody) {
   testkit::StageRunOptions options;
   options.recent_exchanges = 0;
   testkit::StageRun run = testkit::run_stage_checked(info, input, options);
-  ASSERT_EQ(run.status, "committed") << run.reason;
+  ASSERT_EQ(run.status, testkit::Status::committed) << run.reason;
   std::string out = run.serialized();
   EXPECT_EQ(out.rfind("{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":1024,\"system\":\"Be brief.\",\"tools\":[{\"name\":\"Read\"", 0), 0u) << out;
   EXPECT_NE(out.find("[gone; archived as sha256:"), std::string::npos) << out;

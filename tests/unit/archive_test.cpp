@@ -341,12 +341,12 @@ TEST(ArchiveFault, ABlobThatCannotBeReadBackRejectsTheStage) {
   // Every result micro replaced (keep_recent 0: all four), each named.
   ASSERT_EQ(report.stages[0].violations.size(), 4u);
   for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(report.stages[0].violations[static_cast<std::size_t>(i)].rfind(
+    EXPECT_EQ(report.stages[0].violation_lines()[static_cast<std::size_t>(i)].rfind(
                   "archived: messages." + std::to_string(2 * i + 2) + ": tool_result toolu_" + std::to_string(i) +
                       ": content was shortened or removed, but no receipt in it archives the original",
                   0),
               0u)
-        << report.stages[0].violations[static_cast<std::size_t>(i)];
+        << report.stages[0].violation_lines()[static_cast<std::size_t>(i)];
   ASSERT_TRUE(report.output.has_value());
   EXPECT_EQ(report.output->serialize(), four_results().serialize());
   EXPECT_TRUE(packs_in(archive_dir).empty());
@@ -420,7 +420,7 @@ TEST(ArchiveRoundTrip, EveryReceiptRestoresTheExactInputBytes) {
       Conversation input = test::parse_or_die(bytes);
       RunReport report = pipeline.run(input, {}, log);
       ASSERT_TRUE(report.output.has_value()) << name << ": " << report.error;
-      ASSERT_NE(report.stages[0].status, StageStatus::rejected) << name << ": " << report.stages[0].violations.front();
+      ASSERT_NE(report.stages[0].status, StageStatus::rejected) << name << ": " << report.stages[0].violation_lines().front();
       std::string out = report.output->serialize();
       // One receipt per removal: each marker names its receipt, once, or twice when it also says
       // how to restore (archived as R; restore R).

@@ -5,6 +5,7 @@
 #include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/message_edit.hpp"
+#include "host/run_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -245,14 +246,21 @@ TEST(CacheControlChecker, AStageNeverAddsABreakpoint) {
             std::vector<std::string>{"cache_control: the candidate has 1 cache_control breakpoints, more than its input's 0"});
 }
 
-TEST(Violation, NamesStageAndPluginWhenTheHostSetsThem) {
-  Violation v;
-  v.checker = "pairing";
-  v.message_index = 3;
-  v.what = "x";
-  v.stage = "micro";
-  v.plugin_file = "/p/compactor_stage_micro.so";
-  EXPECT_EQ(v.to_string(), "pairing: messages.3: x (stage micro, plugin /p/compactor_stage_micro.so)");
+TEST(Violation, IsBuiltFromTheRuleAndTheMessageAndSaysWhere) {
+  Violation v = Violation::of("keeps_first", "the first message\nwas replaced").at(0).with_ids({"toolu_1"});
+  EXPECT_EQ(v.checker, "keeps_first");
+  EXPECT_EQ(v.message_index, std::optional<std::size_t>(0));
+  EXPECT_EQ(v.ids, std::vector<std::string>{"toolu_1"});
+  EXPECT_EQ(v.to_string(), "keeps_first: messages.0: the first message\\nwas replaced");
+  EXPECT_EQ(Violation::of("no_growth", "grew").to_string(), "no_growth: grew");
+}
+
+TEST(Violation, TheHostNamesStageAndPlugin) {
+  StageRunReport report;
+  report.stage = "micro";
+  report.plugin_file = "/p/compactor_stage_micro.so";
+  report.violations.push_back(Violation::of("pairing", "x").at(3));
+  EXPECT_EQ(report.violation_lines(), std::vector<std::string>{"pairing: messages.3: x (stage micro, plugin /p/compactor_stage_micro.so)"});
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Structural sharing and byte-identical round trips.
 #include "support/test_support.hpp"
 
+#include "compactor/message_edit.hpp"
+#include "model/conversation_host.hpp"
+
 #include <gtest/gtest.h>
 
 namespace compactor {
@@ -13,7 +16,7 @@ TEST(Conversation, RoundTripOfUntouchedInputIsByteIdentical) {
                      " \"n\": 1.0, \"big\": 123456789012345678901234567890},\n"
                      "  {\"role\": \"assistant\", \"content\": \"x\", \"e\": 1e400}\n]\n";
   auto c = test::parse_or_die(text);
-  EXPECT_TRUE(c.unchanged_from_input());
+  EXPECT_TRUE(ConversationHost::unchanged_from_input(c));
   EXPECT_EQ(c.serialize(), text);
 }
 
@@ -48,7 +51,7 @@ TEST(Conversation, OneMessageEditSharesEveryOtherMessage) {
     if (i == 5) continue;
     EXPECT_EQ(candidate.messages()[i].get(), c.messages()[i].get()) << "messages." << i;
   }
-  EXPECT_FALSE(candidate.unchanged_from_input());
+  EXPECT_FALSE(ConversationHost::unchanged_from_input(candidate));
   // Every untouched message is written from its own input bytes, in the input's framing.
   std::string out = candidate.serialize();
   for (std::size_t i = 0; i < c.size(); ++i) {
@@ -164,6 +167,27 @@ TEST(Conversation, SystemEntriesFollowTheirMessageOrTheNextValidPlace) {
   EXPECT_EQ(c.with_messages({m[4]}).system_slots(), std::vector<std::size_t>{1});
   // Only an assistant message: no valid place at all.
   EXPECT_EQ(c.with_messages({m[1]}).system_slots(), std::vector<std::size_t>{Conversation::kUnplaced});
+}
+
+// A text edit keeps every other field and block as it was, and string content as a string.
+TEST(MessageEdit, WithTextsReplacesTextBlocksOnly) {
+  auto blocks = test::message_or_die(
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},)"
+      R"({"type":"text","text":"long","cache_control":{"type":"ephemeral"}},{"type":"text","text":"keep"}]})");
+  auto edited = with_texts(*blocks, {{1, "short"}});
+  ASSERT_TRUE(edited.ok()) << edited.error().message;
+  EXPECT_EQ((*edited)->raw(), R"({"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},)"
+                              R"({"type":"text","text":"short","cache_control":{"type":"ephemeral"}},{"type":"text","text":"keep"}]})");
+  EXPECT_EQ(blocks->blocks()[1].text(), "long");  // the original is untouched
+  auto thinking = with_texts(*blocks, {{0, "x"}});
+  ASSERT_FALSE(thinking.ok());
+  EXPECT_EQ(thinking.error().message, "content.0 is not a text block");
+  EXPECT_EQ(with_texts(*blocks, {{3, "x"}}).error().message, "content.3 is not a text block");
+
+  auto plain = test::message_or_die(R"({"role":"user","content":"a long question"})");
+  auto shortened = with_texts(*plain, {{0, "a question"}});
+  ASSERT_TRUE(shortened.ok()) << shortened.error().message;
+  EXPECT_EQ((*shortened)->raw(), R"({"role":"user","content":"a question"})");
 }
 
 }  // namespace

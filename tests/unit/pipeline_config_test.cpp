@@ -42,14 +42,18 @@ const char* kBudget = "budget: {unit: chars, limit: 1000}\n";
 const std::string kKnown = "known stages: archive_unchanged, budget_persist, compact_request, micro, misbehave, params_probe, reactive_compact, snip, split_pair, summarize, swap_exchanges";
 
 TEST_F(ConfigTest, ValidConfigResolvesEverything) {
-  auto r = load(std::string(kBudget) + "recent: {exchanges: 2}\ncheckers: {enabled: [pairing], on_violation: skip}\n"
+  auto r = load(std::string(kBudget) + "recent: {exchanges: 2}\ncheckers: {enabled: [pairing], replace_builtins: true, on_violation: skip}\n"
                 "pipeline:\n  - stage: params_probe\n    when: {messages_over: 4}\n    params: {label: \"x\", ratio: 0.25}\n");
   ASSERT_TRUE(r.config) << (r.errors.empty() ? "" : r.errors.front());
   const PipelineConfig& c = *r.config;
   EXPECT_EQ(c.budget.limit, 1000u);
   EXPECT_EQ(c.budget.target, 1000u);  // defaults to the limit
   EXPECT_EQ(c.recent_exchanges, 2u);
-  EXPECT_EQ(c.checkers, std::vector<std::string>{"pairing"});
+  ASSERT_EQ(c.checkers.size(), 1u);
+  EXPECT_EQ(c.checkers[0].name, "pairing");
+  EXPECT_EQ(c.warnings, std::vector<std::string>{at(5, 21) + "checkers.enabled: replace_builtins leaves out the built-in safety "
+                                                 "checkers pairs_unchanged, thinking_unchanged, recent_intact, request_kept, "
+                                                 "archived, order: a stage that breaks their rules is committed"});
   EXPECT_EQ(c.on_violation, ViolationPolicy::skip);
   ASSERT_EQ(c.pipeline.size(), 1u);
   const auto& e = c.pipeline[0];
@@ -162,7 +166,7 @@ TEST_F(ConfigTest, PluginRefusedByTheLoaderIsAPluginFailure) {
   std::string file = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_wrong_api.so";
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: fixture_wrong_api\n    plugin: \"" + file + "\"\n");
   EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: " + file +
-                                               ": plugin API version 999, but this host implements version 8; rebuild the plugin against this Compactor"});
+                                               ": plugin API version 999, but this host implements version 9; rebuild the plugin against this Compactor"});
   EXPECT_TRUE(r.plugin_failure);
 }
 
@@ -270,6 +274,119 @@ TEST_F(ConfigTest, AnExactMeterLoadsAndRoundTrips) {
   EXPECT_EQ(r.config->meter->kind(), "o200k");
   EXPECT_EQ(r.config->meter->count_text("hello world"), 2u);
   EXPECT_NE(print_pipeline(*r.config).find("meter:\n  kind: \"o200k\"\n"), std::string::npos);
+}
+
+TEST_F(ConfigTest, RestoreViaNamesTheWayAndRoundTrips) {
+  const std::string kEmpty = "budget: {limit: 100}\npipeline: []\n";
+  auto cli = load("archive: {dir: \"/srv/compactor archive\"}\n" + kEmpty);
+  ASSERT_TRUE(cli.config) << cli.errors.front();
+  EXPECT_EQ(cli.config->restore_via, "cli");
+  EXPECT_EQ(restore_phrase(*cli.config), "`compactor restore {receipt} --archive '/srv/compactor archive'`");
+  EXPECT_EQ(print_pipeline(*cli.config).find("restore_via"), std::string::npos);  // the default goes unsaid
+  auto plain = load(kEmpty);
+  EXPECT_EQ(restore_phrase(*plain.config), "`compactor restore {receipt}`");
+
+  auto mcp = load("archive: {dir: /srv/a, restore_via: mcp}\n" + kEmpty);
+  ASSERT_TRUE(mcp.config) << mcp.errors.front();
+  EXPECT_EQ(restore_phrase(*mcp.config), "the `restore` tool of the `compactor` MCP server with the receipt {receipt}");
+  EXPECT_NE(print_pipeline(*mcp.config).find("archive:\n  dir: \"/srv/a\"\n  restore_via: \"mcp\"\n"), std::string::npos);
+
+  auto phrase = load("archive: {dir: /srv/a, restore_via: \"`ssh b compactor restore {receipt}`\"}\n" + kEmpty);
+  ASSERT_TRUE(phrase.config) << phrase.errors.front();
+  EXPECT_EQ(restore_phrase(*phrase.config), "`ssh b compactor restore {receipt}`");
+
+  EXPECT_EQ(load("archive: {dir: a, restore_via: \"x\\n{receipt}\"}\n" + kEmpty).errors,
+            std::vector<std::string>{at(3, 32) + "archive.restore_via: expected a phrase on one line, without control characters"});
+  EXPECT_EQ(load("archive: {dir: a, restore_via: \"" + std::string(300, 'x') + "{receipt}\"}\n" + kEmpty).errors,
+            std::vector<std::string>{at(3, 32) + "archive.restore_via: expected a phrase of at most 300 chars, got 309"});
+}
+
+TEST(StageContextTest, HowToRestoreFillsEveryReceiptSlot) {
+  struct NoLog final : StageLogger {
+    void log(LogLevel, std::string_view) override {}
+  } log;
+  struct NoArchive final : Archive {
+    Expected<std::string> put(std::string_view) override { return Error{"no"}; }
+    Expected<std::string> put(std::string&&) override { return Error{"no"}; }
+    Expected<std::string> put(HashedBlob&&) override { return Error{"no"}; }
+    const std::string* find(std::string_view) const override { return nullptr; }
+    bool holds(std::string_view, std::uint64_t, std::string_view) const override { return false; }
+    std::optional<std::uint64_t> size_of(std::string_view) const override { return std::nullopt; }
+  } archive;
+  StageContext context(archive, log);
+  EXPECT_EQ(context.how_to_restore("sha256:ab"), "`compactor restore sha256:ab`");
+  context.restore_via = "{receipt} or {receipt}";
+  EXPECT_EQ(context.how_to_restore("sha256:ab"), "sha256:ab or sha256:ab");
+}
+
+std::vector<std::string> checker_names(const PipelineConfig& c) {
+  std::vector<std::string> out;
+  for (const CheckerEntryConfig& e : c.checkers) out.push_back(e.name);
+  return out;
+}
+
+const std::vector<std::string> kBuiltins = {"structure",    "pairing",   "unique_ids", "pairs_unchanged", "thinking_unchanged", "recent_intact",
+                                            "request_kept", "no_growth", "archived",   "cache_control",   "order"};
+
+TEST_F(ConfigTest, EnablingACheckerAddsItToTheBuiltInOnes) {
+  auto added = load(std::string(kBudget) + "checkers: {enabled: [keeps_first]}\npipeline: []\n");
+  ASSERT_TRUE(added.config) << added.errors.front();
+  std::vector<std::string> expected = kBuiltins;
+  expected.push_back("keeps_first");
+  EXPECT_EQ(checker_names(*added.config), expected);
+  EXPECT_TRUE(added.config->warnings.empty());
+  EXPECT_EQ(added.config->checkers.back().params.integer("head"), 1);  // its default
+
+  // The outside team's list: pairing and their own no longer switch the other built-ins off, and
+  // the config is told so.
+  auto mixed = load(std::string(kBudget) + "checkers: {enabled: [pairing, keeps_first]}\npipeline: []\n");
+  ASSERT_TRUE(mixed.config) << mixed.errors.front();
+  EXPECT_EQ(checker_names(*mixed.config), expected);
+  EXPECT_EQ(mixed.config->warnings,
+            std::vector<std::string>{at(4, 21) + "checkers.enabled: names built-in checkers but not structure, unique_ids, "
+                                     "pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, "
+                                     "cache_control, order, which run all the same: enabled adds to the built-in checkers "
+                                     "(replace_builtins: true runs only those listed)"});
+
+  auto replaced = load(std::string(kBudget) + "checkers: {enabled: [structure, keeps_first, order], replace_builtins: true}\npipeline: []\n");
+  ASSERT_TRUE(replaced.config) << replaced.errors.front();
+  EXPECT_EQ(checker_names(*replaced.config), (std::vector<std::string>{"structure", "keeps_first", "order"}));
+  ASSERT_EQ(replaced.config->warnings.size(), 1u);
+  EXPECT_NE(replaced.config->warnings[0].find("leaves out the built-in safety checkers pairs_unchanged, thinking_unchanged, "
+                                              "recent_intact, request_kept, archived: "),
+            std::string::npos)
+      << replaced.config->warnings[0];
+}
+
+TEST_F(ConfigTest, ACheckerIsFoundByPluginWithItsParamsLikeAStage) {
+  const std::string file = std::string(COMPACTOR_TEST_PLUGIN_DIR) + "/compactor_checker_keeps_first.so";
+  auto r = load(std::string(kBudget) + "checkers:\n  enabled:\n    - checker: keeps_first\n      plugin: \"" + file +
+                    "\"\n      params: {head: 2}\npipeline: []\n",
+                false);
+  ASSERT_TRUE(r.config) << r.errors.front();
+  const CheckerEntryConfig& e = r.config->checkers.back();
+  EXPECT_EQ(e.name, "keeps_first");
+  ASSERT_NE(e.registered, nullptr);
+  EXPECT_EQ(e.registered->file(), fs::canonical(file).string());
+  EXPECT_EQ(e.params.integer("head"), 2);
+  EXPECT_NE(print_pipeline(*r.config).find("    - order\n    - checker: \"keeps_first\"\n      plugin: \"" + fs::canonical(file).string() +
+                                           "\"  # plugin keeps_first 0.1.0, API 9\n      params:\n        head: 2\n  on_violation: abort\n"),
+            std::string::npos)
+      << print_pipeline(*r.config);
+
+  auto bad_value = load(std::string(kBudget) + "checkers: {enabled: [{checker: keeps_first, params: {head: -1}}]}\npipeline: []\n");
+  EXPECT_EQ(bad_value.errors, std::vector<std::string>{at(4, 60) + "checkers.enabled[0].params.head: expected an integer ≥ 0, got \"-1\""});
+  auto unknown = load(std::string(kBudget) + "checkers: {enabled: [{checker: keeps_first, params: {tail: 1}}]}\npipeline: []\n");
+  EXPECT_EQ(unknown.errors, std::vector<std::string>{at(4, 54) + "checkers.enabled[0].params.tail: unknown parameter; checker keeps_first takes: head"});
+  auto builtin = load(std::string(kBudget) + "checkers: {enabled: [{checker: order, params: {x: 1}}]}\npipeline: []\n");
+  EXPECT_EQ(builtin.errors, std::vector<std::string>{at(4, 47) + "checkers.enabled[0]: \"order\" is a built-in checker: it takes no plugin and no params"});
+  auto twice = load(std::string(kBudget) + "checkers: {enabled: [keeps_first, keeps_first]}\npipeline: []\n");
+  EXPECT_EQ(twice.errors, std::vector<std::string>{at(4, 35) + "checkers.enabled[1]: checker \"keeps_first\" is enabled twice"});
+  auto elsewhere = load(std::string(kBudget) + "checkers: {enabled: [{checker: keeps_first, plugin: \"" + std::string(COMPACTOR_TEST_PLUGIN_DIR) +
+                        "/compactor_stage_split_pair.so\"}]}\npipeline: []\n", false);
+  ASSERT_EQ(elsewhere.errors.size(), 1u);
+  EXPECT_NE(elsewhere.errors[0].find("compactor_stage_split_pair.so does not register a checker \"keeps_first\" (it provides: )"),
+            std::string::npos) << elsewhere.errors[0];
 }
 
 }  // namespace

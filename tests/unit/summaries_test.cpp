@@ -82,7 +82,7 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
         std::string where = config.filename().string() + " on " + fs::path(session).filename().string() +
                             (reactive ? " (prompt_too_long)" : "");
         ASSERT_TRUE(report.output.has_value()) << where << ": " << report.error;
-        for (const auto& s : report.stages) EXPECT_NE(s.status, StageStatus::rejected) << where << ": " << s.violations.front();
+        for (const auto& s : report.stages) EXPECT_NE(s.status, StageStatus::rejected) << where << ": " << s.violation_lines().front();
         // The output on its own is a history the API accepts.
         Conversation out = test::parse_or_die(report.output->serialize());
         auto requests = find_active_request(out).texts;

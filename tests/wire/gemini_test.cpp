@@ -13,6 +13,7 @@
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
+#include "model/conversation_host.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/gemini.hpp"
 
@@ -173,10 +174,10 @@ TEST_F(GeminiCarry, EveryPartKindAndFieldOfARequestWithNothingToDoComesBackAsThe
                             "gs://b/f.pdf", "futureField", "c25ha2U=", "partialArgs", "willContinue"})
     EXPECT_NE(all.find(field), std::string::npos) << field;
   // systemInstruction and tools count like system and tools; the generation settings do not.
-  const auto& frame = (*read)->conversation().frame();
-  ASSERT_EQ(frame.fixed_json.size(), 2u);
-  EXPECT_NE(frame.fixed_json[0].find("You are Gemini CLI"), std::string_view::npos);
-  EXPECT_NE(frame.fixed_json[1].find("functionDeclarations"), std::string_view::npos);
+  const auto& fixed_json = ConversationHost::layout((*read)->conversation().frame()).fixed_json;
+  ASSERT_EQ(fixed_json.size(), 2u);
+  EXPECT_NE(fixed_json[0].find("You are Gemini CLI"), std::string_view::npos);
+  EXPECT_NE(fixed_json[1].find("functionDeclarations"), std::string_view::npos);
   Pipeline p = pipeline("  - stage: micro\n    when: over_budget\n    params: {keep_recent: 0, min_chars: 50}\n", 10000000);
   Compacted out = compact(p, body);
   EXPECT_EQ(out.result.outcome.result, serve::JobOutcome::unchanged) << out.result.outcome.warning;

@@ -12,6 +12,7 @@
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
+#include "model/conversation_host.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/openai_responses.hpp"
 
@@ -296,14 +297,16 @@ TEST(ResponsesPlacement, EntriesMaySitAnywhereOutsideAToolPairAndShareASlot) {
   const MessagePtr answer = test::message_or_die(R"({"role":"assistant","content":"done"})");
   const std::vector<MessagePtr> m = {user, call, result, answer};
   const auto rule = SystemEntryPlacement::outside_tool_pairs;
-  EXPECT_TRUE(Conversation::valid_system_slot(m, 0, rule));
-  EXPECT_TRUE(Conversation::valid_system_slot(m, 1, rule));
-  EXPECT_FALSE(Conversation::valid_system_slot(m, 2, rule));  // between the call and its result
-  EXPECT_TRUE(Conversation::valid_system_slot(m, 3, rule));
-  EXPECT_TRUE(Conversation::valid_system_slot(m, 4, rule));  // after an assistant turn, last
-  EXPECT_FALSE(Conversation::valid_system_slot(m, 4, SystemEntryPlacement::messages_api));
+  EXPECT_TRUE(ConversationHost::valid_system_slot(m, 0, rule));
+  EXPECT_TRUE(ConversationHost::valid_system_slot(m, 1, rule));
+  EXPECT_FALSE(ConversationHost::valid_system_slot(m, 2, rule));  // between the call and its result
+  EXPECT_TRUE(ConversationHost::valid_system_slot(m, 3, rule));
+  EXPECT_TRUE(ConversationHost::valid_system_slot(m, 4, rule));  // after an assistant turn, last
+  EXPECT_FALSE(ConversationHost::valid_system_slot(m, 4, SystemEntryPlacement::messages_api));
   auto frame = std::make_shared<ConversationFrame>();
-  frame->entry_placement = rule;
+  FrameLayout layout;
+  layout.entry_placement = rule;
+  ConversationHost::set_layout(*frame, std::move(layout));
   static const std::string entries = R"({"role":"developer","content":"a"}{"role":"developer","content":"b"})";
   frame->system_entries = {SystemEntry{std::string_view(entries).substr(0, 34), 0, ""}, SystemEntry{std::string_view(entries).substr(34), 0, ""}};
   Conversation c(frame, m);

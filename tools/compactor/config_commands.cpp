@@ -22,9 +22,10 @@ fails).
 
 constexpr const char* kPrintHelp = R"(usage: compactor print-pipeline --config FILE
 
-Prints the normalized, resolved pipeline as YAML: every default filled in, every plugin resolved
-to its file (its name and version in a comment). Fed back to any command it yields the same
-pipeline, so benchmark runs can record exactly what ran.
+Prints the normalized, resolved pipeline as YAML: every default filled in, every plugin (stage,
+summarizer, checker) resolved to its file (its name and version in a comment), plugin_dirs, the
+meter's file and the price table absolute. Fed back to any command it yields the same pipeline,
+wherever it is saved and from any working folder, so benchmark runs can record exactly what ran.
 )";
 
 std::optional<std::string> config_arg(int argc, char** argv, const char* name, const char* help, int& exit_code) {

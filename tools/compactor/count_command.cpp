@@ -4,6 +4,7 @@
 
 #include "host/exit_code.hpp"
 #include "meter/meter_kinds.hpp"
+#include "model/conversation_host.hpp"
 #include "platform/counted.hpp"
 
 #include <boost/json.hpp>
@@ -73,7 +74,7 @@ int count_command(int argc, char** argv) {
   }
   const Conversation* conversation = &doc->request->conversation();
   // What the request counts besides its messages, named as the summary names it.
-  const std::string_view fixed_part = conversation->frame().fixed_json.empty()        ? ""
+  const std::string_view fixed_part = ConversationHost::layout(conversation->frame()).fixed_json.empty() ? ""
                                       : conversation->frame().system_entries.empty() ? "system and tools"
                                                                                      : "system, tools and system entries";
   if (args->has("per-message")) {

@@ -128,7 +128,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   if (report.exit_code == kExitPluginError) fmt::print(stderr, "{}\n", report.error);
   // Every violation, one line each (the summary shows a rejected stage's first only).
   for (const auto& s : report.stages)
-    for (const auto& v : s.violations) fmt::print(stderr, "{}: {}\n", options.input_name, v);
+    for (const auto& v : s.violation_lines()) fmt::print(stderr, "{}: {}\n", options.input_name, v);
   // Both files are written before either replaces its target: a report that cannot be written
   // leaves the old output in place, as exit 3 promises.
   // The output is written from its pieces (what Conversation::serialize would join), so there is

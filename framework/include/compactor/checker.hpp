@@ -5,11 +5,12 @@
 
 #include "compactor/archive.hpp"
 #include "compactor/conversation.hpp"
+#include "compactor/factory.hpp"
+#include "compactor/param_schema.hpp"
 #include "compactor/protected_tail.hpp"
 #include "compactor/size_unit.hpp"
 #include "compactor/violation.hpp"
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,19 +32,29 @@ struct CheckInput {
 class Checker {
  public:
   virtual ~Checker() = default;
-  virtual std::string_view name() const = 0;
+  // The rule's name, what `checkers.enabled` names and every violation starts with. A plugin's
+  // checker need not say it again: it is the name the plugin registered it under.
+  virtual std::string_view name() const { return registered_name_; }
   virtual void check(const CheckInput& input, std::vector<Violation>& out) const = 0;
+
+ private:
+  friend class PluginRegistry;  // sets the registered name when it makes the checker
+  std::string registered_name_;
 };
 
 using CheckerPtr = std::unique_ptr<const Checker>;
 
+using CheckerFactory = Factory<Checker>;
+
 // What a plugin registers for each checker it provides (PluginRegistrar::add_checker). A config
-// enables it by name in `checkers.enabled`, like a built-in one; the host runs it after every
-// stage with the same reporting, and an exception it throws becomes a violation naming it.
+// enables it in `checkers.enabled` (by name, or `{checker, plugin, params}`), beside the built-in
+// ones; the host runs it after every stage with the same reporting, and an exception it throws
+// becomes a violation naming it.
 struct CheckerInfo {
   std::string name;         // what `checkers.enabled` names; never a built-in checker's name
   std::string description;  // one line, shown by `compactor plugins`
-  std::function<CheckerPtr()> create;
+  ParamSchema params;       // validated by the host from the entry's `params:`
+  CheckerFactory create;
 };
 
 }  // namespace compactor

@@ -29,27 +29,22 @@ struct SystemEntry {
   std::string blocks;     // its content as text blocks (`{"type":"text",…},…`), for a joined entry
 };
 
-// Where a system entry may sit among the messages. The Messages API's rule: after a user
-// message, last or before an assistant message, never next to another entry (entries that end up
-// sharing a slot are written joined). An API whose instructions are items of the input (the
-// OpenAI Responses API's developer messages, the context a client injects as user messages) lets
-// them sit anywhere but inside a tool pair: before the first message, after an assistant turn,
-// several in a row (each written on its own).
-enum class SystemEntryPlacement { messages_api, outside_tool_pairs };
+// How the input is laid out: its bytes around the messages (an untouched conversation is written
+// back byte for byte) and where its API lets system entries sit. The host's alone, so a stage
+// cannot depend on it (model/conversation_host.hpp).
+struct FrameLayout;
+class ConversationHost;
 
 // What surrounds the messages in the input, shared by every conversation derived from it.
 struct ConversationFrame {
   InputFormat format = InputFormat::messages_array;
-  std::shared_ptr<const std::string> buffer;  // the whole input, when there was one
-  std::string_view prefix;                    // up to the first message
-  std::string_view separator = ",";           // between messages (taken from the input)
-  std::string_view suffix;                    // after the last message
-  std::vector<MessagePtr> original;           // the messages as parsed: unchanged → input bytes
-  Sizes fixed;                                // `system`, `tools` and the system entries
-  std::vector<std::string_view> fixed_json;   // their JSON (an entry's content), for a meter to count
-  std::vector<SystemEntry> system_entries;    // in input order
-  std::shared_ptr<const Meter> meter;         // counts `tokens` when set (budget.unit: tokens)
-  SystemEntryPlacement entry_placement = SystemEntryPlacement::messages_api;
+  Sizes fixed;                              // `system`, `tools` and the system entries
+  std::vector<SystemEntry> system_entries;  // in input order
+  std::shared_ptr<const Meter> meter;       // counts `tokens` when set (budget.unit: tokens)
+
+ private:
+  friend class ConversationHost;
+  std::shared_ptr<const FrameLayout> layout_;  // none: a bare Messages API array built in memory
 };
 
 class Conversation {
@@ -62,19 +57,6 @@ class Conversation {
   // are placed again (see system_slots()); the host places them from the committed conversation
   // after every stage whatever the stage did, so a stage can neither drop nor move one.
   Conversation with_messages(std::vector<MessagePtr> messages) const;
-  // The same conversation with the system entries placed again from `before`: each after the
-  // message it followed there if that message is still here and the slot is valid, else at the
-  // first valid slot from where the messages after it went (or, past the last one, the slot of
-  // the entry before it), in order; entries in one slot are joined when written. kUnplaced when
-  // there is none (the structure checker refuses such a candidate).
-  Conversation with_system_entries_placed_from(const Conversation& before) const;
-  // Host use (serve): these messages with the system entries at exactly these slots (one per
-  // frame entry); an invalid slot is kept as kUnplaced.
-  Conversation with_messages_at(std::vector<MessagePtr> messages, std::vector<std::size_t> slots) const;
-  // Host use (a replay of a session call by call): the same with only the frame's first `count`
-  // system entries (the others, and their sizes, left out of a copy of the frame).
-  Conversation with_first_system_entries(std::size_t count, std::vector<MessagePtr> messages,
-                                         std::vector<std::size_t> slots) const;
 
   const std::vector<MessagePtr>& messages() const { return messages_; }
   std::size_t size() const { return messages_.size(); }
@@ -94,21 +76,9 @@ class Conversation {
   static constexpr std::size_t kUnplaced = static_cast<std::size_t>(-1);
   const std::vector<std::size_t>& system_slots() const { return slots_; }
   bool system_entries_placed() const;
-  // True when an entry may sit at `slot` among `messages`: after a user message (or an
-  // assistant message that ends in a server tool use, without a tool_use to answer), and last
-  // or before an assistant message.
-  static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot);
-  // The same under `placement`: with outside_tool_pairs, any slot not right after a message with
-  // a tool_use (whose results come next), slot 0 included.
-  static bool valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot, SystemEntryPlacement placement);
-  // The first half of that rule, on its own for the reader: an entry may follow `before`.
-  static bool system_entry_may_follow(const Message& before);
 
   // The same messages in a frame that counts tokens with `meter`.
   Conversation with_meter(std::shared_ptr<const Meter> meter) const;
-
-  // True when every message is the very one parsed from the input, in order.
-  bool unchanged_from_input() const;
 
   // The document to write: the input bytes when unchanged, else the frame around each
   // message's own bytes, with the system entries at their slots.
@@ -121,6 +91,7 @@ class Conversation {
   std::vector<std::string_view> jsonl_pieces(std::size_t begin, std::size_t end) const;
 
  private:
+  friend class ConversationHost;
   std::shared_ptr<const ConversationFrame> frame_;
   std::vector<MessagePtr> messages_;
   // Sets where the entries go, and the sizes with entries that share a slot counted as the one

@@ -4,6 +4,7 @@
 #include "compactor/message.hpp"
 
 #include <boost/json/value.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,14 @@ namespace compactor {
 // error.
 Expected<MessagePtr> with_result_contents(const Message& message,
                                           std::vector<std::pair<std::size_t, boost::json::value>> replacements);
+
+// The message with the text of some of its text blocks replaced; every other field of those blocks
+// (cache_control, citations…) and every other block stays as it was. `replacements` are (block
+// index, new text) pairs; a message whose content is a string has one text block, index 0, and
+// keeps string content. An index that is not a text block is an error. Archive the whole message
+// first (`archive.put(message.raw())`) and name the receipt in the new text: that is what the
+// `archived` checker looks for when a text block changes.
+Expected<MessagePtr> with_texts(const Message& message, std::vector<std::pair<std::size_t, std::string>> replacements);
 
 // The exact bytes of field `key` of block `block` as this message is written (its input bytes
 // when untouched): what the archive keeps when that field is removed. Empty when absent.

@@ -1,6 +1,6 @@
 // A meter counts tokens for `budget.unit: tokens`. Each message's count is cached in the message
 // (tagged with the meter that made it), so a run recounts only the messages a stage changed.
-// The host makes the configured one (meter/meter_kinds.hpp); a stage reaches it only through
+// The host makes the one the config's `meter:` section names; a stage reaches it only through
 // Conversation::size_of and size_in.
 #pragma once
 

@@ -7,16 +7,16 @@
 #include "compactor/archive.hpp"
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "compactor/factory.hpp"
 #include "compactor/param_schema.hpp"
 #include "compactor/protected_tail.hpp"
 #include "compactor/size_unit.hpp"
 #include "compactor/stage_logger.hpp"
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
+#include <string_view>
 #include <vector>
 
 namespace compactor {
@@ -29,56 +29,77 @@ struct Budget {
   std::uint64_t target = 0;  // what a stage aims for once it runs (≤ limit)
 };
 
+// What the host hands a stage besides the committed conversation. The archive and the logger are
+// always there; a summarizer only when the config has one.
 struct StageContext {
+  StageContext(Archive& archive_, StageLogger& log_) : archive(archive_), log(log_) {}
+
   Budget budget;
   ProtectedTail tail;                 // of the committed conversation
   std::vector<std::string> requests;  // the active request's texts (the substantive prompt, then the newest), verbatim; empty when none
-  Archive* archive = nullptr;         // put() what you remove; name the receipt in the marker
+  Archive& archive;                   // put() what you remove; name the receipt in the marker
+  StageLogger& log;
   Summarizer* summarizer = nullptr;   // null unless configured
-  StageLogger* log = nullptr;         // never null when the host calls a stage
+  // How the model gets archived bytes back in this deployment (`archive.restore_via`): a phrase
+  // with `{receipt}` where the receipt goes, "`compactor restore {receipt}`" by default. A history
+  // says it once: in its summary, or after its oldest marker (restore_told_before).
+  std::string restore_via = "`compactor restore {receipt}`";
 
   std::uint64_t size(const Conversation& c) const { return c.size_in(budget.unit); }
   bool over_limit(const Conversation& c) const { return size(c) > budget.limit; }
   bool over_target(const Conversation& c) const { return size(c) > budget.target; }
+  // restore_via for one receipt: "`compactor restore sha256:…`".
+  std::string how_to_restore(std::string_view receipt) const {
+    std::string out = restore_via;
+    constexpr std::string_view kSlot = "{receipt}";
+    for (std::size_t at = out.find(kSlot); at != std::string::npos; at = out.find(kSlot, at + receipt.size()))
+      out.replace(at, kSlot.size(), receipt);
+    return out;
+  }
 };
 
-// A candidate is the list of messages the stage proposes; the host puts them in the committed
-// conversation's frame (the request body's `system`, `tools`, `model`… and the input's layout), so
-// a stage cannot drop or change the frame, whatever Conversation it built the list in.
+// What a stage returns: a candidate (the messages it proposes), nothing to do, or a decline.
+// A candidate is put by the host in the committed conversation's frame (the request body's
+// `system`, `tools`, `model`… and the input's layout), so a stage cannot drop or change the frame,
+// whatever Conversation it built the list in.
 class StageResult {
  public:
+  enum class Kind { candidate, nothing_to_do, declined };
+
   static StageResult candidate(std::vector<MessagePtr> messages) {
-    StageResult r;
+    StageResult r(Kind::candidate);
     r.messages_ = std::move(messages);
-    r.candidate_ = true;
     return r;
   }
   static StageResult candidate(Conversation conversation) {
-    StageResult r;
+    StageResult r(Kind::candidate);
     r.built_ = std::move(conversation);
-    r.candidate_ = true;
     return r;
   }
+  // Nothing to do here (within its thresholds, nothing eligible): the run reports the stage
+  // `unchanged` (with the reason, when given) and goes on.
+  static StageResult nothing_to_do(std::string reason = {}) {
+    StageResult r(Kind::nothing_to_do);
+    r.reason_ = std::move(reason);
+    return r;
+  }
+  // There was something to do, but not safely (the summarizer failed, the archive refused a put,
+  // a cut would split a pair): the run reports the stage `declined` with the reason and goes on.
   static StageResult decline(std::string reason) {
-    StageResult r;
+    StageResult r(Kind::declined);
     r.reason_ = std::move(reason);
     return r;
   }
 
-  bool declined() const { return !candidate_; }
+  Kind kind() const { return kind_; }
+  bool declined() const { return kind_ == Kind::declined; }
   const std::vector<MessagePtr>& messages() const { return built_ ? built_->messages() : messages_; }
-  // The candidate in the frame of the conversation the stage was given (as built when the stage
-  // already made it in that very frame, so its sizes are not summed again), its system entries
-  // placed from the committed conversation's.
-  Conversation in_frame_of(const Conversation& committed) const {
-    if (built_ && &built_->frame() == &committed.frame()) return built_->with_system_entries_placed_from(committed);
-    return committed.with_messages(messages());
-  }
   const std::string& reason() const { return reason_; }
 
  private:
-  StageResult() = default;
-  bool candidate_ = false;
+  friend class ConversationHost;  // puts the candidate in the committed conversation's frame
+  explicit StageResult(Kind kind) : kind_(kind) {}
+  Kind kind_;
   std::vector<MessagePtr> messages_;
   std::optional<Conversation> built_;
   std::string reason_;
@@ -90,18 +111,7 @@ class Stage {
   virtual StageResult run(const Conversation& committed, const StageContext& context) = 0;
 };
 
-using StageFactory = std::function<Expected<std::unique_ptr<Stage>>(const ParamValues& params)>;
-
-// The factory of a stage class constructed from its validated params (or from nothing).
-template <class S>
-StageFactory factory_of() {
-  return [](const ParamValues& params) -> Expected<std::unique_ptr<Stage>> {
-    if constexpr (std::is_constructible_v<S, const ParamValues&>)
-      return std::unique_ptr<Stage>(std::make_unique<S>(params));
-    else
-      return std::unique_ptr<Stage>(std::make_unique<S>());
-  };
-}
+using StageFactory = Factory<Stage>;
 
 // What a plugin registers for each stage it provides.
 struct StageInfo {

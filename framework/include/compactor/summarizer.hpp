@@ -7,9 +7,9 @@
 
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "compactor/factory.hpp"
 #include "compactor/param_schema.hpp"
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,7 +48,7 @@ class Summarizer {
   virtual std::vector<SummarizerCall> take_calls() { return {}; }
 };
 
-using SummarizerFactory = std::function<Expected<std::unique_ptr<Summarizer>>(const ParamValues& params)>;
+using SummarizerFactory = Factory<Summarizer>;
 
 struct SummarizerInfo {
   std::string name;  // what `summarizer.kind` names

@@ -1,7 +1,8 @@
 // The summary message: the first message of a compacted history, written by the summarizing
 // stages and read back by the host, the stages and the next summary. One user message that quotes
 // the active request verbatim, marks the summary as untrusted reference, names the snapshot's
-// receipt, says that earlier permissions do not authorize new actions, and records
+// receipt and how to restore it (the deployment's way), says that earlier permissions do not
+// authorize new actions, and records
 // (machine-readably) how many summaries the history has had and its size right after.
 #pragma once
 
@@ -23,6 +24,7 @@ struct SummaryMessage {
   int count = 1;                       // summaries so far, this one included
   std::string_view unit;               // "chars", "bytes" or "tokens"
   std::uint64_t base = 0;              // the history's size right after it, in `unit`
+  std::string restore;                 // how to restore `receipt` (StageContext::how_to_restore); empty: `compactor restore`
 };
 
 std::string summary_message_text(const SummaryMessage& message);

@@ -5,6 +5,7 @@
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "model/active_request.hpp"
+#include "model/conversation_host.hpp"
 
 #include <boost/json.hpp>
 
@@ -95,7 +96,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
     if (s.status == StageStatus::rejected) {
       ++out.rejections;
       out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +
-                           (s.violations.empty() ? std::string() : first_line(s.violations.front())));
+                           (s.violations.empty() ? std::string() : first_line(s.violation_lines().front())));
     }
   }
   for (const auto& sc : r.summarizer_calls) {
@@ -194,7 +195,8 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     std::vector<std::size_t> slots;
     for (std::size_t k = 0; k < entries.size() && entries[k].slot <= answers[c]; ++k) slots.push_back(entries[k].slot);
     std::vector<MessagePtr> prefix(original.messages().begin(), original.messages().begin() + static_cast<std::ptrdiff_t>(answers[c]));
-    const Continuation continuation(original.with_first_system_entries(slots.size(), std::move(prefix), std::move(slots)));
+    const Continuation continuation(
+        ConversationHost::with_first_system_entries(original, slots.size(), std::move(prefix), std::move(slots)));
     const Conversation input = continuation.input(sent_before ? &*sent_before : nullptr);
     CallRecord call;
     Conversation sent = input;

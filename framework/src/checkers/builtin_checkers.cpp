@@ -11,6 +11,12 @@ const std::vector<std::string_view>& builtin_checker_names() {
   return names;
 }
 
+const std::vector<std::string_view>& safety_checker_names() {
+  static const std::vector<std::string_view> names = {"pairs_unchanged", "thinking_unchanged", "recent_intact",
+                                                      "request_kept",    "archived",           "order"};
+  return names;
+}
+
 CheckerPtr make_builtin_checker(std::string_view name) {
   using namespace detail;
   if (name == "structure") return make_structure_checker();

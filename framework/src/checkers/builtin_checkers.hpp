@@ -12,6 +12,11 @@ namespace compactor {
 // request_kept, no_growth, archived, cache_control, order — in the order they run.
 const std::vector<std::string_view>& builtin_checker_names();
 
+// The built-in checkers that keep what the history means and that it stays recoverable:
+// pairs_unchanged, thinking_unchanged, recent_intact, request_kept, archived, order. A config that
+// leaves one out is warned (the API's own rules run whatever a config enables).
+const std::vector<std::string_view>& safety_checker_names();
+
 // Null when no built-in checker has that name.
 CheckerPtr make_builtin_checker(std::string_view name);
 

@@ -1,5 +1,6 @@
 // structure: what the API requires of the message sequence itself.
 #include "checkers/checker_support.hpp"
+#include "model/conversation_host.hpp"
 
 namespace compactor::detail {
 namespace {
@@ -41,7 +42,7 @@ class StructureChecker final : public Checker {
       }
       // Entries that share a slot are written as one (joined), so only a slot before the
       // previous one breaks the order.
-      if (slot < previous || !Conversation::valid_system_slot(c.messages(), slot, c.frame().entry_placement))
+      if (slot < previous || !ConversationHost::valid_system_slot(c.messages(), slot, ConversationHost::layout(c.frame()).entry_placement))
         out.push_back(violation(name(), slot - 1, which + " is misplaced after this message (rule: a system entry follows a user "
                                                   "message, is the last entry or is followed by an assistant message, and "
                                                   "keeps its order)"));

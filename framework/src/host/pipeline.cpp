@@ -1,6 +1,7 @@
 #include "host/pipeline.hpp"
 
 #include "model/active_request.hpp"
+#include "model/conversation_host.hpp"
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
@@ -49,18 +50,19 @@ std::string join_lines(const std::vector<Violation>& vs) {
 Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   Pipeline p;
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
-  for (const auto& name : p.config_->checkers) {
-    if (CheckerPtr builtin = make_builtin_checker(name)) {
+  for (const CheckerEntryConfig& entry : p.config_->checkers) {
+    if (entry.registered == nullptr) {
+      CheckerPtr builtin = make_builtin_checker(entry.name);
+      if (builtin == nullptr) return Error{p.config_->file + ": checkers.enabled: no checker \"" + entry.name + "\" is registered"};
       p.checkers_.push_back(std::move(builtin));
       continue;
     }
-    const RegisteredChecker* registered = PluginRegistry::instance().find_checker(name);
-    if (registered == nullptr) return Error{p.config_->file + ": checkers.enabled: no checker \"" + name + "\" is registered"};
-    auto checker = create_guarded_checker(*registered);
-    if (!checker) return checker.error();
+    auto checker = create_guarded_checker(*entry.registered, entry.params);
+    if (!checker) return Error{entry.location.to_string() + ": " + entry.yaml_path + ": " + checker.error().message};
     p.checkers_.push_back(std::move(checker).value());
   }
   p.default_rules_ = make_input_checkers();
+  p.restore_phrase_ = restore_phrase(*p.config_);
   if (p.config_->summarizer != nullptr) {
     auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
     if (!s) return s.error();
@@ -81,6 +83,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
   // `validate` starts, so that it is not found only by reading declines.
   if (auto distrust = archive_folder_distrust(p.config_->archive_dir))
     make_stderr_logger("")->warn("archive: " + *distrust + "; until then every stage that archives declines");
+  for (const std::string& warning : p.config_->warnings) make_stderr_logger("")->warn(warning);
   return p;
 }
 
@@ -176,14 +179,13 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       continue;
     }
 
-    StageContext context;
+    PrefixedLogger stage_log(log, entry.stage + ": ");
+    StageContext context(archive, stage_log);
     context.budget = budget;
     context.tail = compute_protected_tail(committed, config_->recent_exchanges);
     context.requests = requests;
-    context.archive = &archive;
     context.summarizer = summarizer_.get();
-    PrefixedLogger stage_log(log, entry.stage + ": ");
-    context.log = &stage_log;
+    context.restore_via = restore_phrase_;
 
     // What the stage archives stays only if its candidate is committed (not declined, rejected
     // or unchanged).
@@ -194,7 +196,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     if (options.on_stage_end) options.on_stage_end();
     sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
 
-    if (!result || result->declined()) archive.revert_to(archive_mark);
+    if (!result || result->kind() != StageResult::Kind::candidate) archive.revert_to(archive_mark);
     if (!result) {
       sr.status = StageStatus::failed;
       sr.reason = result.error().message;
@@ -204,15 +206,16 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
       report.error = result.error().message;
       return report;
     }
-    // A decline is "nothing safe to do here": the conversation stays as it was and the next stage
-    // runs. Only a rejection (a candidate that broke a rule) is subject to on_violation.
-    if (result->declined()) {
-      sr.status = StageStatus::declined;
+    // Nothing to do, or nothing that could be done safely (a decline): the conversation stays as it
+    // was and the next stage runs. Only a rejection (a candidate that broke a rule) is subject to
+    // on_violation.
+    if (result->kind() != StageResult::Kind::candidate) {
+      sr.status = result->declined() ? StageStatus::declined : StageStatus::unchanged;
       sr.reason = result->reason();
       report.stages.push_back(std::move(sr));
       continue;
     }
-    Conversation candidate = result->in_frame_of(committed);  // copies message pointers only
+    Conversation candidate = ConversationHost::in_frame_of(*result, committed);  // copies message pointers only
     if (same_messages(candidate, committed)) {
       archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
       sr.status = StageStatus::unchanged;
@@ -234,11 +237,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     if (!violations.empty()) {
       archive.revert_to(archive_mark);
       sr.status = StageStatus::rejected;
-      for (auto& v : violations) {
-        v.stage = entry.stage;
-        v.plugin_file = sr.plugin_file;
-        sr.violations.push_back(v.to_string());
-      }
+      sr.violations = std::move(violations);
       report.stages.push_back(std::move(sr));
       if (config_->on_violation == ViolationPolicy::abort) {
         report.status = "aborted";

@@ -57,6 +57,7 @@ class Pipeline {
   std::vector<CheckerPtr> checkers_;
   std::vector<CheckerPtr> default_rules_;
   std::unique_ptr<Summarizer> summarizer_;  // guarded
+  std::string restore_phrase_;              // StageContext::restore_via, from the config
 };
 
 }  // namespace compactor

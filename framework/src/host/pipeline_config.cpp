@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -68,12 +69,18 @@ class ConfigLoader {
   std::optional<YAML::Node> read_root(std::vector<std::string>& errors);
   void read_budget(const YAML::Node& root);
   void read_sections(const YAML::Node& root);
+  void read_archive(const YAML::Node& root);
   void read_meter(const YAML::Node& root);
   void read_entries(const YAML::Node& root, const std::string& key, bool required, std::vector<PipelineEntryConfig>& out,
                     std::vector<YAML::Node>& params_nodes);
   void read_when(const YAML::Node& node, const std::string& path, When& when);
   void read_summarizer(const YAML::Node& root);
+  void read_checker_entry(const YAML::Node& node, const std::string& path);
   void resolve_checkers();
+  void settle_checkers();
+  void warning(const SourceLocation& at, const std::string& path, const std::string& what) {
+    config_.warnings.push_back(at.to_string() + ": " + path + ": " + what);
+  }
   std::vector<std::string> search_dirs() const;
   const std::string& known_stages();
   void resolve_stage(PipelineEntryConfig& entry, const std::optional<YAML::Node>& plugin_node);
@@ -92,7 +99,15 @@ class ConfigLoader {
   std::optional<std::string> known_stages_;  // computed at the first unknown stage
   std::vector<YAML::Node> plugin_nodes_;
   std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens
-  std::vector<std::pair<YAML::Node, std::string>> checker_nodes_;  // checkers.enabled entries and their paths
+  // checkers.enabled: each entry as read, and its nodes (for located errors).
+  struct CheckerNodes {
+    YAML::Node entry;
+    std::optional<YAML::Node> plugin, params;
+  };
+  std::optional<YAML::Node> enabled_node_;
+  SourceLocation checkers_at_;
+  std::vector<CheckerEntryConfig> checker_entries_;
+  std::vector<CheckerNodes> checker_nodes_;
 };
 
 // The file's YAML root, a mapping; nothing (with the errors) when it is not one.
@@ -123,10 +138,7 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
   ServeSettingsLoadResult result;
   auto root = read_root(result.errors);
   if (!root) return result;
-  if (auto archive = r_.member(*root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
-    if (auto d = r_.member(*archive, "archive", "dir", true))
-      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
-  }
+  read_archive(*root);
   read_serve(*root);
   result.errors = r_.errors();
   if (result.errors.empty()) result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir};
@@ -188,6 +200,19 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   }
   config_.budget.limit = static_cast<std::uint64_t>(limit.value_or(0));
   config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
+}
+
+// `archive: {dir, restore_via}`.
+void ConfigLoader::read_archive(const YAML::Node& root) {
+  auto archive = r_.member(root, "", "archive", false);
+  if (!archive || !r_.check_mapping(*archive, "archive", {"dir", "restore_via"})) return;
+  if (auto d = r_.member(*archive, "archive", "dir", true))
+    if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
+  if (auto v = r_.member(*archive, "archive", "restore_via", false))
+    if (auto s = r_.string(*v, "archive.restore_via")) {
+      if (auto problem = restore_via_problem(*s)) r_.error(*v, "archive.restore_via", *problem);
+      else config_.restore_via = *s;
+    }
 }
 
 void ConfigLoader::read_serve(const YAML::Node& root) {
@@ -288,28 +313,23 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
     if (auto t = r_.member(*limits, "limits", "stage_timeout_ms", false))
       if (auto n = r_.integer(*t, "limits.stage_timeout_ms", 1, 86400000)) config_.stage_timeout_ms = *n;
   }
-  if (auto archive = r_.member(root, "", "archive", false); archive && r_.check_mapping(*archive, "archive", {"dir"})) {
-    if (auto d = r_.member(*archive, "archive", "dir", true))
-      if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
-  }
+  read_archive(root);
 
-  for (auto n : builtin_checker_names()) config_.checkers.emplace_back(n);
-  if (auto c = r_.member(root, "", "checkers", false); c && r_.check_mapping(*c, "checkers", {"enabled", "on_violation"})) {
+  if (auto c = r_.member(root, "", "checkers", false);
+      c && r_.check_mapping(*c, "checkers", {"enabled", "replace_builtins", "on_violation"})) {
+    checkers_at_ = r_.location(*c);
     if (auto enabled = r_.member(*c, "checkers", "enabled", false)) {
       if (!enabled->IsSequence()) {
-        r_.error(*enabled, "checkers.enabled", "expected a sequence of checker names, got " + YamlReader::describe(*enabled));
+        r_.error(*enabled, "checkers.enabled",
+                 "expected a sequence of checkers (a name, or {checker, plugin, params}), got " + YamlReader::describe(*enabled));
       } else {
-        config_.checkers.clear();
-        // Plugin checkers are resolved once plugin_dirs is read (resolve_checkers).
-        for (std::size_t i = 0; i < enabled->size(); ++i) {
-          std::string path = "checkers.enabled[" + std::to_string(i) + "]";
-          if (auto name = r_.string((*enabled)[i], path)) {
-            config_.checkers.push_back(*name);
-            checker_nodes_.emplace_back((*enabled)[i], path);
-          }
-        }
+        enabled_node_ = *enabled;
+        for (std::size_t i = 0; i < enabled->size(); ++i) read_checker_entry((*enabled)[i], "checkers.enabled[" + std::to_string(i) + "]");
       }
     }
+    if (auto r = r_.member(*c, "checkers", "replace_builtins", false))
+      if (auto v = r_.param(*r, "checkers.replace_builtins", ParamSpec::boolean("replace_builtins", "", false)))
+        config_.replace_builtin_checkers = std::get<bool>(*v);
     if (auto p = r_.member(*c, "checkers", "on_violation", false))
       if (auto v = r_.choice(*p, "checkers.on_violation", {"abort", "skip"}))
         config_.on_violation = *v == "skip" ? ViolationPolicy::skip : ViolationPolicy::abort;
@@ -333,29 +353,144 @@ void ConfigLoader::read_sections(const YAML::Node& root) {
   }
 }
 
-// A name in checkers.enabled that is not built in: a checker a loaded plugin registered, or the
-// file compactor_checker_<name>.so on the search path.
+// One entry of checkers.enabled: a name, or {checker, plugin, params}. Plugin checkers are
+// resolved once plugin_dirs is read (resolve_checkers).
+void ConfigLoader::read_checker_entry(const YAML::Node& node, const std::string& path) {
+  CheckerEntryConfig entry;
+  entry.yaml_path = path;
+  entry.location = r_.location(node);
+  CheckerNodes nodes{node, std::nullopt, std::nullopt};
+  if (node.IsMap()) {
+    if (!r_.check_mapping(node, path, {"checker", "plugin", "params"})) return;
+    auto name = r_.member(node, path, "checker", true);
+    auto n = name ? r_.string(*name, join_path(path, "checker")) : std::nullopt;
+    if (!n) return;
+    entry.name = *n;
+    nodes.plugin = r_.member(node, path, "plugin", false);
+    if (nodes.plugin) {
+      auto p = r_.string(*nodes.plugin, join_path(path, "plugin"));
+      if (!p) return;
+      entry.plugin = *p;
+    }
+    nodes.params = r_.member(node, path, "params", false);
+  } else {
+    auto n = r_.string(node, path);
+    if (!n) return;
+    entry.name = *n;
+  }
+  checker_entries_.push_back(std::move(entry));
+  checker_nodes_.push_back(std::move(nodes));
+}
+
+// Each entry of checkers.enabled resolved (a built-in checker, one a loaded plugin registered,
+// the file `plugin:` names, or compactor_checker_<name>.so on the search path) and its params
+// validated; then the list that runs: the built-in checkers and these, or these alone.
 void ConfigLoader::resolve_checkers() {
   PluginRegistry& registry = PluginRegistry::instance();
-  for (const auto& [node, path] : checker_nodes_) {
-    const std::string name = node.as<std::string>();
-    if (make_builtin_checker(name) != nullptr || registry.find_checker(name) != nullptr) continue;
-    if (auto file = find_provider("checker", name, search_dirs())) {
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < checker_entries_.size(); ++i) {
+    CheckerEntryConfig& entry = checker_entries_[i];
+    const CheckerNodes& nodes = checker_nodes_[i];
+    if (!seen.insert(entry.name).second) {
+      r_.error(nodes.entry, entry.yaml_path, "checker \"" + entry.name + "\" is enabled twice");
+      continue;
+    }
+    if (make_builtin_checker(entry.name) != nullptr) {
+      if (nodes.plugin || nodes.params)
+        r_.error(nodes.plugin ? *nodes.plugin : *nodes.params, entry.yaml_path,
+                 "\"" + entry.name + "\" is a built-in checker: it takes no plugin and no params");
+      continue;
+    }
+    std::optional<std::string> file;
+    if (!entry.plugin.empty()) {
+      file = resolve(base_, entry.plugin);
+      std::error_code ec;
+      if (!fs::is_regular_file(*file, ec)) {
+        r_.error(*nodes.plugin, join_path(entry.yaml_path, "plugin"), "no such plugin file: " + *file);
+        continue;
+      }
+    } else if (registry.find_checker(entry.name) == nullptr) {
+      file = find_provider("checker", entry.name, search_dirs());
+    }
+    const YAML::Node& at = nodes.plugin ? *nodes.plugin : nodes.entry;
+    const std::string at_path = nodes.plugin ? join_path(entry.yaml_path, "plugin") : entry.yaml_path;
+    if (file) {
       auto loaded = registry.load(*file);
       if (!loaded) {
-        r_.error(node, path, loaded.error().message);
+        r_.error(at, at_path, loaded.error().message);
         plugin_failure_ = true;
         continue;
       }
-      if (registry.find_checker(name) != nullptr) continue;
-      r_.error(node, path, *file + " does not register a checker \"" + name + "\"");
+      entry.registered = registry.find_checker(entry.name);
+      if (entry.registered == nullptr || entry.registered->plugin != *loaded) {
+        entry.registered = nullptr;
+        r_.error(at, at_path, *file + " does not register a checker \"" + entry.name + "\" (it provides: " +
+                                  list((*loaded)->checkers) + ")");
+        continue;
+      }
+    } else {
+      entry.registered = registry.find_checker(entry.name);
+    }
+    if (entry.registered == nullptr) {
+      std::vector<std::string> known;
+      for (auto n : builtin_checker_names()) known.emplace_back(n);
+      r_.error(nodes.entry, entry.yaml_path, "unknown checker \"" + entry.name + "\"; known checkers: " + list(known) +
+                                                 ", or a plugin's " + checker_file_name(entry.name) +
+                                                 " on the plugin search path (none found)");
       continue;
     }
-    std::vector<std::string> known;
-    for (auto n : builtin_checker_names()) known.emplace_back(n);
-    r_.error(node, path, "unknown checker \"" + name + "\"; known checkers: " + list(known) + ", or a plugin's " +
-                             checker_file_name(name) + " on the plugin search path (none found)");
+    const std::string params_path = join_path(entry.yaml_path, "params");
+    if (nodes.params && !nodes.params->IsNull() && !nodes.params->IsMap()) {
+      r_.error(*nodes.params, params_path, "expected a mapping of parameters, got " + YamlReader::describe(*nodes.params));
+      continue;
+    }
+    const bool given = nodes.params && nodes.params->IsMap();
+    read_param_map(entry.registered->info->params, "checker " + entry.name, given ? &*nodes.params : nullptr, params_path, {},
+                   given ? r_.location(*nodes.params) : entry.location, given ? params_path : entry.yaml_path, entry.params);
   }
+  settle_checkers();
+}
+
+// The checkers that run: every built-in one and then the others listed, or, with
+// replace_builtins, the list as it is, with a warning for each safety checker it leaves out. A
+// list that names some built-in checkers but not all is warned about too: they all run, and it
+// was probably meant to switch the others off.
+void ConfigLoader::settle_checkers() {
+  auto listed = [&](std::string_view name) {
+    return std::any_of(checker_entries_.begin(), checker_entries_.end(), [&](const CheckerEntryConfig& e) { return e.name == name; });
+  };
+  std::vector<std::string> left_out;
+  for (std::string_view n : builtin_checker_names())
+    if (!listed(n)) left_out.emplace_back(n);
+  std::set<std::string> seen;
+  if (config_.replace_builtin_checkers) {
+    for (const CheckerEntryConfig& e : checker_entries_)
+      if (seen.insert(e.name).second) config_.checkers.push_back(e);
+    std::vector<std::string> safety;
+    for (const std::string& n : left_out)
+      if (std::find(safety_checker_names().begin(), safety_checker_names().end(), n) != safety_checker_names().end())
+        safety.push_back(n);
+    if (!safety.empty())
+      warning(enabled_node_ ? r_.location(*enabled_node_) : checkers_at_, "checkers.enabled",
+              "replace_builtins leaves out the built-in safety checker" + std::string(safety.size() == 1 ? " " : "s ") +
+                  list(safety) + ": a stage that breaks " + (safety.size() == 1 ? "its rule" : "their rules") + " is committed");
+    return;
+  }
+  for (std::string_view n : builtin_checker_names()) {
+    CheckerEntryConfig builtin;
+    builtin.name = std::string(n);
+    seen.insert(builtin.name);
+    config_.checkers.push_back(std::move(builtin));
+  }
+  bool names_builtin = false;
+  for (const CheckerEntryConfig& e : checker_entries_) {
+    names_builtin = names_builtin || make_builtin_checker(e.name) != nullptr;
+    if (seen.insert(e.name).second) config_.checkers.push_back(e);
+  }
+  if (names_builtin && !left_out.empty())
+    warning(r_.location(*enabled_node_), "checkers.enabled",
+            "names built-in checkers but not " + list(left_out) +
+                ", which run all the same: enabled adds to the built-in checkers (replace_builtins: true runs only those listed)");
 }
 
 std::vector<std::string> ConfigLoader::search_dirs() const {
@@ -654,6 +789,15 @@ std::string yaml_value(const ParamValue& v) {
   return quoted(std::get<std::string>(v));
 }
 
+void print_params(std::string& out, const std::string& indent, const ParamValues& params) {
+  if (params.all().empty()) {
+    out += indent + "params: {}\n";
+    return;
+  }
+  out += indent + "params:\n";
+  for (const auto& [name, value] : params.all()) out += indent + "  " + name + ": " + yaml_value(value) + "\n";
+}
+
 void print_entries(std::string& out, const std::string& key, const std::vector<PipelineEntryConfig>& entries) {
   if (entries.empty()) {
     out += key + ": []\n";
@@ -668,13 +812,32 @@ void print_entries(std::string& out, const std::string& key, const std::vector<P
              std::to_string(p.api_version) + "\n";
     }
     out += "    when: " + e.when.to_string() + "\n";
-    if (e.params.all().empty()) {
-      out += "    params: {}\n";
-    } else {
-      out += "    params:\n";
-      for (const auto& [name, value] : e.params.all()) out += "      " + name + ": " + yaml_value(value) + "\n";
+    print_params(out, "    ", e.params);
+  }
+}
+
+// `checkers:` as the run has them: built-in names in a flow list when that is all there is, else
+// one entry a line, a plugin checker with its file and params.
+void print_checkers(std::string& out, const PipelineConfig& c) {
+  out += "checkers:\n";
+  if (std::all_of(c.checkers.begin(), c.checkers.end(), [](const CheckerEntryConfig& e) { return e.registered == nullptr; })) {
+    std::vector<std::string> names;
+    for (const CheckerEntryConfig& e : c.checkers) names.push_back(e.name);
+    out += "  enabled: [" + list(names) + "]\n";
+  } else {
+    out += "  enabled:\n";
+    for (const CheckerEntryConfig& e : c.checkers) {
+      if (e.registered == nullptr) {
+        out += "    - " + e.name + "\n";
+        continue;
+      }
+      out += "    - checker: " + quoted(e.name) + "\n";
+      if (const LoadedPlugin* p = e.registered->plugin)
+        out += "      plugin: " + quoted(p->file) + "  # plugin " + p->name + " " + p->version + ", API " + std::to_string(p->api_version) + "\n";
+      print_params(out, "      ", e.params);
     }
   }
+  if (c.replace_builtin_checkers) out += "  replace_builtins: true\n";
 }
 
 }  // namespace
@@ -701,6 +864,9 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file) {
             if (entry.IsMap() && entry["plugin"] && entry["plugin"].IsScalar()) paths.files.push_back(resolve(base, entry["plugin"].Scalar()));
       if (root["summarizer"] && root["summarizer"].IsMap() && root["summarizer"]["plugin"] && root["summarizer"]["plugin"].IsScalar())
         paths.files.push_back(resolve(base, root["summarizer"]["plugin"].Scalar()));
+      if (const YAML::Node checkers = root["checkers"]; checkers.IsMap() && checkers["enabled"] && checkers["enabled"].IsSequence())
+        for (const auto& entry : checkers["enabled"])
+          if (entry.IsMap() && entry["plugin"] && entry["plugin"].IsScalar()) paths.files.push_back(resolve(base, entry["plugin"].Scalar()));
     }
   } catch (const YAML::Exception& e) {
     return Error{file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
@@ -719,7 +885,7 @@ Expected<std::string> config_archive_dir(const std::string& file) {
   try {
     YAML::Node root = YAML::Load(*text);
     if (!root.IsMap()) return Error{file + ":1:1: expected a mapping with version: 1, got " + YamlReader::describe(root)};
-    if (auto archive = r.member(root, "", "archive", false); archive && r.check_mapping(*archive, "archive", {"dir"}))
+    if (auto archive = r.member(root, "", "archive", false); archive && r.check_mapping(*archive, "archive", {"dir", "restore_via"}))
       if (auto d = r.member(*archive, "archive", "dir", true))
         if (auto s = r.string(*d, "archive.dir")) dir = *s;
   } catch (const YAML::Exception& e) {
@@ -730,6 +896,60 @@ Expected<std::string> config_archive_dir(const std::string& file) {
   return dir;
 }
 
+Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamValues& given, const std::string& owner) {
+  ParamValues out;
+  std::vector<std::string> names;
+  for (const ParamSpec& p : schema) names.push_back(p.name);
+  for (const auto& [name, value] : given.all()) {
+    auto spec = std::find_if(schema.begin(), schema.end(), [&](const ParamSpec& p) { return p.name == name; });
+    if (spec == schema.end())
+      return Error{owner + ": params." + name + ": unknown parameter; " + owner + " takes: " + (names.empty() ? "none" : list(names))};
+    if (auto expected = spec->check(value)) return Error{owner + ": params." + name + ": expected " + *expected + ", got " + to_string(value)};
+    out.set(name, value);
+  }
+  for (const ParamSpec& p : schema) {
+    if (out.has(p.name)) continue;
+    if (!p.default_value) return Error{owner + ": missing required parameter \"" + p.name + "\" (" + p.expectation() + ")"};
+    out.set(p.name, *p.default_value);
+  }
+  return out;
+}
+
+std::optional<std::string> restore_via_problem(std::string_view value) {
+  if (value == "cli" || value == "mcp") return std::nullopt;
+  const std::string got = "got \"" + std::string(value) + "\"";
+  if (value.find("{receipt}") == std::string_view::npos)
+    return "expected cli, mcp, or a phrase holding {receipt} (how the model restores a receipt), " + got;
+  for (char c : value)
+    if (static_cast<unsigned char>(c) < 0x20) return "expected a phrase on one line, without control characters";
+  if (count_code_points(value) > kMaxRestorePhraseChars)
+    return "expected a phrase of at most " + std::to_string(kMaxRestorePhraseChars) + " chars, got " +
+           std::to_string(count_code_points(value));
+  return std::nullopt;
+}
+
+std::string restore_phrase(const PipelineConfig& c) {
+  if (c.restore_via == "mcp") return "the `restore` tool of the `compactor` MCP server with the receipt {receipt}";
+  if (c.restore_via != "cli") return c.restore_via;
+  if (c.archive_dir == PipelineConfig{}.archive_dir) return "`compactor restore {receipt}`";
+  // Quoted for a shell when it holds anything but a path's usual characters.
+  std::string dir = c.archive_dir;
+  if (dir.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-+@%=:,") != std::string::npos) {
+    std::string quoted_dir = "'";
+    for (char ch : dir) quoted_dir += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    dir = quoted_dir + "'";
+  }
+  return "`compactor restore {receipt} --archive " + dir + "`";
+}
+
+// Paths the config resolved against its own folder, printed absolute: the printed pipeline is read
+// again from wherever it is saved, and from any working folder.
+static std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
 std::string print_pipeline(const PipelineConfig& c) {
   std::string out = "# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n";
   out += "version: 1\n";
@@ -737,11 +957,12 @@ std::string print_pipeline(const PipelineConfig& c) {
          "\n  target: " + std::to_string(c.budget.target) + "\n";
   if (c.meter_spec) {
     out += "meter:\n  kind: " + quoted(c.meter_spec->kind) + "\n";
-    if (!c.meter_spec->file.empty()) out += "  file: " + quoted(c.meter_spec->file) + "\n";
+    if (!c.meter_spec->file.empty()) out += "  file: " + quoted(absolute_path(c.meter_spec->file)) + "\n";
     if (!c.meter_spec->family.empty()) out += "  family: " + quoted(c.meter_spec->family) + "\n";
   }
   out += "recent:\n  exchanges: " + std::to_string(c.recent_exchanges) + "\n";
   out += "archive:\n  dir: " + quoted(c.archive_dir) + "\n";
+  if (c.restore_via != "cli") out += "  restore_via: " + quoted(c.restore_via) + "\n";  // cli, the default, goes unsaid
   out += "limits:\n  stage_timeout_ms: " + std::to_string(c.stage_timeout_ms) + "\n";
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
@@ -749,14 +970,14 @@ std::string print_pipeline(const PipelineConfig& c) {
            c.summarizer->plugin->version + "\n";
   // Params are names and numbers; a key is only ever named by its environment variable.
   for (const auto& [name, value] : c.summarizer_params.all()) out += "  " + name + ": " + yaml_value(value) + "\n";
-  if (!c.prices_file.empty()) out += "prices: " + quoted(c.prices_file) + "\n";
-  out += "checkers:\n  enabled: [" + list(c.checkers) + "]\n  on_violation: " +
-         (c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
+  if (!c.prices_file.empty()) out += "prices: " + quoted(absolute_path(c.prices_file)) + "\n";
+  print_checkers(out, c);
+  out += "  on_violation: " + std::string(c.on_violation == ViolationPolicy::skip ? "skip" : "abort") + "\n";
   if (c.plugin_dirs.empty()) {
     out += "plugin_dirs: []\n";
   } else {
     out += "plugin_dirs:\n";
-    for (const auto& d : c.plugin_dirs) out += "  - " + quoted(d) + "\n";
+    for (const auto& d : c.plugin_dirs) out += "  - " + quoted(absolute_path(d)) + "\n";
   }
   print_entries(out, "pipeline", c.pipeline);
   print_entries(out, "on_prompt_too_long", c.on_prompt_too_long);

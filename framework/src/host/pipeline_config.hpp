@@ -40,6 +40,17 @@ struct PipelineEntryConfig {
   std::string yaml_path;    // "pipeline[2]"
 };
 
+// A checker that runs after every stage: a built-in one, or one a plugin registers (found by
+// `plugin:` or on the plugin search path), with its validated params.
+struct CheckerEntryConfig {
+  std::string name;
+  std::string plugin;                             // as written (may be empty)
+  ParamValues params;                             // validated, defaults filled in
+  const RegisteredChecker* registered = nullptr;  // null for a built-in checker
+  SourceLocation location;                        // of the entry (none for a built-in not listed)
+  std::string yaml_path;                          // "checkers.enabled[2]"
+};
+
 enum class ViolationPolicy { abort, skip };
 
 // `serve:` (compactor serve): where it listens, where it forwards, and its limits. Read and
@@ -62,6 +73,9 @@ struct PipelineConfig {
   Budget budget;
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
+  // `archive.restore_via`: how the model gets archived bytes back, for the instruction a history
+  // carries once (restore_phrase gives the text): cli, mcp, or a phrase holding {receipt}.
+  std::string restore_via = "cli";
   // `limits.stage_timeout_ms`: a stage still running after this long is stopped (`compactor run`
   // runs the pipeline in a child process). Longer than a model summarizer's retries by default.
   std::int64_t stage_timeout_ms = 600000;
@@ -72,12 +86,18 @@ struct PipelineConfig {
   ParamValues summarizer_params;                     // validated, defaults filled in
   std::string prices_file;                           // `prices:`, resolved; empty when not given
   std::shared_ptr<const PriceTable> prices;          // loaded from it
-  std::vector<std::string> checkers;  // enabled, in run order
+  // The checkers that run, in run order: every built-in one, then those `checkers.enabled` adds;
+  // with `checkers.replace_builtins: true`, only those it lists.
+  std::vector<CheckerEntryConfig> checkers;
+  bool replace_builtin_checkers = false;
   ViolationPolicy on_violation = ViolationPolicy::abort;
   std::vector<std::string> plugin_dirs;  // resolved against the config's folder
   std::vector<PipelineEntryConfig> pipeline;
   std::vector<PipelineEntryConfig> on_prompt_too_long;
   std::optional<ServeConfig> serve;  // when the config has a `serve:` section
+  // What loads but is probably not meant (a safety checker left out), one located line each:
+  // said when a pipeline is built from it (run, serve, validate).
+  std::vector<std::string> warnings;
 };
 
 struct ConfigLoadResult {
@@ -116,8 +136,25 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 // only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
 Expected<std::string> config_archive_dir(const std::string& file);
 
+// Params given as values (not YAML) checked as the config loader checks a section: no name the
+// schema does not declare, every value one its spec accepts, every required one given; defaults
+// filled in. The first problem is the error: "OWNER: params.NAME: expected …, got …".
+Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamValues& given, const std::string& owner);
+
+// Why `value` cannot be `archive.restore_via` (cli, mcp, or one line of at most
+// kMaxRestorePhraseChars chars holding {receipt}), or nothing when it can.
+inline constexpr std::size_t kMaxRestorePhraseChars = 300;
+std::optional<std::string> restore_via_problem(std::string_view value);
+// The instruction's phrase for a config, `{receipt}` where the receipt goes: cli names
+// `compactor restore` (with `--archive DIR` unless the archive is the default folder), mcp the
+// `restore` tool of the `compactor` MCP server, a template itself.
+std::string restore_phrase(const PipelineConfig& config);
+
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
-// pipeline. Plugin versions are given in comments.
+// pipeline, whatever folder the printed file is in and whatever the working folder: every plugin
+// (stage, summarizer, checker) is its file, and plugin_dirs, the meter's file and the price table
+// are absolute (archive.dir stays as written: it is the working folder's). Plugin versions are
+// given in comments.
 std::string print_pipeline(const PipelineConfig& config);
 
 }  // namespace compactor

@@ -18,6 +18,14 @@ std::string_view to_string(StageStatus status) {
   return "?";
 }
 
+std::vector<std::string> StageRunReport::violation_lines() const {
+  std::vector<std::string> out;
+  out.reserve(violations.size());
+  for (const Violation& v : violations)
+    out.push_back(v.to_string() + " (stage " + stage + (plugin_file.empty() ? "" : ", plugin " + plugin_file) + ")");
+  return out;
+}
+
 namespace {
 
 namespace json = boost::json;
@@ -77,7 +85,7 @@ std::string RunReport::to_json() const {
   json::array stages_json;
   for (const auto& s : stages) {
     json::array violations_json;
-    for (const auto& v : s.violations) violations_json.push_back(json::string(v));
+    for (const auto& v : s.violation_lines()) violations_json.push_back(json::string(v));
     json::object o{{"stage", s.stage},
                    {"plugin", s.plugin_file},
                    {"plugin_version", s.plugin_version},
@@ -145,7 +153,7 @@ std::string RunReport::summary() const {
         detail = fmt::format("{} → {} {}, {} → {}", s.before.sizes.in(budget.unit), s.after.sizes.in(budget.unit), unit,
                              s.before.messages, counted(s.after.messages, "message", "messages"));
         break;
-      case StageStatus::rejected: detail = s.violations.empty() ? "" : s.violations.front(); break;
+      case StageStatus::rejected: detail = s.violations.empty() ? "" : s.violation_lines().front(); break;
       default: detail = s.reason; break;
     }
     out += fmt::format("  {:<18} {:<10} {}", s.stage, to_string(s.status), detail);

@@ -5,6 +5,7 @@
 #include "compactor/conversation.hpp"
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
+#include "compactor/violation.hpp"
 
 #include <optional>
 #include <string>
@@ -35,8 +36,11 @@ struct StageRunReport {
   std::string plugin_file;     // "<built-in>" for in-process stages
   std::string plugin_version;
   StageStatus status = StageStatus::skipped;
-  std::string reason;          // why skipped / declined / failed
-  std::vector<std::string> violations;
+  std::string reason;          // why skipped / unchanged / declined / failed
+  std::vector<Violation> violations;  // what its rejected candidate broke
+  // Each violation on one line, naming this stage and its plugin file: "pairing: messages.3: …
+  // (stage split_pair, plugin /…/compactor_stage_split_pair.so)".
+  std::vector<std::string> violation_lines() const;
   SizeSnapshot before;
   SizeSnapshot after;
   std::int64_t wall_us = 0;  // microseconds

@@ -4,6 +4,7 @@
 #include "import/gemini_chat.hpp"
 #include "import/import_drafts.hpp"
 
+#include "model/conversation_host.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
@@ -675,9 +676,9 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
   };
   json::array out;
   // A request body's system prompt comes back as the system message.
-  if (c.format() == InputFormat::request_body && c.frame().buffer) {
+  if (const auto& buffer = ConversationHost::layout(c.frame()).buffer; c.format() == InputFormat::request_body && buffer) {
     boost::system::error_code ec;
-    json::value body = detail::parse_json(*c.frame().buffer, ec);
+    json::value body = detail::parse_json(*buffer, ec);
     if (!ec && body.is_object() && body.get_object().contains("system")) {
       const json::value& s = body.at("system");
       std::string text;

@@ -1,5 +1,6 @@
 #include "import/responses_items.hpp"
 
+#include "model/conversation_host.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
 
@@ -298,13 +299,12 @@ Expected<ResponsesHistory> read_responses_items(std::shared_ptr<const std::strin
   if (reader.messages.empty()) return Error{where + ": no items to compact (only instructions and context)"};
   auto frame = std::make_shared<ConversationFrame>();
   frame->format = InputFormat::request_body;
-  frame->buffer = std::move(body);
-  frame->prefix = "[";
-  frame->suffix = "]";
-  frame->entry_placement = SystemEntryPlacement::outside_tool_pairs;
+  FrameLayout layout;  // a bare array's, over the client's body
+  layout.buffer = std::move(body);
+  layout.entry_placement = SystemEntryPlacement::outside_tool_pairs;
   auto count = [&](std::string_view text) {
     frame->fixed += Sizes{count_code_points(text), text.size()};
-    frame->fixed_json.push_back(text);
+    layout.fixed_json.push_back(text);
   };
   for (std::size_t k = 0; k < h.head; ++k) count(items[k]);
   for (std::string_view text : fixed) count(text);
@@ -312,7 +312,8 @@ Expected<ResponsesHistory> read_responses_items(std::shared_ptr<const std::strin
     frame->system_entries.push_back(SystemEntry{items[h.entry_items[k]], reader.entry_slots[k], ""});
     count(items[h.entry_items[k]]);
   }
-  frame->original = reader.messages;
+  layout.original = reader.messages;
+  ConversationHost::set_layout(*frame, std::move(layout));
   Conversation conversation(frame, reader.messages);
   for (std::size_t k = 0; k < conversation.system_slots().size(); ++k)
     if (conversation.system_slots()[k] == Conversation::kUnplaced)

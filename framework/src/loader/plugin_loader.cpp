@@ -56,7 +56,7 @@ std::string differing_components(const std::string& a, const std::string& b) {
     if (x == y) continue;
     std::string name = x.substr(0, x.find_first_of("0123456789"));
     if (name == "libstdcxx" || name == "libcxx") name = "standard library (libstdcxx is libstdc++, libcxx libc++)";
-    else if (name == "abi") name = "standard library ABI";
+    else if (name == "abi") name = "string ABI (_GLIBCXX_USE_CXX11_ABI)";
     else if (name == "debug") name = "debug mode (_GLIBCXX_DEBUG)";
     if (!out.empty()) out += ", ";
     out += name.empty() ? "?" : name;
@@ -495,6 +495,15 @@ Expected<const RegisteredChecker*> PluginRegistry::add_builtin_checker(CheckerIn
   return &r;
 }
 
+Expected<const RegisteredSummarizer*> PluginRegistry::add_builtin_summarizer(SummarizerInfo info) {
+  if (auto it = summarizers_.find(info.name); it != summarizers_.end() && it->second.plugin != nullptr)
+    return Error{"summarizer \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  builtin_summarizers_.push_back(std::make_unique<SummarizerInfo>(std::move(info)));
+  RegisteredSummarizer& r = summarizers_[builtin_summarizers_.back()->name];
+  r = RegisteredSummarizer{builtin_summarizers_.back().get(), nullptr};
+  return &r;
+}
+
 Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo info) {
   if (auto it = stages_.find(info.name); it != stages_.end() && it->second.plugin != nullptr)
     return Error{"stage \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
@@ -525,12 +534,19 @@ const RegisteredChecker* PluginRegistry::find_checker(const std::string& name) c
   return it == checkers_.end() ? nullptr : &it->second;
 }
 
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker) {
+Expected<std::unique_ptr<Checker>> PluginRegistry::make_checker(const RegisteredChecker& checker, const ParamValues& params) {
+  auto created = checker.info->create(params);
+  if (created && created.value() != nullptr) created.value()->registered_name_ = checker.info->name;
+  return created;
+}
+
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params) {
   std::string who = "checker " + checker.info->name + " (" + checker.file() + ")";
   try {
-    CheckerPtr created = checker.info->create();
-    if (created == nullptr) return Error{who + ": the factory returned nothing"};
-    return CheckerPtr(std::make_unique<GuardedChecker>(std::move(created), checker.info->name, who));
+    auto created = PluginRegistry::make_checker(checker, params);
+    if (!created) return Error{who + ": " + created.error().message};
+    if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
+    return CheckerPtr(std::make_unique<GuardedChecker>(CheckerPtr(std::move(created).value()), checker.info->name, who));
   } catch (...) {
     return Error{who + ": create threw: " + describe_exception(std::current_exception())};
   }

@@ -85,12 +85,15 @@ class PluginRegistry {
   // plugin's is never replaced.
   Expected<const RegisteredStage*> add_builtin(StageInfo info);
   Expected<const RegisteredChecker*> add_builtin_checker(CheckerInfo info);
+  Expected<const RegisteredSummarizer*> add_builtin_summarizer(SummarizerInfo info);
 
   const RegisteredStage* find_stage(const std::string& name) const;
   std::vector<std::string> stage_names() const;
   const RegisteredSummarizer* find_summarizer(const std::string& name) const;
   std::vector<std::string> summarizer_names() const;
   const RegisteredChecker* find_checker(const std::string& name) const;
+  // A plugin checker made from its params, knowing the name it was registered under.
+  static Expected<std::unique_ptr<Checker>> make_checker(const RegisteredChecker& checker, const ParamValues& params);
 
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
@@ -107,9 +110,10 @@ class PluginRegistry {
   std::vector<std::unique_ptr<CheckerInfo>> builtin_checkers_;
 };
 
-// A plugin checker, every call guarded: an exception becomes a violation naming it and its file
-// (the candidate is rejected: a rule that cannot be evaluated does not pass).
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker);
+// A plugin checker made from its validated params, every call guarded: an exception becomes a
+// violation naming it and its file (the candidate is rejected: a rule that cannot be evaluated
+// does not pass).
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params);
 
 // Guarded calls into stage code: exceptions become Errors naming stage and file.
 Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);

@@ -1,5 +1,6 @@
 #include "compactor/conversation.hpp"
 
+#include "model/conversation_host.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json/parse.hpp>
@@ -26,10 +27,16 @@ std::string_view to_string(InputFormat format) {
 }
 
 Conversation Conversation::from_messages(std::vector<MessagePtr> messages) {
-  auto frame = std::make_shared<ConversationFrame>();
-  frame->prefix = "[";
-  frame->suffix = "]";
-  return Conversation(std::move(frame), std::move(messages));
+  return Conversation(std::make_shared<ConversationFrame>(), std::move(messages));  // a bare array's bytes
+}
+
+const FrameLayout& ConversationHost::layout(const ConversationFrame& frame) {
+  static const FrameLayout bare_array;
+  return frame.layout_ != nullptr ? *frame.layout_ : bare_array;
+}
+
+void ConversationHost::set_layout(ConversationFrame& frame, FrameLayout value) {
+  frame.layout_ = std::make_shared<const FrameLayout>(std::move(value));
 }
 
 Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages)
@@ -37,10 +44,11 @@ Conversation::Conversation(std::shared_ptr<const ConversationFrame> frame, std::
   // A frame with system entries starts them at their input slots (when valid here).
   slots_.reserve(frame_->system_entries.size());
   // Under the Messages API's rule no two entries share a slot; under the other, several may.
-  const bool shared = frame_->entry_placement == SystemEntryPlacement::outside_tool_pairs;
+  const SystemEntryPlacement placement = ConversationHost::layout(*frame_).entry_placement;
+  const bool shared = placement == SystemEntryPlacement::outside_tool_pairs;
   std::size_t previous = 0;
   for (const SystemEntry& e : frame_->system_entries) {
-    bool ok = (shared ? e.slot >= previous : e.slot > previous) && valid_system_slot(messages_, e.slot, frame_->entry_placement);
+    bool ok = (shared ? e.slot >= previous : e.slot > previous) && ConversationHost::valid_system_slot(messages_, e.slot, placement);
     slots_.push_back(ok ? e.slot : kUnplaced);
     if (ok) previous = e.slot;
   }
@@ -97,7 +105,7 @@ std::uint64_t fixed_tokens(const Meter& meter, std::string_view json) {
 std::pair<std::int64_t, std::int64_t> joined_delta(const ConversationFrame& frame, const std::vector<std::size_t>& slots) {
   constexpr std::string_view kOpen = R"({"role":"system","content":[)", kClose = "]}";
   std::int64_t chars = 0, bytes = 0;
-  if (frame.entry_placement != SystemEntryPlacement::messages_api) return {chars, bytes};  // never joined
+  if (ConversationHost::layout(frame).entry_placement != SystemEntryPlacement::messages_api) return {chars, bytes};  // never joined
   const auto& entries = frame.system_entries;
   for (std::size_t k = 0; k < slots.size();) {
     std::size_t end = k + 1;
@@ -139,14 +147,14 @@ Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const 
   auto frame = std::make_shared<ConversationFrame>(*frame_);
   frame->fixed.tokens = 0;
   if (meter)
-    for (std::string_view json : frame->fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
+    for (std::string_view json : ConversationHost::layout(*frame).fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
   frame->meter = std::move(meter);
   Conversation c(std::move(frame), messages_);
   c.set_system_slots(slots_);  // the entries stay where they are
   return c;
 }
 
-bool Conversation::system_entry_may_follow(const Message& before) {
+bool ConversationHost::system_entry_may_follow(const Message& before) {
   // After an assistant message only when a server tool use ends the turn (the API continues
   // it); never where a tool_use waits for its results.
   return before.role() == Role::user || (!before.blocks().empty() &&
@@ -154,14 +162,14 @@ bool Conversation::system_entry_may_follow(const Message& before) {
                                          !before.has_tool_use());
 }
 
-bool Conversation::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot,
-                                     SystemEntryPlacement placement) {
+bool ConversationHost::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot,
+                                         SystemEntryPlacement placement) {
   if (placement == SystemEntryPlacement::messages_api) return valid_system_slot(messages, slot);
   // Not between a tool_use and its results, which the next message holds.
   return slot <= messages.size() && (slot == 0 || !messages[slot - 1]->has_tool_use());
 }
 
-bool Conversation::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot) {
+bool ConversationHost::valid_system_slot(const std::vector<MessagePtr>& messages, std::size_t slot) {
   if (slot == 0 || slot > messages.size() || !system_entry_may_follow(*messages[slot - 1])) return false;
   return slot == messages.size() || messages[slot]->role() == Role::assistant;
 }
@@ -216,7 +224,7 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
     }
     std::size_t placed = Conversation::kUnplaced;
     for (std::size_t s = std::max(start, floor); s <= after.size(); ++s)
-      if (Conversation::valid_system_slot(after, s, placement)) {
+      if (ConversationHost::valid_system_slot(after, s, placement)) {
         placed = s;
         break;
       }
@@ -232,52 +240,64 @@ std::vector<std::size_t> place_entries(const std::vector<MessagePtr>& before, co
 
 Conversation Conversation::with_messages(std::vector<MessagePtr> messages) const {
   Conversation c(frame_, std::move(messages));
-  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_, frame_->entry_placement));
+  if (!slots_.empty()) c.set_system_slots(place_entries(messages_, slots_, c.messages_, ConversationHost::layout(*frame_).entry_placement));
   return c;
 }
 
-Conversation Conversation::with_system_entries_placed_from(const Conversation& before) const {
-  Conversation c = *this;
-  if (frame_ == before.frame_ && !before.slots_.empty())
-    c.set_system_slots(place_entries(before.messages_, before.slots_, messages_, frame_->entry_placement));
+Conversation ConversationHost::with_system_entries_placed_from(const Conversation& placed, const Conversation& before) {
+  Conversation c = placed;
+  if (placed.frame_ == before.frame_ && !before.slots_.empty())
+    c.set_system_slots(place_entries(before.messages_, before.slots_, placed.messages_, layout(*placed.frame_).entry_placement));
   return c;
 }
 
-Conversation Conversation::with_messages_at(std::vector<MessagePtr> messages, std::vector<std::size_t> slots) const {
-  Conversation c(frame_, std::move(messages));
-  slots.resize(c.slots_.size(), kUnplaced);
-  std::size_t floor = frame_->entry_placement == SystemEntryPlacement::messages_api ? 1 : 0;
+Conversation ConversationHost::with_messages_at(const Conversation& in, std::vector<MessagePtr> messages,
+                                                std::vector<std::size_t> slots) {
+  Conversation c(in.frame_, std::move(messages));
+  const SystemEntryPlacement placement = layout(*in.frame_).entry_placement;
+  slots.resize(c.slots_.size(), Conversation::kUnplaced);
+  std::size_t floor = placement == SystemEntryPlacement::messages_api ? 1 : 0;
   for (std::size_t& slot : slots) {
-    if (slot == kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot, frame_->entry_placement)) slot = kUnplaced;
+    if (slot == Conversation::kUnplaced || slot < floor || !valid_system_slot(c.messages_, slot, placement))
+      slot = Conversation::kUnplaced;
     else floor = slot;  // entries may share a slot (joined when written)
   }
   c.set_system_slots(std::move(slots));
   return c;
 }
 
-Conversation Conversation::with_first_system_entries(std::size_t count, std::vector<MessagePtr> messages,
-                                                     std::vector<std::size_t> slots) const {
-  if (count >= frame_->system_entries.size()) return with_messages_at(std::move(messages), std::move(slots));
-  auto frame = std::make_shared<ConversationFrame>(*frame_);
+Conversation ConversationHost::with_first_system_entries(const Conversation& in, std::size_t count, std::vector<MessagePtr> messages,
+                                                         std::vector<std::size_t> slots) {
+  if (count >= in.frame_->system_entries.size()) return with_messages_at(in, std::move(messages), std::move(slots));
+  auto frame = std::make_shared<ConversationFrame>(*in.frame_);
+  FrameLayout frame_layout = layout(*frame);
   for (std::size_t k = count; k < frame->system_entries.size(); ++k) {
     std::string_view raw = frame->system_entries[k].raw;
     frame->fixed.chars -= count_code_points(raw);
     frame->fixed.bytes -= raw.size();
     if (frame->meter) frame->fixed.tokens -= fixed_tokens(*frame->meter, raw);
-    std::erase_if(frame->fixed_json, [&](std::string_view j) { return j.data() == raw.data() && j.size() == raw.size(); });
+    std::erase_if(frame_layout.fixed_json, [&](std::string_view j) { return j.data() == raw.data() && j.size() == raw.size(); });
   }
   frame->system_entries.resize(count);
-  return Conversation(std::move(frame), {}).with_messages_at(std::move(messages), std::move(slots));
+  set_layout(*frame, std::move(frame_layout));
+  return with_messages_at(Conversation(std::move(frame), {}), std::move(messages), std::move(slots));
 }
 
-bool Conversation::unchanged_from_input() const {
-  const auto& original = frame_->original;
-  if (frame_->buffer == nullptr || original.size() != messages_.size()) return false;
-  for (std::size_t i = 0; i < messages_.size(); ++i)
-    if (messages_[i] != original[i]) return false;
-  for (std::size_t k = 0; k < slots_.size(); ++k)
-    if (slots_[k] != frame_->system_entries[k].slot) return false;
+bool ConversationHost::unchanged_from_input(const Conversation& c) {
+  const FrameLayout& frame_layout = layout(*c.frame_);
+  const auto& original = frame_layout.original;
+  if (frame_layout.buffer == nullptr || original.size() != c.messages_.size()) return false;
+  for (std::size_t i = 0; i < c.messages_.size(); ++i)
+    if (c.messages_[i] != original[i]) return false;
+  for (std::size_t k = 0; k < c.slots_.size(); ++k)
+    if (c.slots_[k] != c.frame_->system_entries[k].slot) return false;
   return true;
+}
+
+Conversation ConversationHost::in_frame_of(const StageResult& result, const Conversation& committed) {
+  if (result.kind_ != StageResult::Kind::candidate) return committed;
+  if (result.built_ && &result.built_->frame() == &committed.frame()) return with_system_entries_placed_from(*result.built_, committed);
+  return committed.with_messages(result.messages());
 }
 
 std::vector<std::string_view> Conversation::jsonl_pieces(std::size_t begin, std::size_t end) const {
@@ -291,14 +311,15 @@ std::vector<std::string_view> Conversation::jsonl_pieces(std::size_t begin, std:
 }
 
 std::vector<std::string_view> Conversation::pieces() const {
-  if (unchanged_from_input()) return {*frame_->buffer};
+  const FrameLayout& frame_layout = ConversationHost::layout(*frame_);
+  if (ConversationHost::unchanged_from_input(*this)) return {*frame_layout.buffer};
   const auto& entries = frame_->system_entries;
   std::vector<std::string_view> out;
   out.reserve(2 * (messages_.size() + entries.size()) + 2);
-  out.push_back(frame_->prefix);
+  out.push_back(frame_layout.prefix);
   bool first = true;
   auto add = [&](std::string_view raw) {
-    if (!first) out.push_back(frame_->separator);
+    if (!first) out.push_back(frame_layout.separator);
     out.push_back(raw);
     first = false;
   };
@@ -320,7 +341,7 @@ std::vector<std::string_view> Conversation::pieces() const {
   for (std::size_t i = 0; i <= messages_.size(); ++i) {
     while (k < entries.size() && slots_[k] != kUnplaced && slots_[k] <= i) {
       std::size_t end = k + 1;
-      while (end < entries.size() && slots_[end] == slots_[k] && frame_->entry_placement == SystemEntryPlacement::messages_api) ++end;
+      while (end < entries.size() && slots_[end] == slots_[k] && frame_layout.entry_placement == SystemEntryPlacement::messages_api) ++end;
       if (end == k + 1) add(entries[k].raw);
       else add_joined(k, end);
       k = end;
@@ -328,7 +349,7 @@ std::vector<std::string_view> Conversation::pieces() const {
     if (i < messages_.size()) add(messages_[i]->raw());
   }
   for (; k < entries.size(); ++k) add(entries[k].raw);
-  out.push_back(frame_->suffix);
+  out.push_back(frame_layout.suffix);
   return out;
 }
 

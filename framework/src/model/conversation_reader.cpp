@@ -1,8 +1,8 @@
 #include "model/conversation_reader.hpp"
 
-#include "compactor/large_buffer.hpp"
-
+#include "model/conversation_host.hpp"
 #include "model/field_types.hpp"
+#include "model/large_buffer.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -199,15 +199,16 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   if (spans.empty()) return at(empty_at, "the conversation has no messages", true);
   auto frame = std::make_shared<ConversationFrame>();
   frame->format = format;
-  frame->buffer = buffer_;
   frame->fixed = fixed;
-  frame->fixed_json = fixed_json_;
-  frame->prefix = text_.substr(0, spans.front().begin);
-  frame->suffix = text_.substr(spans.back().end);
+  FrameLayout frame_layout;
+  frame_layout.buffer = buffer_;
+  frame_layout.fixed_json = fixed_json_;
+  frame_layout.prefix = text_.substr(0, spans.front().begin);
+  frame_layout.suffix = text_.substr(spans.back().end);
   if (spans.size() >= 2)
-    frame->separator = text_.substr(spans[0].end, spans[1].begin - spans[0].end);
+    frame_layout.separator = text_.substr(spans[0].end, spans[1].begin - spans[0].end);
   else
-    frame->separator = format == InputFormat::jsonl ? "\n" : ",";
+    frame_layout.separator = format == InputFormat::jsonl ? "\n" : ",";
 
   // Every message's problems, one located line each, not just the first.
   std::string problems = std::move(fixed_problems_);
@@ -253,7 +254,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
       // Messages API accepts it (its rules, named in each refusal).
       if (i == 0) problem(i, "a system entry is never the first message (rule: never first)");
       else if (is_system(i - 1)) problem(i, "a system entry never follows another system entry (rule: never adjacent)");
-      else if (const Message* prev = at_element[i - 1]; prev != nullptr && !Conversation::system_entry_may_follow(*prev))
+      else if (const Message* prev = at_element[i - 1]; prev != nullptr && !ConversationHost::system_entry_may_follow(*prev))
         problem(i, "a system entry must follow a user message (or an assistant message that ends in a server tool "
                    "use), got an assistant message (rule: after a user turn)");
       if (i + 1 < spans.size() && roles[i + 1] == RoleSeen::user)
@@ -266,7 +267,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
       std::string blocks = bad.empty() ? entry_text_blocks(*content) : std::string();
       frame->system_entries.push_back(SystemEntry{raw, messages.size(), std::move(blocks)});
       frame->fixed += span_sizes(raw);
-      frame->fixed_json.push_back(raw);
+      frame_layout.fixed_json.push_back(raw);
       continue;
     }
     auto message = fast[i] ? Message::from_input(buffer_, raw, std::move(values[i])) : Message::from_input(buffer_, raw);
@@ -284,7 +285,8 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   }
   if (!problems.empty()) return Error{problems};
   if (messages.empty()) return at(empty_at, "the conversation has no messages besides system entries", true);
-  frame->original = messages;
+  frame_layout.original = messages;
+  ConversationHost::set_layout(*frame, std::move(frame_layout));
   return Conversation(std::move(frame), std::move(messages));
 }
 

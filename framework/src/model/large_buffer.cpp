@@ -1,4 +1,4 @@
-#include "compactor/large_buffer.hpp"
+#include "model/large_buffer.hpp"
 
 #include <cstdint>
 #include <sys/mman.h>

@@ -19,6 +19,17 @@ Expected<MessagePtr> with_result_contents(const Message& message,
   return Message::from_json(std::move(copy));
 }
 
+Expected<MessagePtr> with_texts(const Message& message, std::vector<std::pair<std::size_t, std::string>> replacements) {
+  boost::json::object copy = message.json();
+  for (auto& [index, text] : replacements) {
+    if (index >= message.blocks().size() || message.blocks()[index].kind() != BlockKind::text)
+      return Error{"content." + std::to_string(index) + " is not a text block"};
+    if (message.content_is_string()) copy["content"] = std::move(text);
+    else copy["content"].as_array()[index].as_object()["text"] = std::move(text);
+  }
+  return Message::from_json(std::move(copy));
+}
+
 std::string_view raw_block_field(const Message& message, std::size_t block, std::string_view key) {
   if (message.content_is_string()) return {};
   auto span = detail::find_value_span(message.raw(), {{"content"}, {{}, block}, {key}});

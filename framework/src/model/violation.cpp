@@ -25,17 +25,29 @@ void append_escaped(std::string& out, std::string_view text) {
 
 }  // namespace
 
+Violation Violation::of(std::string_view checker, std::string what) {
+  Violation v;
+  v.checker = std::string(checker);
+  v.what = std::move(what);
+  return v;
+}
+
+Violation Violation::at(std::size_t index) && {
+  message_index = index;
+  return std::move(*this);
+}
+
+Violation Violation::with_ids(std::vector<std::string> tool_use_ids) && {
+  ids = std::move(tool_use_ids);
+  return std::move(*this);
+}
+
 std::string Violation::to_string() const {
   std::string out;
   append_escaped(out, checker);
   out += ": ";
   if (message_index) out += "messages." + std::to_string(*message_index) + ": ";
   append_escaped(out, what);
-  if (!stage.empty()) {
-    out += " (stage " + stage;
-    if (!plugin_file.empty()) out += ", plugin " + plugin_file;
-    out += ")";
-  }
   return out;
 }
 

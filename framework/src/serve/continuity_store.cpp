@@ -1,6 +1,7 @@
 #include "serve/continuity_store.hpp"
 
 #include "archive/archive_gc.hpp"
+#include "model/conversation_host.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
 
@@ -73,7 +74,7 @@ std::optional<SentHistory> ContinuityStore::longest(const std::vector<std::strin
     std::vector<std::size_t> slots = conversation->system_slots();  // an older file's inline entries
     if (with_slots) {  // the slots are in the frame's prefix, `{"system_slots":[…],"messages":[`
       boost::system::error_code ec;
-      boost::json::value head = detail::parse_json(std::string(conversation->frame().prefix) + "]}", ec);
+      boost::json::value head = detail::parse_json(std::string(ConversationHost::layout(conversation->frame()).prefix) + "]}", ec);
       const boost::json::array* list = ec ? nullptr : head.at("system_slots").if_array();
       if (list == nullptr) continue;
       for (const auto& slot : *list) {

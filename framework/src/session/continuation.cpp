@@ -1,6 +1,7 @@
 #include "session/continuation.hpp"
 
 #include "compactor/archive.hpp"
+#include "model/conversation_host.hpp"
 
 #include <map>
 #include <memory>
@@ -148,7 +149,7 @@ bool Continuation::continues_from(const SentHistory& sent) const {
 
 Conversation Continuation::input(const SentHistory* sent) const {
   if (sent == nullptr || sent->unchanged || !continues_from(*sent))
-    return request_.with_messages_at(stripped(0), request_.system_slots());
+    return ConversationHost::with_messages_at(request_, stripped(0), request_.system_slots());
   const std::vector<MessagePtr>& cut = stripped(sent->covered);
   std::vector<MessagePtr> messages = sent->messages;
   std::vector<std::size_t> slots = sent->system_slots;
@@ -156,7 +157,7 @@ Conversation Continuation::input(const SentHistory* sent) const {
   for (std::size_t k = entries_through(sent->covered); k < request_slots.size(); ++k)
     slots.push_back(request_slots[k] - sent->covered + messages.size());
   messages.insert(messages.end(), cut.begin() + static_cast<std::ptrdiff_t>(sent->covered), cut.end());
-  return request_.with_messages_at(std::move(messages), std::move(slots));
+  return ConversationHost::with_messages_at(request_, std::move(messages), std::move(slots));
 }
 
 SentHistory Continuation::sent_for(const Conversation& output) const {
@@ -179,7 +180,8 @@ Conversation Continuation::with_breakpoints(const Conversation& output) const {
   if (carried.empty()) return output;
   // Breakpoints outside the messages (the system prompt, tools, the system entries) count first.
   std::size_t budget = 4;
-  std::size_t outside = count_breakpoints(request_.frame().prefix) + count_breakpoints(request_.frame().suffix);
+  const FrameLayout& frame_layout = ConversationHost::layout(request_.frame());
+  std::size_t outside = count_breakpoints(frame_layout.prefix) + count_breakpoints(frame_layout.suffix);
   for (const SystemEntry& e : request_.frame().system_entries) outside += count_breakpoints(e.raw);
   budget = outside >= budget ? 0 : budget - outside;
   std::vector<MessagePtr> result = output.messages();
@@ -191,7 +193,7 @@ Conversation Continuation::with_breakpoints(const Conversation& output) const {
     budget -= marks;
     result[i] = it->second;
   }
-  return output.with_messages_at(std::move(result), output.system_slots());
+  return ConversationHost::with_messages_at(output, std::move(result), output.system_slots());
 }
 
 }  // namespace compactor

@@ -56,11 +56,10 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
         "or the summary so far",
         kept, unit));
   }
-  if (context.archive == nullptr) return StageResult::decline("summarizing needs the archive, and the host gave none");
   if (context.summarizer == nullptr) return StageResult::decline("no summarizer is configured");
 
   // 1. The whole history goes to the archive before anything is summarized.
-  auto receipt = context.archive->put(HashedBlob(c.jsonl_pieces(0, c.size())));
+  auto receipt = context.archive.put(HashedBlob(c.jsonl_pieces(0, c.size())));
   if (!receipt) return StageResult::decline(receipt.error().message);
 
   // 2. The summary, validated before it can reach the history.
@@ -83,7 +82,8 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
         {"role", "user"},
         {"content", boost::json::array{boost::json::object{
                         {"type", "text"},
-                        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end, *receipt, state.count + 1, unit, base})}}}}});
+                        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end, *receipt, state.count + 1, unit, base,
+                                                               context.how_to_restore(*receipt)})}}}}});
   };
   auto first = build(0);
   if (!first) return StageResult::decline("cannot build the summary message: " + first.error().message);

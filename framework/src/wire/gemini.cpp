@@ -5,6 +5,7 @@
 #include "wire/gemini_rules.hpp"
 #include "wire/unique_call_ids.hpp"
 
+#include "model/conversation_host.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
 
@@ -99,7 +100,7 @@ std::string_view GeminiRequest::part_bytes(std::size_t content, std::size_t part
 const std::unordered_map<std::string, std::string_view>& GeminiRequest::parts_by_block() const {
   if (parts_by_block_) return *parts_by_block_;
   parts_by_block_.emplace();
-  const auto& original = conversation_->frame().original;
+  const auto& original = ConversationHost::layout(conversation_->frame()).original;
   for (std::size_t i = 0; i < original.size() && i < block_parts.size(); ++i) {
     const auto& blocks = original[i]->blocks();
     for (std::size_t j = 0; j < blocks.size() && j < block_parts[i].size(); ++j)
@@ -509,16 +510,16 @@ class Gemini final : public WireFormat {
     // The frame: systemInstruction and tools count in the budget, as sent.
     auto frame = std::make_shared<ConversationFrame>();
     frame->format = InputFormat::request_body;
-    frame->buffer = request->body;
-    frame->prefix = "[";
-    frame->suffix = "]";
+    FrameLayout layout;  // a bare array's, over the client's body
+    layout.buffer = request->body;
     for (std::string_view key : {"systemInstruction", "system_instruction", "tools"})
       if (auto span = detail::find_value_span(text, {{key}})) {
         std::string_view json_text = text.substr(span->begin, span->end - span->begin);
         frame->fixed += Sizes{count_code_points(json_text), json_text.size()};
-        frame->fixed_json.push_back(json_text);
+        layout.fixed_json.push_back(json_text);
       }
-    frame->original = reader.messages();
+    layout.original = reader.messages();
+    ConversationHost::set_layout(*frame, std::move(layout));
     Conversation conversation(frame, reader.messages());
     for (std::size_t i = 0; i < conversation.size(); ++i) request->by_raw[conversation[i].raw()].push_back(i);
     request->conversation_.emplace(std::move(conversation));

@@ -5,6 +5,7 @@
 #include "wire/unique_call_ids.hpp"
 
 #include "checkers/builtin_checkers.hpp"
+#include "model/conversation_host.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
 
@@ -473,12 +474,11 @@ class OpenAiChat final : public WireFormat {
     // The frame: the head's system messages and the tools count in the budget, as sent.
     auto frame = std::make_shared<ConversationFrame>();
     frame->format = InputFormat::request_body;
-    frame->buffer = request->body;
-    frame->prefix = "[";
-    frame->suffix = "]";
+    FrameLayout frame_layout;  // a bare array's, over the client's body
+    frame_layout.buffer = request->body;
     auto fixed = [&](std::string_view json_text) {
       frame->fixed += Sizes{count_code_points(json_text), json_text.size()};
-      frame->fixed_json.push_back(json_text);
+      frame_layout.fixed_json.push_back(json_text);
     };
     for (std::size_t k = 0; k < request->head; ++k) fixed(request->spans.items[k]);
     if (auto tools = detail::find_value_span(text, {{"tools"}})) fixed(text.substr(tools->begin, tools->end - tools->begin));
@@ -487,7 +487,8 @@ class OpenAiChat final : public WireFormat {
       frame->system_entries.push_back(SystemEntry{raw, reader.entry_slots[k], entry_blocks(list->get_array()[request->entry_items[k]].get_object())});
       fixed(raw);
     }
-    frame->original = reader.messages();
+    frame_layout.original = reader.messages();
+    ConversationHost::set_layout(*frame, std::move(frame_layout));
     Conversation conversation(frame, reader.messages());
     for (std::size_t k = 0; k < conversation.system_slots().size(); ++k)
       if (conversation.system_slots()[k] == Conversation::kUnplaced)

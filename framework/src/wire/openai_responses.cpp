@@ -7,6 +7,7 @@
 
 #include "checkers/builtin_checkers.hpp"
 #include "import/responses_items.hpp"
+#include "model/conversation_host.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
@@ -187,7 +188,7 @@ Expected<bool> ResponsesRequest::write_converted(const Message& m, const Add& ad
 
 Expected<std::string> ResponsesRequest::write(const Conversation& compacted) const {
   std::string_view text = *body;
-  if (compacted.unchanged_from_input())
+  if (ConversationHost::unchanged_from_input(compacted))
     return bare ? std::string(text.substr(kBareOpen.size(), text.size() - kBareOpen.size() - 1)) : std::string(text);
   // Items are separated as the client separated its first two.
   std::string_view separator = ",";

@@ -1,10 +1,13 @@
-// The test kit runs a stage through the host's own Pipeline (one entry, `when: always`), so what
-// a test sees is what `compactor run` would do: same checkers, archive and commit rules.
+// The test kit runs a stage (one entry, `when: always`) or a config's whole pipeline through the
+// host's own Pipeline, and a summarizer through the host's guard, so what a test sees is what
+// `compactor run` would do: the same param validation, checkers, archive and commit rules.
 #include "compactor/testkit.hpp"
 
 #include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "host/pipeline.hpp"
+#include "host/pipeline_config.hpp"
+#include "host/run_report.hpp"
 #include "loader/plugin_loader.hpp"
 #include "model/conversation_reader.hpp"
 
@@ -61,6 +64,31 @@ Conversation parse_or_throw(Expected<Conversation> c) {
 
 }  // namespace
 
+boost::json::object text(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
+boost::json::object thinking(std::string thinking, std::string signature) {
+  return {{"type", "thinking"}, {"thinking", std::move(thinking)}, {"signature", std::move(signature)}};
+}
+boost::json::object redacted_thinking(std::string data) { return {{"type", "redacted_thinking"}, {"data", std::move(data)}}; }
+boost::json::object tool_use(std::string id, std::string name, boost::json::object input) {
+  return {{"type", "tool_use"}, {"id", std::move(id)}, {"name", std::move(name)}, {"input", std::move(input)}};
+}
+boost::json::object tool_result(std::string tool_use_id, boost::json::value content, bool is_error) {
+  boost::json::object r{{"type", "tool_result"}, {"tool_use_id", std::move(tool_use_id)}, {"content", std::move(content)}};
+  if (is_error) r["is_error"] = true;
+  return r;
+}
+boost::json::object image(std::string media_type, std::string base64_data) {
+  return {{"type", "image"},
+          {"source", boost::json::object{{"type", "base64"}, {"media_type", std::move(media_type)}, {"data", std::move(base64_data)}}}};
+}
+
+ConversationBuilder& ConversationBuilder::user_turn(std::vector<boost::json::object> blocks) {
+  return message({{"role", "user"}, {"content", boost::json::array(blocks.begin(), blocks.end())}});
+}
+ConversationBuilder& ConversationBuilder::assistant_turn(std::vector<boost::json::object> blocks) {
+  return message({{"role", "assistant"}, {"content", boost::json::array(blocks.begin(), blocks.end())}});
+}
+
 ConversationBuilder& ConversationBuilder::user(std::string text) { return message(text_message("user", std::move(text))); }
 ConversationBuilder& ConversationBuilder::assistant(std::string text) {
   return message(text_message("assistant", std::move(text)));
@@ -68,12 +96,8 @@ ConversationBuilder& ConversationBuilder::assistant(std::string text) {
 
 ConversationBuilder& ConversationBuilder::tool_call(std::string id, std::string name, boost::json::object input,
                                                     std::string result, bool is_error) {
-  message({{"role", "assistant"},
-           {"content", boost::json::array{boost::json::object{
-                           {"type", "tool_use"}, {"id", id}, {"name", std::move(name)}, {"input", std::move(input)}}}}});
-  boost::json::object r{{"type", "tool_result"}, {"tool_use_id", std::move(id)}, {"content", std::move(result)}};
-  if (is_error) r["is_error"] = true;
-  return message({{"role", "user"}, {"content", boost::json::array{std::move(r)}}});
+  assistant_turn({tool_use(id, std::move(name), std::move(input))});
+  return user_turn({tool_result(std::move(id), boost::json::string(std::move(result)), is_error)});
 }
 
 ConversationBuilder& ConversationBuilder::message(boost::json::object json) {
@@ -112,43 +136,128 @@ Conversation read_conversation(const std::string& text) {
   return parse_or_throw(compactor::read_conversation(text, ReadOptions{"<testkit>", 256, std::nullopt}));
 }
 
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::committed: return "committed";
+    case Status::unchanged: return "unchanged";
+    case Status::skipped: return "skipped";
+    case Status::declined: return "declined";
+    case Status::rejected: return "rejected";
+    case Status::failed: return "failed";
+  }
+  return "?";
+}
+
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::over_budget: return "over_budget";
+    case RunStatus::rejected: return "rejected";
+    case RunStatus::aborted: return "aborted";
+    case RunStatus::not_compacted: return "not_compacted";
+    case RunStatus::bad_input: return "bad_input";
+    case RunStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+std::ostream& operator<<(std::ostream& out, Status status) { return out << to_string(status); }
+std::ostream& operator<<(std::ostream& out, RunStatus status) { return out << to_string(status); }
+
+namespace {
+
+Status status_of(StageStatus s) {
+  switch (s) {
+    case StageStatus::committed: return Status::committed;
+    case StageStatus::unchanged: return Status::unchanged;
+    case StageStatus::skipped: return Status::skipped;
+    case StageStatus::declined: return Status::declined;
+    case StageStatus::rejected: return Status::rejected;
+    case StageStatus::failed: return Status::failed;
+  }
+  return Status::failed;
+}
+
+RunStatus run_status_of(const std::string& s) {
+  for (RunStatus r : {RunStatus::ok, RunStatus::over_budget, RunStatus::rejected, RunStatus::aborted, RunStatus::not_compacted,
+                      RunStatus::bad_input, RunStatus::failed})
+    if (to_string(r) == s) return r;
+  throw std::logic_error("the host reported a run status the test kit does not know: " + s);
+}
+
+StageOutcome outcome_of(const StageRunReport& s) { return StageOutcome{s.stage, status_of(s.status), s.reason, s.violations}; }
+
+ParamValues validated_or_throw(const ParamSchema& schema, const ParamValues& given, const std::string& owner) {
+  auto params = validated_params(schema, given, owner);
+  if (!params) throw std::runtime_error(params.error().message);
+  return std::move(params).value();
+}
+
+// The very info `info` points to, registered in process unless a plugin registered it.
+const RegisteredStage& registered(const StageInfo& info) {
+  PluginRegistry& registry = PluginRegistry::instance();
+  const RegisteredStage* known = registry.find_stage(info.name);
+  if (known != nullptr && known->info == &info) return *known;
+  auto added = registry.add_builtin(info);
+  if (!added) throw std::runtime_error(added.error().message);
+  return **added;
+}
+const RegisteredChecker& registered(const CheckerInfo& info) {
+  PluginRegistry& registry = PluginRegistry::instance();
+  const RegisteredChecker* known = registry.find_checker(info.name);
+  if (known != nullptr && known->info == &info) return *known;
+  auto added = registry.add_builtin_checker(info);
+  if (!added) throw std::runtime_error(added.error().message);
+  return **added;
+}
+const RegisteredSummarizer& registered(const SummarizerInfo& info) {
+  PluginRegistry& registry = PluginRegistry::instance();
+  const RegisteredSummarizer* known = registry.find_summarizer(info.name);
+  if (known != nullptr && known->info == &info) return *known;
+  auto added = registry.add_builtin_summarizer(info);
+  if (!added) throw std::runtime_error(added.error().message);
+  return **added;
+}
+
+}  // namespace
+
 StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, const StageRunOptions& options) {
   PluginRegistry& registry = PluginRegistry::instance();
-  const RegisteredStage* registered = registry.find_stage(stage.name);
-  if (registered == nullptr || registered->info != &stage) {  // not the very one a plugin registered
-    auto added = registry.add_builtin(stage);
-    if (!added) throw std::runtime_error(added.error().message);
-    registered = *added;
-  }
   PipelineConfig config;
   config.file = "<testkit>";
   config.budget = options.budget;
   config.recent_exchanges = options.recent_exchanges;
-  config.archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
-  for (auto name : builtin_checker_names()) config.checkers.emplace_back(name);
-  if (!options.checkers.empty()) config.checkers = options.checkers;
-  for (const CheckerInfo* c : options.extra_checkers) {
-    const RegisteredChecker* known = registry.find_checker(c->name);
-    if (known == nullptr || known->info != c)
-      if (auto added = registry.add_builtin_checker(*c); !added) throw std::runtime_error(added.error().message);
-    config.checkers.push_back(c->name);
+  // A folder of the test's own, named as a deployment names it; else the default folder's name (so
+  // the restore instruction reads as it does by default) over a fresh temporary one.
+  const std::string archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
+  if (!options.archive_dir.empty()) config.archive_dir = options.archive_dir;
+  if (auto problem = restore_via_problem(options.restore_via)) throw std::runtime_error("restore_via: " + *problem);
+  config.restore_via = options.restore_via;
+  auto builtin = [](const std::string& name) { return CheckerEntryConfig{name, "", {}, nullptr, {}, ""}; };
+  for (auto name : builtin_checker_names()) config.checkers.push_back(builtin(std::string(name)));
+  if (!options.checkers.empty()) {
+    config.checkers.clear();
+    config.replace_builtin_checkers = true;
+    for (const std::string& name : options.checkers) {
+      if (make_builtin_checker(name) == nullptr) throw std::runtime_error("no built-in checker \"" + name + "\" (give yours in extra_checkers)");
+      config.checkers.push_back(builtin(name));
+    }
   }
+  for (const ExtraChecker& c : options.extra_checkers) {
+    if (c.checker == nullptr) throw std::runtime_error("extra_checkers: a checker is null");
+    config.checkers.push_back(CheckerEntryConfig{c.checker->name, "", validated_or_throw(c.checker->params, c.params, "checker " + c.checker->name),
+                                                 &registered(*c.checker), {}, ""});
+  }
+  config.summarizer = options.summarizer != nullptr ? &registered(*options.summarizer) : registry.find_summarizer("extractive");
+  config.summarizer_kind = config.summarizer->info->name;
+  config.summarizer_params = validated_or_throw(config.summarizer->info->params, options.summarizer_params, "summarizer " + config.summarizer_kind);
+
   PipelineEntryConfig entry;
   entry.stage = stage.name;
-  entry.registered = registered;
+  entry.registered = &registered(stage);
   entry.yaml_path = "pipeline[0]";
   entry.location = SourceLocation{"<testkit>", 1, 1};
-  // The stage's params, validated and filled as the config loader does.
-  for (const auto& [name, value] : options.params.all()) {
-    bool known = false;
-    for (const ParamSpec& p : stage.params) known = known || p.name == name;
-    if (!known) throw std::runtime_error("stage " + stage.name + " has no param \"" + name + "\"");
-  }
-  for (const ParamSpec& p : stage.params) {
-    if (auto given = options.params.all().find(p.name); given != options.params.all().end()) entry.params.set(p.name, given->second);
-    else if (p.default_value) entry.params.set(p.name, *p.default_value);
-    else throw std::runtime_error("stage " + stage.name + ": param \"" + p.name + "\" is required");
-  }
+  entry.params = validated_or_throw(stage.params, options.params, "stage " + stage.name);
   config.pipeline.push_back(std::move(entry));
 
   auto pipeline = Pipeline::build(std::move(config));
@@ -156,15 +265,49 @@ StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, co
   SilentLogger log;
   RunOptions run_options;
   run_options.input_name = "<testkit>";
+  run_options.archive_dir = archive_dir;
   RunReport report = pipeline->run(input, run_options, log);
-  StageRun out{"failed", report.error, {}, report.output ? *report.output : input, pipeline->config().archive_dir};
-  if (!report.stages.empty()) {
-    const StageRunReport& s = report.stages.front();
-    out.status = std::string(to_string(s.status));
-    out.reason = s.reason;
-    out.violations = s.violations;
-  }
+  StageRun out{{stage.name, Status::failed, report.error, {}}, report.output ? *report.output : input, archive_dir};
+  if (!report.stages.empty()) static_cast<StageOutcome&>(out) = outcome_of(report.stages.front());
   return out;
+}
+
+const StageOutcome& PipelineRun::stage(std::string_view name) const {
+  for (const StageOutcome& s : stages)
+    if (s.stage == name) return s;
+  throw std::out_of_range("the run has no stage \"" + std::string(name) + "\"");
+}
+
+PipelineRun run_pipeline(const std::string& config_file, const Conversation& input, const PipelineRunOptions& options) {
+  for (const StageInfo* s : options.stages) registered(*s);
+  for (const CheckerInfo* c : options.checkers) registered(*c);
+  for (const SummarizerInfo* s : options.summarizers) registered(*s);
+  ConfigLoadResult loaded = load_pipeline_config(config_file);
+  if (!loaded.config) {
+    std::string lines;
+    for (const std::string& e : loaded.errors) lines += (lines.empty() ? "" : "\n") + e;
+    throw std::runtime_error(lines);
+  }
+  auto pipeline = Pipeline::build(std::move(*loaded.config));
+  if (!pipeline) throw std::runtime_error(pipeline.error().message);
+  SilentLogger log;
+  RunOptions run_options;
+  run_options.input_name = "<testkit>";
+  run_options.prompt_too_long = options.prompt_too_long;
+  run_options.archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
+  RunReport report = pipeline->run(input, run_options, log);
+  PipelineRun out{run_status_of(report.status), report.exit_code, report.error, {}, report.output ? *report.output : input,
+                  *run_options.archive_dir};
+  for (const StageRunReport& s : report.stages) out.stages.push_back(outcome_of(s));
+  return out;
+}
+
+Expected<Summary> summarize(const SummarizerInfo& summarizer, const Conversation& conversation, const SummarizeOptions& options) {
+  const RegisteredSummarizer& backend = registered(summarizer);
+  auto made = create_guarded_summarizer(backend, validated_or_throw(summarizer.params, options.params, "summarizer " + summarizer.name));
+  if (!made) return made.error();
+  std::size_t end = options.end != 0 ? options.end : conversation.size() - std::min<std::size_t>(conversation.size(), 1);
+  return (*made)->summarize(SummaryRequest{conversation, end, options.requests, options.max_chars});
 }
 
 const StageInfo& load_stage(const std::string& file, const std::string& name) {
@@ -181,6 +324,14 @@ const CheckerInfo& load_checker(const std::string& file, const std::string& name
   const RegisteredChecker* c = PluginRegistry::instance().find_checker(name);
   if (c == nullptr || c->plugin != *loaded) throw std::runtime_error(file + " does not provide checker \"" + name + "\"");
   return *c->info;
+}
+
+const SummarizerInfo& load_summarizer(const std::string& file, const std::string& kind) {
+  auto loaded = PluginRegistry::instance().load(file);
+  if (!loaded) throw std::runtime_error(loaded.error().message);
+  const RegisteredSummarizer* s = PluginRegistry::instance().find_summarizer(kind);
+  if (s == nullptr || s->plugin != *loaded) throw std::runtime_error(file + " does not provide summarizer \"" + kind + "\"");
+  return *s->info;
 }
 
 ::testing::AssertionResult matches_golden(const std::string& actual, const std::string& golden_file) {

@@ -78,7 +78,7 @@ for (const [kind, count] of Object.entries(meters)) {
   r.output_size = withTokens(r.output_size, after)
   r.stages[0].before = withTokens(r.stages[0].before, before)
   r.stages[0].after = withTokens(r.stages[0].after, after)
-  const meterLines = kind === 'calibrated' ? `meter:\n  kind: "calibrated"\n  file: "fit.yaml"\n` : `meter:\n  kind: "${kind}"\n`
+  const meterLines = kind === 'calibrated' ? `meter:\n  kind: "calibrated"\n  file: "$CASE/fit.yaml"\n` : `meter:\n  kind: "${kind}"\n`
   r.resolved_pipeline = r.resolved_pipeline
     .replace('budget:\n  unit: chars\n  limit: 3600\n  target: 3600\n', `budget:\n  unit: tokens\n  limit: ${limit}\n  target: ${limit}\n${meterLines}`)
   fs.writeFileSync(path.join(dir, 'expected_report.json'), JSON.stringify(r, null, 2) + '\n')

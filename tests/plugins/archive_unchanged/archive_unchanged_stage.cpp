@@ -10,19 +10,18 @@ using namespace compactor;
 class ArchiveUnchangedStage final : public Stage {
  public:
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (context.archive != nullptr) (void)context.archive->put(std::string(committed[0].raw()));
+    (void)context.archive.put(std::string(committed[0].raw()));
     return StageResult::candidate(committed);
   }
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "archive_unchanged";
   info.description = "TEST ONLY: archives the first message, then changes nothing";
   info.create = factory_of<ArchiveUnchangedStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("archive_unchanged", "0.1.0", "stage:archive_unchanged", register_stages)
+COMPACTOR_STAGE("archive_unchanged", "0.1.0", stage_info)

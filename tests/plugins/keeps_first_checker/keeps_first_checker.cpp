@@ -1,5 +1,6 @@
 // keeps_first: a team's own rule as a checker plugin, built only for tests: the first message
-// (the user's task) is never replaced, so no stage may summarize it away.
+// (the user's task) is never replaced, so no stage may summarize it away. Its `head` param says
+// how many of the first messages must stay (1 by default).
 #include "compactor/plugin.hpp"
 
 namespace {
@@ -8,25 +9,29 @@ using namespace compactor;
 
 class KeepsFirstChecker final : public Checker {
  public:
-  std::string_view name() const override { return "keeps_first"; }
+  explicit KeepsFirstChecker(const ParamValues& params) : head_(static_cast<std::size_t>(params.integer("head"))) {}
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
-    if (in.before.empty() || (!in.candidate.empty() && in.candidate[0].raw() == in.before[0].raw())) return;
-    Violation v;
-    v.checker = "keeps_first";
-    v.message_index = 0;
-    v.what = "the first message (the user's task) was replaced";
-    out.push_back(std::move(v));
+    for (std::size_t i = 0; i < head_ && i < in.before.size(); ++i) {
+      if (i < in.candidate.size() && in.candidate[i].raw() == in.before[i].raw()) continue;
+      out.push_back(Violation::of(name(), i == 0 ? std::string("the first message (the user's task) was replaced")
+                                                 : "one of the first " + std::to_string(head_) + " messages was replaced")
+                        .at(i));
+      return;
+    }
   }
+
+ private:
+  std::size_t head_;
 };
 
-void register_checkers(PluginRegistrar& registrar) {
+CheckerInfo checker_info() {
   CheckerInfo info;
-  info.name = "keeps_first";
-  info.description = "TEST ONLY: the first message is never replaced";
-  info.create = [] { return CheckerPtr(std::make_unique<KeepsFirstChecker>()); };
-  registrar.add_checker(std::move(info));
+  info.description = "TEST ONLY: the first messages are never replaced";
+  info.params = {ParamSpec::integer("head", "how many of the first messages must stay", 1).at_least(0)};
+  info.create = factory_of<KeepsFirstChecker>();
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("keeps_first", "0.1.0", "checker:keeps_first", register_checkers)
+COMPACTOR_CHECKER("keeps_first", "0.1.0", checker_info)

@@ -2,6 +2,7 @@
 #include "support/test_support.hpp"
 
 #include "model/active_request.hpp"
+#include "model/conversation_host.hpp"
 #include "archive/archive_store.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "loader/plugin_loader.hpp"
@@ -38,16 +39,14 @@ Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::siz
   QuietLogger log;
   test::ScratchFolder scratch("micro-test");  // outlives the archive, which is declared after it
   ArchiveStore archive((scratch / "archive").string());
-  StageContext ctx;
-  ctx.archive = &archive;
+  StageContext ctx(archive, log);
   ctx.budget = {SizeUnit::chars, target, target};
   ctx.tail = compute_protected_tail(c, exchanges);
-  ctx.log = &log;
   auto r = run_stage(**stage, micro(), c, ctx);
   if (!r || r->declined()) throw std::runtime_error("micro did not return a candidate");
   // Whatever micro returns must pass every checker.
   auto requests = find_active_request(c).texts;  // CheckInput only views it
-  Conversation out = r->in_frame_of(c);
+  Conversation out = ConversationHost::in_frame_of(*r, c);
   CheckInput in{c, out, ctx.tail, requests};
   in.archive = &archive;
   auto v = run_checkers(make_builtin_checkers(), in);

@@ -29,7 +29,7 @@ class MisbehaveStage final : public Stage {
  public:
   explicit MisbehaveStage(const ParamValues& p) : mode_(p.string("mode")) {}
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    if (context.archive != nullptr) (void)context.archive->put("blob the misbehaving stage archived before it failed");
+    (void)context.archive.put("blob the misbehaving stage archived before it failed");
     if (mode_ == "exit") std::exit(0);
     if (mode_ == "abort") std::abort();
     if (mode_ == "segv") std::raise(SIGSEGV);
@@ -54,15 +54,14 @@ class MisbehaveStage final : public Stage {
   std::string mode_;
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "misbehave";
   info.description = "TEST ONLY: takes the process down";
   info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "slow", "none"})};
   info.create = factory_of<MisbehaveStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("misbehave", "0.1.0", "stage:misbehave", register_stages)
+COMPACTOR_STAGE("misbehave", "0.1.0", stage_info)

@@ -11,9 +11,8 @@ class Probe final : public Stage {
   StageResult run(const Conversation& c, const StageContext&) override { return StageResult::candidate(c); }
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "params_probe";
   info.description = "TEST ONLY: declares one parameter of each type";
   info.params = {
       ParamSpec::required(ParamType::string, "label", "a required string"),
@@ -28,9 +27,9 @@ void register_stages(PluginRegistrar& registrar) {
         (void)p.string("mode");
     return std::unique_ptr<Stage>(std::make_unique<Probe>());
   };
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("params_probe", "0.1.0", "stage:params_probe", register_stages)
+COMPACTOR_STAGE("params_probe", "0.1.0", stage_info)

@@ -21,14 +21,13 @@ class SplitPairStage final : public Stage {
   }
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "split_pair";
   info.description = "TEST ONLY: splits a tool pair on purpose";
   info.create = factory_of<SplitPairStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("split_pair", "0.1.0", "stage:split_pair", register_stages)
+COMPACTOR_STAGE("split_pair", "0.1.0", stage_info)

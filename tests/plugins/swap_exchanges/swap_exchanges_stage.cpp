@@ -24,14 +24,13 @@ class SwapExchangesStage final : public Stage {
   }
 };
 
-void register_stages(PluginRegistrar& registrar) {
+StageInfo stage_info() {
   StageInfo info;
-  info.name = "swap_exchanges";
   info.description = "TEST ONLY: swaps the first two tool exchanges";
   info.create = factory_of<SwapExchangesStage>();
-  registrar.add_stage(std::move(info));
+  return info;
 }
 
 }  // namespace
 
-COMPACTOR_PLUGIN("swap_exchanges", "0.1.0", "stage:swap_exchanges", register_stages)
+COMPACTOR_STAGE("swap_exchanges", "0.1.0", stage_info)
