@@ -9,8 +9,8 @@
 //      summarized away; the upstream takes the receipt the summary names and calls
 //      mcp__compactor__search for the error; the next request's tool_result holds that line.
 //
-// When the config says `archive.restore_via: mcp`, the restore instruction in what the model was
-// sent names the MCP tool (asserted when the wording is there).
+// The config says `archive.restore_via: mcp`, so the restore instruction in what the model was
+// sent names the MCP server's `restore` tool (asserted in both phases), not a command line.
 //
 // usage: node claude_code_mcp.js COMPACTOR_CLI PLUGIN_DIR WORK_DIR
 'use strict';
@@ -110,7 +110,7 @@ async function phase(name, { files, steps, pipeline, mcp }) {
   for (const d of [serveDir, agentDir, home]) fs.mkdirSync(d, { recursive: true });
   const archive = path.join(serveDir, 'archive');
   fs.writeFileSync(path.join(serveDir, 'c.yaml'), [
-    'version: 1', 'budget: {unit: chars, limit: 150000, target: 120000}', `archive: {dir: ${archive}}`,
+    'version: 1', 'budget: {unit: chars, limit: 150000, target: 120000}', `archive: {dir: ${archive}, restore_via: mcp}`,
     `plugin_dirs: ["${pluginDir}"]`, 'pipeline:', pipeline, ''].join('\n'));
   const upstream = upstreamFor(steps);
   const upstreamPort = await listen(upstream.server);
@@ -125,6 +125,10 @@ async function phase(name, { files, steps, pipeline, mcp }) {
     assert.equal(r.code, 0, `claude exited ${r.code}: ${r.out} ${r.err}`);
     assert.ok(upstream.received[0].tools.some((t) => t.name === 'mcp__compactor__restore'), 'Claude Code did not load the MCP tools');
     checkAll(cli, dir, upstream.received);
+    const sent = JSON.stringify(upstream.received.at(-1).messages);
+    assert.ok(sent.includes('the `restore` tool of the `compactor` MCP server with the receipt sha256:'),
+      `${name}: the restore instruction the model was sent does not name the MCP tool`);
+    assert.ok(!sent.includes('compactor restore sha256:'), `${name}: the model was told to run the command line`);
     return upstream;
   } finally {
     child.kill('SIGTERM');
