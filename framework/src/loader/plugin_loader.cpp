@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace compactor {
 namespace {
@@ -351,12 +352,90 @@ PluginProbe probe_plugin(const std::string& file) {
   return probe;
 }
 
+namespace {
+
+template <class Info>
+constexpr std::string_view kind_of() {
+  if constexpr (std::is_same_v<Info, StageInfo>) return "stage";
+  else if constexpr (std::is_same_v<Info, SummarizerInfo>) return "summarizer";
+  else return "checker";
+}
+
+// Boost.DLL clears dlerror(); a second dlopen of a file that just failed to load fails the same
+// way, before any of its code runs, and tells why.
+std::optional<Error> open_library(boost::dll::shared_library& library, const std::string& file, const std::string& real) {
+  boost::dll::fs::error_code ec;
+  library.load(real, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, ec);
+  if (!ec) return std::nullopt;
+  std::string why = ec.message();
+  dlerror();
+  if (void* h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL); h == nullptr) {
+    if (const char* e = dlerror()) why = e;
+  }
+  return Error{file + ": cannot load: " + why};
+}
+
+// The descriptor the entry point returns, checked against what its symbol said.
+Expected<const compactor_plugin_descriptor*> read_descriptor(boost::dll::shared_library& library, const std::string& file) {
+  const compactor_plugin_descriptor* descriptor = nullptr;
+  try {
+    auto entry = library.get<const compactor_plugin_descriptor*()>(COMPACTOR_ENTRY_SYMBOL_NAME);
+    descriptor = entry();
+  } catch (...) {
+    return Error{file + ": the plugin entry point threw: " + describe_exception(std::current_exception())};
+  }
+  if (descriptor == nullptr) return Error{file + ": bad plugin descriptor: the entry point returned null"};
+  if (descriptor->api_version != kApiVersion || descriptor->fingerprint == nullptr ||
+      std::string_view(descriptor->fingerprint) != kBuildFingerprint)
+    return Error{file + ": bad plugin descriptor: its API version or fingerprint disagrees with its entry symbol"};
+  if (descriptor->name == nullptr || *descriptor->name == '\0' || descriptor->version == nullptr ||
+      descriptor->register_plugin == nullptr)
+    return Error{file + ": bad plugin descriptor: name, version and register callback are required"};
+  return descriptor;
+}
+
+// Why one kind of what a plugin registered cannot be: no name or factory, twice, a built-in
+// checker's name, or the name of one another file registered.
+template <class Info>
+std::optional<std::string> refusal_of(const std::vector<Info>& entries, const std::map<std::string, Registered<Info>>& known,
+                                      const std::string& file, const std::string& real, const std::string& plugin) {
+  const std::string kind(kind_of<Info>());
+  std::set<std::string> names;
+  for (const Info& e : entries) {
+    if (e.name.empty() || !e.create) return file + ": plugin " + plugin + " registered a " + kind + " without a name or factory";
+    if constexpr (std::is_same_v<Info, CheckerInfo>)
+      if (make_builtin_checker(e.name) != nullptr)
+        return file + ": plugin " + plugin + " registers checker \"" + e.name + "\", the name of a built-in checker";
+    if (!names.insert(e.name).second) return file + ": plugin " + plugin + " registers " + kind + " \"" + e.name + "\" twice";
+    if (auto it = known.find(e.name); it != known.end())
+      return kind + " \"" + e.name + "\" is registered by both " + it->second.file() + " and " + real;
+  }
+  return std::nullopt;
+}
+
+// What a plugin registers must be what its file declares (the names the host reads without loading).
+std::optional<std::string> undeclared(const PluginProbe& probe, const CollectingRegistrar& registrar, const std::string& file,
+                                      const std::string& plugin) {
+  if (probe.provides.empty()) return std::nullopt;
+  std::set<std::string> declared(probe.provides.begin(), probe.provides.end()), registered;
+  for (const StageInfo& s : registrar.stages) registered.insert("stage:" + s.name);
+  for (const SummarizerInfo& s : registrar.summarizers) registered.insert("summarizer:" + s.name);
+  for (const CheckerInfo& c : registrar.checkers) registered.insert("checker:" + c.name);
+  if (declared == registered) return std::nullopt;
+  auto joined = [](const std::set<std::string>& set) {
+    std::string out;
+    for (const auto& n : set) out += (out.empty() ? "" : " ") + n;
+    return out.empty() ? std::string("nothing") : out;
+  };
+  return file + ": plugin " + plugin + " declares \"" + joined(declared) + "\" in COMPACTOR_PLUGIN but registers \"" +
+         joined(registered) + "\"";
+}
+
+}  // namespace
+
 struct PluginRegistry::Library {
   boost::dll::shared_library library;
   LoadedPlugin plugin;
-  std::vector<std::unique_ptr<StageInfo>> stages;
-  std::vector<std::unique_ptr<SummarizerInfo>> summarizers;
-  std::vector<std::unique_ptr<CheckerInfo>> checkers;
   std::optional<Error> failure;  // a library that failed after loading stays loaded, and failed
 };
 
@@ -364,12 +443,11 @@ PluginRegistry& PluginRegistry::instance() {
   // Deliberately never destroyed: plugin code must stay mapped until the process ends.
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();
-    auto info = std::make_unique<SummarizerInfo>();
-    info->name = "extractive";
-    info->description = "deterministic, offline: goal, files, tools and failures, last state";
-    info->create = [](const ParamValues&) -> Expected<std::unique_ptr<Summarizer>> { return make_extractive_summarizer(); };
-    r->summarizers_["extractive"] = RegisteredSummarizer{info.get(), nullptr};
-    r->builtin_summarizers_.push_back(std::move(info));
+    SummarizerInfo info;
+    info.name = "extractive";
+    info.description = "deterministic, offline: goal, files, tools and failures, last state";
+    info.create = [](const ParamValues&) -> Expected<std::unique_ptr<Summarizer>> { return make_extractive_summarizer(); };
+    std::get<Shelf<SummarizerInfo>>(r->shelves_).put(std::move(info), nullptr);
     return r;
   }();
   return *registry;
@@ -383,156 +461,52 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
     if (it->second->failure) return *it->second->failure;
     return &it->second->plugin;
   }
-
   auto lib = std::make_unique<Library>();
   lib->plugin.file = real;
-  boost::dll::fs::error_code ec;
-  lib->library.load(real, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now, ec);
-  if (ec) {
-    // Boost.DLL clears dlerror(); a second dlopen of a file that just failed to load fails the
-    // same way, before any of its code runs, and tells why.
-    std::string why = ec.message();
-    dlerror();
-    if (void* h = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL); h == nullptr) {
-      if (const char* e = dlerror()) why = e;
-    }
-    return Error{file + ": cannot load: " + why};
-  }
+  if (auto e = open_library(lib->library, file, real)) return *e;
 
-  Library& l = *lib;
-  Library* stored = libraries_.emplace(real, std::move(lib)).first->second.get();
+  Library& l = *libraries_.emplace(real, std::move(lib)).first->second;
   auto fail = [&](std::string message) -> Error {
-    stored->failure = Error{std::move(message)};
-    return *stored->failure;
+    l.failure = Error{std::move(message)};
+    return *l.failure;
   };
-
-  const compactor_plugin_descriptor* descriptor = nullptr;
-  try {
-    auto entry = l.library.get<const compactor_plugin_descriptor*()>(COMPACTOR_ENTRY_SYMBOL_NAME);
-    descriptor = entry();
-  } catch (...) {
-    return fail(file + ": the plugin entry point threw: " + describe_exception(std::current_exception()));
-  }
-  if (descriptor == nullptr) return fail(file + ": bad plugin descriptor: the entry point returned null");
-  if (descriptor->api_version != kApiVersion || descriptor->fingerprint == nullptr ||
-      std::string_view(descriptor->fingerprint) != kBuildFingerprint)
-    return fail(file + ": bad plugin descriptor: its API version or fingerprint disagrees with its entry symbol");
-  if (descriptor->name == nullptr || *descriptor->name == '\0' || descriptor->version == nullptr ||
-      descriptor->register_plugin == nullptr)
-    return fail(file + ": bad plugin descriptor: name, version and register callback are required");
-  l.plugin.name = descriptor->name;
-  l.plugin.version = descriptor->version;
-  l.plugin.api_version = descriptor->api_version;
+  auto descriptor = read_descriptor(l.library, file);
+  if (!descriptor) return fail(descriptor.error().message);
+  l.plugin.name = (*descriptor)->name;
+  l.plugin.version = (*descriptor)->version;
+  l.plugin.api_version = (*descriptor)->api_version;
 
   CollectingRegistrar registrar;
   try {
-    descriptor->register_plugin(registrar);
+    (*descriptor)->register_plugin(registrar);
   } catch (...) {
     return fail(file + ": registering plugin " + l.plugin.name + " threw: " + describe_exception(std::current_exception()));
   }
   if (registrar.stages.empty() && registrar.summarizers.empty() && registrar.checkers.empty())
     return fail(file + ": plugin " + l.plugin.name + " registered no stage, no summarizer and no checker");
-  for (const CheckerInfo& c : registrar.checkers) {
-    if (c.name.empty() || !c.create) return fail(file + ": plugin " + l.plugin.name + " registered a checker without a name or factory");
-    if (make_builtin_checker(c.name) != nullptr)
-      return fail(file + ": plugin " + l.plugin.name + " registers checker \"" + c.name + "\", the name of a built-in checker");
-    if (auto it = checkers_.find(c.name); it != checkers_.end())
-      return fail("checker \"" + c.name + "\" is registered by both " + it->second.file() + " and " + real);
-  }
-  for (const SummarizerInfo& s : registrar.summarizers) {
-    if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a summarizer without a name or factory");
-    if (auto it = summarizers_.find(s.name); it != summarizers_.end())
-      return fail("summarizer \"" + s.name + "\" is registered by both " + it->second.file() + " and " + real);
-  }
-  std::set<std::string> names;
-  for (const StageInfo& s : registrar.stages) {
-    if (s.name.empty() || !s.create) return fail(file + ": plugin " + l.plugin.name + " registered a stage without a name or factory");
-    if (!names.insert(s.name).second) return fail(file + ": plugin " + l.plugin.name + " registers stage \"" + s.name + "\" twice");
-    if (auto it = stages_.find(s.name); it != stages_.end())
-      return fail("stage \"" + s.name + "\" is registered by both " + it->second.file() + " and " + real);
-  }
-  // What it registers must be what its file declares (the names the host reads without loading).
-  if (!probe.provides.empty()) {
-    std::set<std::string> declared(probe.provides.begin(), probe.provides.end()), registered;
-    for (const StageInfo& s : registrar.stages) registered.insert("stage:" + s.name);
-    for (const SummarizerInfo& s : registrar.summarizers) registered.insert("summarizer:" + s.name);
-    for (const CheckerInfo& c : registrar.checkers) registered.insert("checker:" + c.name);
-    if (declared != registered) {
-      auto joined = [](const std::set<std::string>& set) {
-        std::string out;
-        for (const auto& n : set) out += (out.empty() ? "" : " ") + n;
-        return out.empty() ? std::string("nothing") : out;
-      };
-      return fail(file + ": plugin " + l.plugin.name + " declares \"" + joined(declared) + "\" in COMPACTOR_PLUGIN but registers \"" +
-                  joined(registered) + "\"");
-    }
-  }
-  for (StageInfo& s : registrar.stages) {
-    l.stages.push_back(std::make_unique<StageInfo>(std::move(s)));
-    l.plugin.stages.push_back(l.stages.back()->name);
-    stages_[l.stages.back()->name] = RegisteredStage{l.stages.back().get(), &l.plugin};
-  }
-  for (SummarizerInfo& s : registrar.summarizers) {
-    l.summarizers.push_back(std::make_unique<SummarizerInfo>(std::move(s)));
-    l.plugin.summarizers.push_back(l.summarizers.back()->name);
-    summarizers_[l.summarizers.back()->name] = RegisteredSummarizer{l.summarizers.back().get(), &l.plugin};
-  }
-  for (CheckerInfo& c : registrar.checkers) {
-    l.checkers.push_back(std::make_unique<CheckerInfo>(std::move(c)));
-    l.plugin.checkers.push_back(l.checkers.back()->name);
-    checkers_[l.checkers.back()->name] = RegisteredChecker{l.checkers.back().get(), &l.plugin};
-  }
+  auto& [stages, summarizers, checkers] = shelves_;
+  if (auto why = refusal_of(registrar.checkers, checkers.by_name, file, real, l.plugin.name)) return fail(*why);
+  if (auto why = refusal_of(registrar.summarizers, summarizers.by_name, file, real, l.plugin.name)) return fail(*why);
+  if (auto why = refusal_of(registrar.stages, stages.by_name, file, real, l.plugin.name)) return fail(*why);
+  if (auto why = undeclared(probe, registrar, file, l.plugin.name)) return fail(*why);
+  for (StageInfo& s : registrar.stages) l.plugin.stages.push_back(stages.put(std::move(s), &l.plugin)->info->name);
+  for (SummarizerInfo& s : registrar.summarizers) l.plugin.summarizers.push_back(summarizers.put(std::move(s), &l.plugin)->info->name);
+  for (CheckerInfo& c : registrar.checkers) l.plugin.checkers.push_back(checkers.put(std::move(c), &l.plugin)->info->name);
   return &l.plugin;
 }
 
-Expected<const RegisteredChecker*> PluginRegistry::add_builtin_checker(CheckerInfo info) {
-  if (make_builtin_checker(info.name) != nullptr) return Error{"checker \"" + info.name + "\" is the name of a built-in checker"};
-  if (auto it = checkers_.find(info.name); it != checkers_.end() && it->second.plugin != nullptr)
-    return Error{"checker \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
-  builtin_checkers_.push_back(std::make_unique<CheckerInfo>(std::move(info)));
-  RegisteredChecker& r = checkers_[builtin_checkers_.back()->name];
-  r = RegisteredChecker{builtin_checkers_.back().get(), nullptr};
-  return &r;
+template <class Info>
+Expected<const Registered<Info>*> PluginRegistry::add_builtin(Info info) {
+  if constexpr (std::is_same_v<Info, CheckerInfo>)
+    if (make_builtin_checker(info.name) != nullptr) return Error{"checker \"" + info.name + "\" is the name of a built-in checker"};
+  Shelf<Info>& shelf = std::get<Shelf<Info>>(shelves_);
+  if (auto it = shelf.by_name.find(info.name); it != shelf.by_name.end() && it->second.plugin != nullptr)
+    return Error{std::string(kind_of<Info>()) + " \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  return shelf.put(std::move(info), nullptr);
 }
-
-Expected<const RegisteredSummarizer*> PluginRegistry::add_builtin_summarizer(SummarizerInfo info) {
-  if (auto it = summarizers_.find(info.name); it != summarizers_.end() && it->second.plugin != nullptr)
-    return Error{"summarizer \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
-  builtin_summarizers_.push_back(std::make_unique<SummarizerInfo>(std::move(info)));
-  RegisteredSummarizer& r = summarizers_[builtin_summarizers_.back()->name];
-  r = RegisteredSummarizer{builtin_summarizers_.back().get(), nullptr};
-  return &r;
-}
-
-Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo info) {
-  if (auto it = stages_.find(info.name); it != stages_.end() && it->second.plugin != nullptr)
-    return Error{"stage \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
-  builtins_.push_back(std::make_unique<StageInfo>(std::move(info)));
-  RegisteredStage& r = stages_[builtins_.back()->name];
-  r = RegisteredStage{builtins_.back().get(), nullptr};
-  return &r;
-}
-
-const RegisteredStage* PluginRegistry::find_stage(const std::string& name) const {
-  auto it = stages_.find(name);
-  return it == stages_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> PluginRegistry::stage_names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, _] : stages_) out.push_back(name);
-  return out;
-}
-
-const RegisteredSummarizer* PluginRegistry::find_summarizer(const std::string& name) const {
-  auto it = summarizers_.find(name);
-  return it == summarizers_.end() ? nullptr : &it->second;
-}
-
-const RegisteredChecker* PluginRegistry::find_checker(const std::string& name) const {
-  auto it = checkers_.find(name);
-  return it == checkers_.end() ? nullptr : &it->second;
-}
+template Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo);
+template Expected<const RegisteredSummarizer*> PluginRegistry::add_builtin(SummarizerInfo);
+template Expected<const RegisteredChecker*> PluginRegistry::add_builtin(CheckerInfo);
 
 Expected<std::unique_ptr<Checker>> PluginRegistry::make_checker(const RegisteredChecker& checker, const ParamValues& params) {
   auto created = checker.info->create(params);
@@ -550,12 +524,6 @@ Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, co
   } catch (...) {
     return Error{who + ": create threw: " + describe_exception(std::current_exception())};
   }
-}
-
-std::vector<std::string> PluginRegistry::summarizer_names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, _] : summarizers_) out.push_back(name);
-  return out;
 }
 
 Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer,

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace compactor {
@@ -53,45 +54,50 @@ struct LoadedPlugin {
   std::vector<std::string> checkers;     // checker names it registered
 };
 
-struct RegisteredStage {
-  const StageInfo* info = nullptr;
-  const LoadedPlugin* plugin = nullptr;  // null for a stage registered in-process
+// A stage, summarizer or checker the registry knows: its info and the plugin that registered it.
+template <class Info>
+struct Registered {
+  const Info* info = nullptr;
+  const LoadedPlugin* plugin = nullptr;  // null for one registered in-process
   std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
 };
-
-struct RegisteredSummarizer {
-  const SummarizerInfo* info = nullptr;
-  const LoadedPlugin* plugin = nullptr;  // null for the built-in ones
-  std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
-};
-
-struct RegisteredChecker {
-  const CheckerInfo* info = nullptr;
-  const LoadedPlugin* plugin = nullptr;
-  std::string file() const { return plugin != nullptr ? plugin->file : "<built-in>"; }
-};
+using RegisteredStage = Registered<StageInfo>;
+using RegisteredSummarizer = Registered<SummarizerInfo>;
+using RegisteredChecker = Registered<CheckerInfo>;
 
 // Process-wide: a library is loaded once per real path and stays loaded.
 class PluginRegistry {
  public:
   static PluginRegistry& instance();
 
-  // Loads the library (once per real path) and registers its stages. Refusals and failures are
-  // one line naming the file.
+  // Loads the library (once per real path) and registers what it provides. Refusals and
+  // failures are one line naming the file.
   Expected<const LoadedPlugin*> load(const std::string& file);
 
-  // For stages and checkers compiled into the host or a test program. A second in-process one of
-  // the same name replaces the first (the test kit registers the stage each test gives it); a
-  // plugin's is never replaced.
-  Expected<const RegisteredStage*> add_builtin(StageInfo info);
-  Expected<const RegisteredChecker*> add_builtin_checker(CheckerInfo info);
-  Expected<const RegisteredSummarizer*> add_builtin_summarizer(SummarizerInfo info);
+  // For stages, summarizers and checkers compiled into the host or a test program (Info is
+  // StageInfo, SummarizerInfo or CheckerInfo). A second in-process one of the same name replaces
+  // the first (the test kit registers the stage each test gives it); a plugin's is never replaced.
+  template <class Info>
+  Expected<const Registered<Info>*> add_builtin(Info info);
 
-  const RegisteredStage* find_stage(const std::string& name) const;
-  std::vector<std::string> stage_names() const;
-  const RegisteredSummarizer* find_summarizer(const std::string& name) const;
-  std::vector<std::string> summarizer_names() const;
-  const RegisteredChecker* find_checker(const std::string& name) const;
+  // The entry of that kind and name; the names of a kind, sorted.
+  template <class Info>
+  const Registered<Info>* find(const std::string& name) const {
+    const auto& by_name = std::get<Shelf<Info>>(shelves_).by_name;
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : &it->second;
+  }
+  template <class Info>
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, _] : std::get<Shelf<Info>>(shelves_).by_name) out.push_back(name);
+    return out;
+  }
+  const RegisteredStage* find_stage(const std::string& name) const { return find<StageInfo>(name); }
+  const RegisteredSummarizer* find_summarizer(const std::string& name) const { return find<SummarizerInfo>(name); }
+  const RegisteredChecker* find_checker(const std::string& name) const { return find<CheckerInfo>(name); }
+  std::vector<std::string> stage_names() const { return names<StageInfo>(); }
+  std::vector<std::string> summarizer_names() const { return names<SummarizerInfo>(); }
   // A plugin checker made from its params, knowing the name it was registered under.
   static Expected<std::unique_ptr<Checker>> make_checker(const RegisteredChecker& checker, const ParamValues& params);
 
@@ -101,13 +107,20 @@ class PluginRegistry {
  private:
   PluginRegistry() = default;
   struct Library;
+  // One kind's entries by name, and the infos they point to (never freed: plugin code may hold them).
+  template <class Info>
+  struct Shelf {
+    std::map<std::string, Registered<Info>> by_name;
+    std::vector<std::unique_ptr<Info>> owned;
+    const Registered<Info>* put(Info info, const LoadedPlugin* plugin) {
+      owned.push_back(std::make_unique<Info>(std::move(info)));
+      Registered<Info>& r = by_name[owned.back()->name];
+      r = Registered<Info>{owned.back().get(), plugin};
+      return &r;
+    }
+  };
   std::map<std::string, std::unique_ptr<Library>> libraries_;  // by real path
-  std::map<std::string, RegisteredStage> stages_;              // by stage name
-  std::vector<std::unique_ptr<StageInfo>> builtins_;
-  std::map<std::string, RegisteredSummarizer> summarizers_;    // by kind
-  std::vector<std::unique_ptr<SummarizerInfo>> builtin_summarizers_;
-  std::map<std::string, RegisteredChecker> checkers_;          // by name (plugin and in-process checkers)
-  std::vector<std::unique_ptr<CheckerInfo>> builtin_checkers_;
+  std::tuple<Shelf<StageInfo>, Shelf<SummarizerInfo>, Shelf<CheckerInfo>> shelves_;
 };
 
 // A plugin checker made from its validated params, every call guarded: an exception becomes a

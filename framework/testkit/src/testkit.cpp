@@ -194,27 +194,12 @@ ParamValues validated_or_throw(const ParamSchema& schema, const ParamValues& giv
 }
 
 // The very info `info` points to, registered in process unless a plugin registered it.
-const RegisteredStage& registered(const StageInfo& info) {
+template <class Info>
+const Registered<Info>& registered(const Info& info) {
   PluginRegistry& registry = PluginRegistry::instance();
-  const RegisteredStage* known = registry.find_stage(info.name);
+  const Registered<Info>* known = registry.find<Info>(info.name);
   if (known != nullptr && known->info == &info) return *known;
   auto added = registry.add_builtin(info);
-  if (!added) throw std::runtime_error(added.error().message);
-  return **added;
-}
-const RegisteredChecker& registered(const CheckerInfo& info) {
-  PluginRegistry& registry = PluginRegistry::instance();
-  const RegisteredChecker* known = registry.find_checker(info.name);
-  if (known != nullptr && known->info == &info) return *known;
-  auto added = registry.add_builtin_checker(info);
-  if (!added) throw std::runtime_error(added.error().message);
-  return **added;
-}
-const RegisteredSummarizer& registered(const SummarizerInfo& info) {
-  PluginRegistry& registry = PluginRegistry::instance();
-  const RegisteredSummarizer* known = registry.find_summarizer(info.name);
-  if (known != nullptr && known->info == &info) return *known;
-  auto added = registry.add_builtin_summarizer(info);
   if (!added) throw std::runtime_error(added.error().message);
   return **added;
 }
