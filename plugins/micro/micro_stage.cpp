@@ -78,6 +78,68 @@ Expected<MessagePtr> with_markers(const Message& message, const std::vector<std:
   return Message::from_json(std::move(copy));
 }
 
+// An old result to mask: its block, its exact bytes (what is archived) and its size.
+struct Edit {
+  std::size_t block;
+  std::string_view original;
+  std::uint64_t chars;
+};
+using EditsByMessage = std::map<std::size_t, std::vector<Edit>>;
+
+// The markers of one run. Each result is hashed once: its receipt names the marker (built again
+// for the restore instruction, or with a message's second-round results) and the same hash goes
+// to put().
+class Markers {
+ public:
+  Markers(const Conversation& committed, const StageContext& context) : committed_(committed), context_(context) {}
+
+  // One message's results replaced by markers (the first with the restore instruction), or
+  // nullopt when that would not make the message smaller in the budget's unit: in tokens, a
+  // marker's hex receipt can cost more than a short result.
+  Expected<std::optional<MessagePtr>> edit(std::size_t index, const std::vector<Edit>& replacements, bool instruction) {
+    std::vector<std::pair<std::size_t, std::string>> markers;
+    for (std::size_t k = 0; k < replacements.size(); ++k) {
+      const Edit& e = replacements[k];
+      markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0 ? context_.how_to_restore(receipt(e)) : ""));
+    }
+    auto edited = with_markers(*committed_.messages()[index], markers);
+    if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
+    const SizeUnit unit = context_.budget.unit;
+    if (committed_.size_of(**edited, unit) >= committed_.size_of(committed_[index], unit)) return std::optional<MessagePtr>();
+    return std::optional<MessagePtr>(std::move(edited).value());
+  }
+
+  // Archived before a marker can be committed: its receipt must hold the original.
+  std::optional<Error> archive(const std::vector<Edit>& edits) {
+    for (const Edit& e : edits) {
+      Hashed& h = hashed_[e.original.data()];
+      if (!h.blob) continue;  // archived already
+      auto put = context_.archive.put(std::move(*h.blob));
+      h.blob.reset();
+      if (!put) return put.error();
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Hashed {
+    std::optional<HashedBlob> blob;  // until archived
+    std::string receipt;
+  };
+  const std::string& receipt(const Edit& e) {
+    Hashed& h = hashed_[e.original.data()];
+    if (h.receipt.empty()) {
+      h.blob.emplace(std::vector<std::string_view>{e.original});  // the committed message's bytes, not copied
+      h.receipt = h.blob->receipt();
+    }
+    return h.receipt;
+  }
+
+  const Conversation& committed_;
+  const StageContext& context_;
+  std::map<const char*, Hashed> hashed_;  // by the result's bytes in the committed history
+};
+
 class MicroStage final : public Stage {
  public:
   explicit MicroStage(const ParamValues& p)
@@ -86,82 +148,15 @@ class MicroStage final : public Stage {
         until_target_(p.string("until") == "target") {}
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    struct Result {
-      std::size_t message, block;
-    };
-    std::vector<Result> results;
-    for (std::size_t i = 0; i < committed.size(); ++i) {
-      const auto& blocks = committed[i].blocks();
-      for (std::size_t b = 0; b < blocks.size(); ++b)
-        if (blocks[b].kind() == BlockKind::tool_result) results.push_back({i, b});
-    }
-    if (results.size() <= keep_recent_) return StageResult::nothing_to_do();
-    results.resize(results.size() - keep_recent_);
-
-    // A final user message holding results: the model has not seen them yet.
-    std::size_t unseen = committed.size();
-    if (committed[committed.size() - 1].role() == Role::user && committed[committed.size() - 1].has_tool_result())
-      unseen = committed.size() - 1;
-    std::size_t limit = std::min(context.tail.begin, unseen);
-
-    struct Edit {
-      std::size_t block;
-      std::string_view original;  // the exact bytes archived
-      std::uint64_t chars;
-    };
-    std::map<std::size_t, std::vector<Edit>> edits;  // by message
-    // Failed results (is_error) are what the agent must not re-discover: they are masked in a
-    // second round, only when masking the others does not reach the target.
-    std::map<std::size_t, std::vector<Edit>> error_edits;
-    for (const Result& r : results) {
-      if (r.message >= limit) continue;
-      const Block& block = committed[r.message].blocks()[r.block];
-      const boost::json::value* content = block.content();
-      if (content != nullptr && content->is_string() && is_marker(content->get_string())) continue;
-      std::uint64_t chars = result_content_chars(block);
-      if (chars <= min_chars_) continue;
-      // A marker must save space; every receipt has the same length, so a placeholder one tells.
-      if (count_code_points(marker_text(chars, kPlaceholderReceipt)) >= chars) continue;
-      (block.is_error() && until_target_ ? error_edits : edits)[r.message].push_back(
-          {r.block, raw_block_field(committed[r.message], r.block, "content"), chars});
-    }
+    auto [edits, error_edits] = results_to_mask(committed, context);
     if (edits.empty() && error_edits.empty()) return StageResult::nothing_to_do();
 
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
     std::size_t replaced = 0;
-    // Each result is hashed once: its receipt names the marker (built again for the restore
-    // instruction, or with a message's second-round results) and the same hash goes to put().
-    struct Hashed {
-      std::optional<HashedBlob> blob;  // until archived
-      std::string receipt;
-    };
-    std::map<const char*, Hashed> hashed;  // by the result's bytes in the committed history
-    auto receipt = [&](const Edit& e) -> const std::string& {
-      Hashed& h = hashed[e.original.data()];
-      if (h.receipt.empty()) {
-        h.blob.emplace(std::vector<std::string_view>{e.original});  // the committed message's bytes, not copied
-        h.receipt = h.blob->receipt();
-      }
-      return h.receipt;
-    };
-    // One message's results replaced by markers (the first with the restore instruction), or
-    // nullopt when that would not make the message smaller in the budget's unit: in tokens, a
-    // marker's hex receipt can cost more than a short result.
-    auto edit = [&](std::size_t index, const std::vector<Edit>& replacements, bool instruction) -> Expected<std::optional<MessagePtr>> {
-      std::vector<std::pair<std::size_t, std::string>> markers;
-      for (std::size_t k = 0; k < replacements.size(); ++k) {
-        const Edit& e = replacements[k];
-        markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0 ? context.how_to_restore(receipt(e)) : ""));
-      }
-      auto edited = with_markers(*committed.messages()[index], markers);
-      if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
-      if (committed.size_of(**edited, context.budget.unit) >= committed.size_of(committed[index], context.budget.unit))
-        return std::optional<MessagePtr>();
-      return std::optional<MessagePtr>(std::move(edited).value());
-    };
+    Markers markers(committed, context);
     std::optional<std::size_t> oldest;  // the oldest message edited
-    std::map<std::size_t, std::vector<Edit>> done;  // what was replaced, by message
+    EditsByMessage done;                // what was replaced, by message
     for (auto* round : {&edits, &error_edits})
       for (auto it = round->rbegin(); it != round->rend(); ++it) {  // newest first
         auto [index, replacements] = *it;
@@ -170,17 +165,10 @@ class MicroStage final : public Stage {
         if (auto earlier = done.find(index); earlier != done.end())
           replacements.insert(replacements.begin(), earlier->second.begin(), earlier->second.end());
         std::sort(replacements.begin(), replacements.end(), [](const Edit& a, const Edit& b) { return a.block < b.block; });
-        auto edited = edit(index, replacements, false);
+        auto edited = markers.edit(index, replacements, false);
         if (!edited) return StageResult::decline(edited.error().message);
         if (!*edited) continue;
-        // Archive before the marker can be committed: its receipt must hold the original.
-        for (const Edit& e : it->second) {
-          Hashed& h = hashed[e.original.data()];
-          if (!h.blob) continue;  // archived already
-          auto put = context.archive.put(std::move(*h.blob));
-          h.blob.reset();
-          if (!put) return StageResult::decline(put.error().message);
-        }
+        if (auto failed = markers.archive(it->second)) return StageResult::decline(failed->message);
         size = size - committed.size_of(*messages[index], context.budget.unit) + committed.size_of(***edited, context.budget.unit);
         messages[index] = std::move(**edited);
         replaced += it->second.size();
@@ -189,7 +177,7 @@ class MicroStage final : public Stage {
       }
     // The oldest marker says how to restore, unless the summary or an older marker already does.
     if (oldest && !restore_told_before(committed, *oldest)) {
-      auto told = edit(*oldest, done.at(*oldest), true);
+      auto told = markers.edit(*oldest, done.at(*oldest), true);
       if (!told) return StageResult::decline(told.error().message);
       if (*told) messages[*oldest] = std::move(**told);
     }
@@ -198,6 +186,39 @@ class MicroStage final : public Stage {
   }
 
  private:
+  // The results worth masking, by message: all but the `keep_recent` newest, before the protected
+  // tail and not unseen, over `min_chars` and longer than their marker. Failed results (is_error)
+  // are what the agent must not re-discover: apart, masked in a second round, only when masking
+  // the others does not reach the target.
+  std::pair<EditsByMessage, EditsByMessage> results_to_mask(const Conversation& committed, const StageContext& context) const {
+    std::vector<std::pair<std::size_t, std::size_t>> results;  // message, block
+    for (std::size_t i = 0; i < committed.size(); ++i) {
+      const auto& blocks = committed[i].blocks();
+      for (std::size_t b = 0; b < blocks.size(); ++b)
+        if (blocks[b].kind() == BlockKind::tool_result) results.emplace_back(i, b);
+    }
+    EditsByMessage edits, error_edits;
+    if (results.size() <= keep_recent_) return {};
+    results.resize(results.size() - keep_recent_);
+    // A final user message holding results: the model has not seen them yet.
+    std::size_t unseen = committed.size();
+    if (committed[committed.size() - 1].role() == Role::user && committed[committed.size() - 1].has_tool_result())
+      unseen = committed.size() - 1;
+    const std::size_t limit = std::min(context.tail.begin, unseen);
+    for (const auto& [message, b] : results) {
+      if (message >= limit) continue;
+      const Block& block = committed[message].blocks()[b];
+      const boost::json::value* content = block.content();
+      if (content != nullptr && content->is_string() && is_marker(content->get_string())) continue;
+      std::uint64_t chars = result_content_chars(block);
+      if (chars <= min_chars_) continue;
+      // A marker must save space; every receipt has the same length, so a placeholder one tells.
+      if (count_code_points(marker_text(chars, kPlaceholderReceipt)) >= chars) continue;
+      (block.is_error() && until_target_ ? error_edits : edits)[message].push_back({b, raw_block_field(committed[message], b, "content"), chars});
+    }
+    return {std::move(edits), std::move(error_edits)};
+  }
+
   std::size_t keep_recent_;
   std::uint64_t min_chars_;
   bool until_target_;

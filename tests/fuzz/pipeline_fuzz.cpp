@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       options.prompt_too_long = reactive;
       options.archive_dir = r.archive;
       compactor::RunReport report = pipeline->run(*conversation, options, log);
-      FUZZ_CHECK(report.exit_code != 3, "the run failed: " + report.error);
+      FUZZ_CHECK(report.status != compactor::RunStatus::failed, "the run failed: " + report.error);
       if (!report.output) continue;
       const compactor::Conversation& out = *report.output;
       auto violations = compactor::run_checkers(checkers, compactor::CheckInput{out, out, compactor::compute_protected_tail(out, 0), {}});

@@ -299,7 +299,8 @@ TEST_P(ArchiveFault, TheStageDeclinesAndNothingChanges) {
   EXPECT_NE(report.stages[0].reason.find("archive: cannot "), std::string::npos) << report.stages[0].reason;
   EXPECT_NE(report.stages[0].reason.find(archive_dir), std::string::npos) << report.stages[0].reason;
   EXPECT_NE(report.stages[0].reason.find(f.text), std::string::npos) << report.stages[0].reason;
-  EXPECT_EQ(report.exit_code, 1);  // micro declined: still over budget
+  EXPECT_EQ(report.status, RunStatus::over_budget);  // micro declined: still over budget
+  EXPECT_EQ(report.exit_code(), kExitNotDone);
   ASSERT_TRUE(report.output.has_value());
   EXPECT_EQ(report.output->serialize(), four_results().serialize());  // the last committed: the input
   EXPECT_TRUE(temp_files(dir).empty());
@@ -321,7 +322,8 @@ TEST(ArchiveFault, FailedSyncAtCommitFailsTheRunAndWritesNothing) {
   std::string archive_dir = (dir / "archive").string();
   FaultyFileSystem faulty(FaultyFileSystem::Fault::fsync_errno, EIO, 1, archive_dir);
   RunReport report = run_micro(dir, &faulty);
-  EXPECT_EQ(report.exit_code, 3);
+  EXPECT_EQ(report.status, RunStatus::failed);
+  EXPECT_EQ(report.exit_code(), kExitPluginError);
   EXPECT_FALSE(report.output.has_value());
   EXPECT_EQ(report.error, "archive: cannot sync " + archive_dir + ": Input/output error");
   EXPECT_TRUE(temp_files(dir).empty());

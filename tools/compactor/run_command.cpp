@@ -115,7 +115,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   auto log = make_stderr_logger("");
   RunReport report = pipeline.run(input, options, *log);
 
-  if (report.exit_code == kExitBadInput) {
+  if (report.status == RunStatus::bad_input) {
     std::string_view rest = report.error;
     while (!rest.empty()) {
       std::size_t nl = rest.find('\n');
@@ -125,7 +125,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
     }
     return kExitBadInput;
   }
-  if (report.exit_code == kExitPluginError) fmt::print(stderr, "{}\n", report.error);
+  if (report.status == RunStatus::failed) fmt::print(stderr, "{}\n", report.error);
   // Every violation, one line each (the summary shows a rejected stage's first only).
   for (const auto& s : report.stages)
     for (const auto& v : s.violation_lines()) fmt::print(stderr, "{}: {}\n", options.input_name, v);
@@ -136,7 +136,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   std::string report_bytes = report.to_json();
   std::vector<FileWrite> files;
   std::string written_back;  // another API's request, written back in its form
-  if (output && report.output && (report.exit_code == kExitOk || report.exit_code == kExitNotDone)) {
+  if (output && report.output && report.exit_code() != kExitBadInput && report.exit_code() != kExitPluginError) {
     FileWrite file{*output, {}};
     if (doc->format == &wire::anthropic_messages()) {
       file.parts = report.output->pieces();
@@ -158,7 +158,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   }
   bool stdout_taken = output == std::optional<std::string>("-") || report_path == std::optional<std::string>("-");
   fmt::print(stdout_taken ? stderr : stdout, "{}", report.summary());
-  return report.exit_code;
+  return report.exit_code();
 }
 
 }  // namespace

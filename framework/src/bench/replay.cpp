@@ -108,15 +108,15 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
       cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
     out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
   }
-  if (r.exit_code == 2 || r.exit_code == 3 || !r.output) {
+  if (r.status == RunStatus::bad_input || r.status == RunStatus::failed || !r.output) {
     ++out.failures;
-    out.errors.push_back("call " + std::to_string(c + 1) + ": " + r.status + ": " + first_line(r.error));
+    out.errors.push_back("call " + std::to_string(c + 1) + ": " + std::string(to_string(r.status)) + ": " + first_line(r.error));
     return std::string("failed");
   }
   if (r.first_changed_message) call.compacted = true;
   sent = *r.output;
   if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
-  return r.status;
+  return std::string(to_string(r.status));
 }
 
 // A request the pipeline left over budget: counted apart when its protected tail alone is over

@@ -103,6 +103,132 @@ RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options
   return report;
 }
 
+// What every stage of one run shares.
+struct Pipeline::RunState {
+  const RunOptions& options;
+  StageLogger& log;
+  ArchiveStore& archive;
+  std::vector<std::string> requests;
+  std::vector<const Checker*> checkers;  // the config's and the API's rules, each once
+  // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
+  // history is down to the target, so the calls that follow only append (the prompt cache holds).
+  bool triggered = false;
+};
+
+namespace {
+
+// The checkers that look at every candidate: the config's, except the Messages API's rules when
+// another API's rules run instead (they are not its rules), then each rule the config lacks.
+std::vector<const Checker*> stage_checkers(const std::vector<CheckerPtr>& configured, const std::vector<CheckerPtr>& rules) {
+  const auto& api_rules = messages_api_rule_names();
+  auto among_rules = [&](std::string_view name) {
+    return std::any_of(rules.begin(), rules.end(), [&](const CheckerPtr& r) { return r->name() == name; });
+  };
+  std::vector<const Checker*> out;
+  for (const CheckerPtr& c : configured)
+    if (among_rules(c->name()) || std::find(api_rules.begin(), api_rules.end(), c->name()) == api_rules.end())
+      out.push_back(c.get());
+  for (const CheckerPtr& rule : rules)
+    if (std::none_of(out.begin(), out.end(), [&](const Checker* c) { return c->name() == rule->name(); }))
+      out.push_back(rule.get());
+  return out;
+}
+
+// Why the entry's `when` keeps it from running on `committed`; nothing when it runs.
+std::optional<std::string> skip_reason(const PipelineEntryConfig& entry, const Conversation& committed, const Budget& budget,
+                                       bool triggered) {
+  const std::uint64_t size = committed.size_in(budget.unit);
+  const std::string unit(to_string(budget.unit));
+  if (entry.when.kind == WhenKind::over_budget && !triggered)
+    return "within budget (" + std::to_string(size) + " ≤ " + std::to_string(budget.limit) + " " + unit + ")";
+  if (entry.when.kind == WhenKind::over_budget && size <= budget.target)
+    return "at target (" + std::to_string(size) + " ≤ " + std::to_string(budget.target) + " " + unit + ")";
+  if (entry.when.kind == WhenKind::messages_over && committed.size() <= entry.when.messages)
+    return std::to_string(committed.size()) + " messages, not over " + std::to_string(entry.when.messages);
+  return std::nullopt;
+}
+
+// What a candidate breaks. A system entry left without a place is refused even when the config
+// leaves `structure` out: the host keeps them, so none is ever lost silently.
+std::vector<Violation> violations_of(const Conversation& candidate, const CheckInput& check, const std::vector<const Checker*>& checkers) {
+  std::vector<Violation> violations;
+  for (const Checker* c : checkers) c->check(check, violations);
+  if (!candidate.system_entries_placed() &&
+      std::none_of(violations.begin(), violations.end(), [](const Violation& v) { return v.checker == "structure"; }))
+    make_builtin_checker("structure")->check(check, violations);
+  return violations;
+}
+
+}  // namespace
+
+StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, RunState& run) const {
+  const PipelineEntryConfig& entry = *s.entry;
+  StageRunReport sr;
+  sr.stage = entry.stage;
+  sr.plugin_file = entry.registered->file();
+  sr.plugin_version = entry.registered->plugin != nullptr ? entry.registered->plugin->version : "";
+  sr.before = SizeSnapshot::of(committed);
+  sr.after = sr.before;
+  if (auto why = skip_reason(entry, committed, config_->budget, run.triggered)) {
+    sr.status = StageStatus::skipped;
+    sr.reason = std::move(*why);
+    return sr;
+  }
+
+  PrefixedLogger stage_log(run.log, entry.stage + ": ");
+  StageContext context(run.archive, stage_log);
+  context.budget = config_->budget;
+  context.tail = compute_protected_tail(committed, config_->recent_exchanges);
+  context.requests = run.requests;
+  context.summarizer = summarizer_.get();
+  context.restore_via = restore_phrase_;
+
+  // What the stage archives stays only if its candidate is committed (not declined, rejected
+  // or unchanged).
+  const ArchiveStore::Mark archive_mark = run.archive.mark();
+  auto started = std::chrono::steady_clock::now();
+  if (run.options.on_stage_start) run.options.on_stage_start(entry.stage, sr.plugin_file);
+  auto result = run_stage(*s.instance, *entry.registered, committed, context);
+  if (run.options.on_stage_end) run.options.on_stage_end();
+  sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+
+  if (!result || result->kind() != StageResult::Kind::candidate) run.archive.revert_to(archive_mark);
+  if (!result) {
+    sr.status = StageStatus::failed;
+    sr.reason = result.error().message;
+    return sr;
+  }
+  // Nothing to do, or nothing that could be done safely (a decline): the conversation stays as it
+  // was and the next stage runs. Only a rejection (a candidate that broke a rule) is subject to
+  // on_violation.
+  if (result->kind() != StageResult::Kind::candidate) {
+    sr.status = result->declined() ? StageStatus::declined : StageStatus::unchanged;
+    sr.reason = result->reason();
+    return sr;
+  }
+  Conversation candidate = ConversationHost::in_frame_of(*result, committed);  // copies message pointers only
+  if (same_messages(candidate, committed)) {
+    run.archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
+    sr.status = StageStatus::unchanged;
+    return sr;
+  }
+  CheckInput check{committed, candidate, context.tail, run.requests};
+  check.unit = config_->budget.unit;
+  check.may_touch_tail = entry.registered->info->may_touch_tail;
+  check.may_grow = entry.registered->info->may_grow;
+  check.archive = &run.archive;
+  sr.violations = violations_of(candidate, check, run.checkers);
+  if (!sr.violations.empty()) {
+    run.archive.revert_to(archive_mark);
+    sr.status = StageStatus::rejected;
+    return sr;
+  }
+  committed = std::move(candidate);
+  sr.status = StageStatus::committed;
+  sr.after = SizeSnapshot::of(committed);
+  return sr;
+}
+
 RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
   const Budget& budget = config_->budget;
   // Under budget.unit: tokens every conversation of the run counts through the config's meter.
@@ -120,153 +246,49 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   // API's rules run after every stage: the config's own (structure, pairing, …) for the Messages
   // API, in their place; another API's rules instead of them, since those are not its rules.
   const std::vector<CheckerPtr>& rules = options.rules != nullptr ? *options.rules : default_rules_;
-  const auto& api_rules = messages_api_rule_names();
-  auto among_rules = [&](std::string_view name) {
-    return std::any_of(rules.begin(), rules.end(), [&](const CheckerPtr& r) { return r->name() == name; });
-  };
-  std::vector<const Checker*> stage_checkers;
-  for (const CheckerPtr& c : checkers_)
-    if (among_rules(c->name()) || std::find(api_rules.begin(), api_rules.end(), c->name()) == api_rules.end())
-      stage_checkers.push_back(c.get());
-  for (const CheckerPtr& rule : rules)
-    if (std::none_of(stage_checkers.begin(), stage_checkers.end(), [&](const Checker* c) { return c->name() == rule->name(); }))
-      stage_checkers.push_back(rule.get());
-  {
-    auto violations = run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}});
-    if (!violations.empty()) {
-      report.status = "bad_input";
-      report.exit_code = 2;
-      report.error = join_lines(violations);
-      return report;
-    }
+  if (auto violations = run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}}); !violations.empty()) {
+    report.status = RunStatus::bad_input;
+    report.error = join_lines(violations);
+    return report;
   }
-  const std::vector<std::string> requests =
-      options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts;
 
   // Every removal of this run goes through one archive; it is made durable (commit) before the
   // output can be written, and rolled back (by its destructor) when nothing will be written.
   ArchiveStore archive(options.archive_dir.value_or(config_->archive_dir),
                        options.file_system != nullptr ? *options.file_system : real_file_system());
-
+  RunState run{options, log, archive,
+               options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts,
+               stage_checkers(checkers_, rules), input.size_in(budget.unit) > budget.limit};
   Conversation committed = input;
-  // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
-  // history is down to the target, so the calls that follow only append (the prompt cache holds).
-  const bool triggered = input.size_in(budget.unit) > budget.limit;
   bool rejected = false;  // a stage was rejected and skipped (on_violation: skip)
-  auto& stages = options.prompt_too_long ? on_prompt_too_long_ : pipeline_;
-  for (BuiltStage& s : stages) {
-    const PipelineEntryConfig& entry = *s.entry;
-    StageRunReport sr;
-    sr.stage = entry.stage;
-    sr.plugin_file = entry.registered->file();
-    sr.plugin_version = entry.registered->plugin != nullptr ? entry.registered->plugin->version : "";
-    sr.before = SizeSnapshot::of(committed);
-    sr.after = sr.before;
-
-    std::uint64_t size = committed.size_in(budget.unit);
-    std::string unit(to_string(budget.unit));
-    if (entry.when.kind == WhenKind::over_budget && (!triggered || size <= budget.target)) {
-      sr.status = StageStatus::skipped;
-      sr.reason = !triggered ? "within budget (" + std::to_string(size) + " ≤ " + std::to_string(budget.limit) + " " + unit + ")"
-                             : "at target (" + std::to_string(size) + " ≤ " + std::to_string(budget.target) + " " + unit + ")";
-      report.stages.push_back(std::move(sr));
-      continue;
-    }
-    if (entry.when.kind == WhenKind::messages_over && committed.size() <= entry.when.messages) {
-      sr.status = StageStatus::skipped;
-      sr.reason = std::to_string(committed.size()) + " messages, not over " + std::to_string(entry.when.messages);
-      report.stages.push_back(std::move(sr));
-      continue;
-    }
-
-    PrefixedLogger stage_log(log, entry.stage + ": ");
-    StageContext context(archive, stage_log);
-    context.budget = budget;
-    context.tail = compute_protected_tail(committed, config_->recent_exchanges);
-    context.requests = requests;
-    context.summarizer = summarizer_.get();
-    context.restore_via = restore_phrase_;
-
-    // What the stage archives stays only if its candidate is committed (not declined, rejected
-    // or unchanged).
-    const ArchiveStore::Mark archive_mark = archive.mark();
-    auto started = std::chrono::steady_clock::now();
-    if (options.on_stage_start) options.on_stage_start(entry.stage, sr.plugin_file);
-    auto result = run_stage(*s.instance, *entry.registered, committed, context);
-    if (options.on_stage_end) options.on_stage_end();
-    sr.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
-
-    if (!result || result->kind() != StageResult::Kind::candidate) archive.revert_to(archive_mark);
-    if (!result) {
-      sr.status = StageStatus::failed;
-      sr.reason = result.error().message;
-      report.stages.push_back(std::move(sr));
-      report.status = "failed";
-      report.exit_code = 3;
-      report.error = result.error().message;
+  for (BuiltStage& s : options.prompt_too_long ? on_prompt_too_long_ : pipeline_) {
+    report.stages.push_back(run_stage_on(s, committed, run));
+    const StageRunReport& sr = report.stages.back();
+    if (sr.status == StageStatus::failed) {
+      report.status = RunStatus::failed;
+      report.error = sr.reason;
       return report;
     }
-    // Nothing to do, or nothing that could be done safely (a decline): the conversation stays as it
-    // was and the next stage runs. Only a rejection (a candidate that broke a rule) is subject to
-    // on_violation.
-    if (result->kind() != StageResult::Kind::candidate) {
-      sr.status = result->declined() ? StageStatus::declined : StageStatus::unchanged;
-      sr.reason = result->reason();
-      report.stages.push_back(std::move(sr));
-      continue;
+    if (sr.status != StageStatus::rejected) continue;
+    if (config_->on_violation == ViolationPolicy::abort) {
+      report.status = RunStatus::aborted;
+      break;
     }
-    Conversation candidate = ConversationHost::in_frame_of(*result, committed);  // copies message pointers only
-    if (same_messages(candidate, committed)) {
-      archive.revert_to(archive_mark);  // nothing removed: what it archived is nobody's
-      sr.status = StageStatus::unchanged;
-      report.stages.push_back(std::move(sr));
-      continue;
-    }
-    CheckInput check{committed, candidate, context.tail, requests};
-    check.unit = budget.unit;
-    check.may_touch_tail = entry.registered->info->may_touch_tail;
-    check.may_grow = entry.registered->info->may_grow;
-    check.archive = &archive;
-    std::vector<Violation> violations;
-    for (const Checker* c : stage_checkers) c->check(check, violations);
-    // A system entry left without a place is refused even when the config leaves `structure` out:
-    // the host keeps them, so none is ever lost silently.
-    if (!candidate.system_entries_placed() &&
-        std::none_of(violations.begin(), violations.end(), [](const Violation& v) { return v.checker == "structure"; }))
-      make_builtin_checker("structure")->check(check, violations);
-    if (!violations.empty()) {
-      archive.revert_to(archive_mark);
-      sr.status = StageStatus::rejected;
-      sr.violations = std::move(violations);
-      report.stages.push_back(std::move(sr));
-      if (config_->on_violation == ViolationPolicy::abort) {
-        report.status = "aborted";
-        report.exit_code = 1;
-        break;
-      }
-      rejected = true;
-      continue;
-    }
-    committed = candidate;
-    sr.status = StageStatus::committed;
-    sr.after = SizeSnapshot::of(committed);
-    report.stages.push_back(std::move(sr));
+    rejected = true;
   }
 
   if (auto durable = archive.commit(); !durable) {
-    report.status = "failed";
-    report.exit_code = 3;
+    report.status = RunStatus::failed;
     report.error = durable.error().message;
     return report;
   }
   report.first_changed_message = first_changed(input, committed);
-  if (report.status.empty()) {
-    bool over = committed.size_in(budget.unit) > budget.limit;
+  if (report.status != RunStatus::aborted) {
     // A skipped rejection is reported as what it is, even when the output fits; so is a refused
     // call (prompt_too_long) that nothing could compact: the refusal goes back to the caller.
+    const bool over = committed.size_in(budget.unit) > budget.limit;
     const bool uncompacted = options.prompt_too_long && !report.first_changed_message;
-    report.status = rejected ? "rejected" : over ? "over_budget" : uncompacted ? "not_compacted" : "ok";
-    report.exit_code = rejected || over || uncompacted ? 1 : 0;
+    report.status = rejected ? RunStatus::rejected : over ? RunStatus::over_budget : uncompacted ? RunStatus::not_compacted : RunStatus::ok;
   }
   report.output_size = SizeSnapshot::of(committed);
   report.output = committed;

@@ -51,6 +51,11 @@ class Pipeline {
     const PipelineEntryConfig* entry;
     std::unique_ptr<Stage> instance;
   };
+  struct RunState;
+  // One stage on `committed`: its report, `committed` replaced when its candidate passed every
+  // checker (what it archived otherwise reverted).
+  StageRunReport run_stage_on(BuiltStage& s, Conversation& committed, RunState& run) const;
+
   std::unique_ptr<PipelineConfig> config_;  // stable address: BuiltStage points into it
   std::vector<BuiltStage> pipeline_;
   std::vector<BuiltStage> on_prompt_too_long_;

@@ -18,6 +18,32 @@ std::string_view to_string(StageStatus status) {
   return "?";
 }
 
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::over_budget: return "over_budget";
+    case RunStatus::rejected: return "rejected";
+    case RunStatus::not_compacted: return "not_compacted";
+    case RunStatus::aborted: return "aborted";
+    case RunStatus::bad_input: return "bad_input";
+    case RunStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+ExitCode exit_code_of(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return kExitOk;
+    case RunStatus::over_budget:
+    case RunStatus::rejected:
+    case RunStatus::not_compacted:
+    case RunStatus::aborted: return kExitNotDone;
+    case RunStatus::bad_input: return kExitBadInput;
+    case RunStatus::failed: return kExitPluginError;
+  }
+  return kExitPluginError;
+}
+
 std::vector<std::string> StageRunReport::violation_lines() const {
   std::vector<std::string> out;
   out.reserve(violations.size());
@@ -107,9 +133,9 @@ std::string RunReport::to_json() const {
       {"output_size", size_json(output_size, budget.unit)},
       {"first_changed_message", first_changed_message ? json::value(*first_changed_message) : json::value(nullptr)},
       {"stages", stages_json},
-      {"status", status},
+      {"status", to_string(status)},
       {"error", error},
-      {"exit_code", exit_code},
+      {"exit_code", static_cast<int>(exit_code())},
       {"resolved_pipeline", resolved_pipeline},
   };
   if (!summarizer_calls.empty()) {
@@ -185,7 +211,7 @@ std::string RunReport::summary() const {
                        priced ? fmt::format("${:.4f}", cost) : std::string("cost unknown (no price for the model)"),
                        static_cast<double>(ms) / 1000.0);
   }
-  out += fmt::format("status: {} (exit {})\n", status, exit_code);
+  out += fmt::format("status: {} (exit {})\n", to_string(status), static_cast<int>(exit_code()));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
 #include "compactor/violation.hpp"
+#include "host/exit_code.hpp"
 
 #include <optional>
 #include <string>
@@ -24,6 +25,14 @@ enum class StageStatus {
   failed,     // threw (a plugin failure); the run stops
 };
 std::string_view to_string(StageStatus status);
+
+// How a run ended. Each has one exit code: ok 0; over_budget, rejected (a stage's candidate broke
+// a rule and was skipped), not_compacted (prompt_too_long, nothing could be compacted) and
+// aborted (a rejection under on_violation: abort) 1; bad_input 2; failed (a plugin failure, or the
+// archive could not be made durable) 3.
+enum class RunStatus { ok, over_budget, rejected, not_compacted, aborted, bad_input, failed };
+std::string_view to_string(RunStatus status);
+ExitCode exit_code_of(RunStatus status);
 
 struct SizeSnapshot {
   std::size_t messages = 0;
@@ -62,9 +71,9 @@ struct RunReport {
   std::optional<std::size_t> first_changed_message;  // a prompt cache reuses everything before it
   std::vector<StageRunReport> stages;
   std::string resolved_pipeline;  // print_pipeline() of the config that ran
-  std::string status;             // ok | over_budget | aborted | bad_input | failed
-  std::string error;              // for bad_input / failed: the line(s) printed
-  int exit_code = 0;
+  RunStatus status = RunStatus::ok;
+  std::string error;  // for bad_input / failed: the line(s) printed
+  ExitCode exit_code() const { return exit_code_of(status); }
   std::optional<Conversation> output;  // the last committed conversation (exit 0 and 1)
   std::vector<PricedSummarizerCall> summarizer_calls;  // in the report only when a model was called
   std::string prices;                                  // the price table's source and date, when priced

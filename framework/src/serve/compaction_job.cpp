@@ -60,7 +60,7 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
     options.on_stage_end = [progress] { progress->stage_finished(); };
   }
   RunReport r = pipeline.run(input, options, log);
-  o.status = r.status;
+  o.status = std::string(to_string(r.status));
   o.size_in = r.input_size.sizes.in(r.budget.unit);
   o.size_out = r.output_size.sizes.in(r.budget.unit);
   for (const auto& s : r.stages) {
@@ -68,12 +68,12 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
     o.stage_us.push_back(s.wall_us);
     o.stages_us += s.wall_us;
   }
-  if (r.exit_code == 2) {
+  if (r.status == RunStatus::bad_input) {
     o.result = JobOutcome::refused;
     o.warning = "input refused, forwarded unchanged: " + first_line(r.error);
     return out;
   }
-  if ((r.exit_code != 0 && r.exit_code != 1) || !r.output) {
+  if (r.status == RunStatus::failed || !r.output) {
     o.warning = "pipeline failed, forwarded unchanged: " + first_line(r.error);
     return out;
   }

@@ -178,11 +178,17 @@ Status status_of(StageStatus s) {
   return Status::failed;
 }
 
-RunStatus run_status_of(const std::string& s) {
-  for (RunStatus r : {RunStatus::ok, RunStatus::over_budget, RunStatus::rejected, RunStatus::aborted, RunStatus::not_compacted,
-                      RunStatus::bad_input, RunStatus::failed})
-    if (to_string(r) == s) return r;
-  throw std::logic_error("the host reported a run status the test kit does not know: " + s);
+RunStatus run_status_of(compactor::RunStatus s) {
+  switch (s) {
+    case compactor::RunStatus::ok: return RunStatus::ok;
+    case compactor::RunStatus::over_budget: return RunStatus::over_budget;
+    case compactor::RunStatus::rejected: return RunStatus::rejected;
+    case compactor::RunStatus::not_compacted: return RunStatus::not_compacted;
+    case compactor::RunStatus::aborted: return RunStatus::aborted;
+    case compactor::RunStatus::bad_input: return RunStatus::bad_input;
+    case compactor::RunStatus::failed: return RunStatus::failed;
+  }
+  throw std::logic_error("the host reported a run status the test kit does not know");
 }
 
 StageOutcome outcome_of(const StageRunReport& s) { return StageOutcome{s.stage, status_of(s.status), s.reason, s.violations}; }
@@ -281,7 +287,7 @@ PipelineRun run_pipeline(const std::string& config_file, const Conversation& inp
   run_options.prompt_too_long = options.prompt_too_long;
   run_options.archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
   RunReport report = pipeline->run(input, run_options, log);
-  PipelineRun out{run_status_of(report.status), report.exit_code, report.error, {}, report.output ? *report.output : input,
+  PipelineRun out{run_status_of(report.status), static_cast<int>(report.exit_code()), report.error, {}, report.output ? *report.output : input,
                   *run_options.archive_dir};
   for (const StageRunReport& s : report.stages) out.stages.push_back(outcome_of(s));
   return out;
