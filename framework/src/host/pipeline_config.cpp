@@ -900,8 +900,10 @@ Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamVal
   ParamValues out;
   std::vector<std::string> names;
   for (const ParamSpec& p : schema) names.push_back(p.name);
-  for (const auto& [name, value] : given.all()) {
-    auto spec = std::find_if(schema.begin(), schema.end(), [&](const ParamSpec& p) { return p.name == name; });
+  for (const auto& given_param : given.all()) {
+    const auto& [name, value] = given_param;
+    // clang 14 (clang-tidy's) cannot capture a structured binding: the pair is captured.
+    auto spec = std::find_if(schema.begin(), schema.end(), [&](const ParamSpec& p) { return p.name == given_param.first; });
     if (spec == schema.end())
       return Error{owner + ": params." + name + ": unknown parameter; " + owner + " takes: " + (names.empty() ? "none" : list(names))};
     if (auto expected = spec->check(value)) return Error{owner + ": params." + name + ": expected " + *expected + ", got " + to_string(value)};
