@@ -11,6 +11,7 @@ namespace compactor {
 namespace {
 
 namespace json = boost::json;
+using detail::foreign_members;
 
 // The carry rule's block and member (wire/carried.hpp, one layer up, reads them).
 constexpr std::string_view kCarried = "carried";
@@ -22,16 +23,6 @@ json::object carried_block(std::string_view of, json::value value, bool reasonin
 }
 
 std::string kind_of(const json::value& v) { return std::string(detail::json_kind(v)); }
-
-json::object foreign_members(const json::object& o, std::initializer_list<std::string_view> known) {
-  json::object out;
-  for (const auto& kv : o) {
-    bool is_known = false;
-    for (std::string_view k : known) is_known |= kv.key() == k;
-    if (!is_known) out.emplace(kv.key(), kv.value());
-  }
-  return out;
-}
 
 void carry(json::object& block, json::object members) {
   if (!members.empty()) block.emplace(kCarried, std::move(members));

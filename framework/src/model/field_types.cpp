@@ -39,6 +39,16 @@ struct Fields {
 
 }  // namespace
 
+boost::json::object foreign_members(const boost::json::object& o, std::initializer_list<std::string_view> known) {
+  boost::json::object out;
+  for (const auto& kv : o) {
+    bool is_known = false;
+    for (std::string_view k : known) is_known |= kv.key() == k;
+    if (!is_known) out.emplace(kv.key(), kv.value());
+  }
+  return out;
+}
+
 std::string_view json_kind(const boost::json::value& v) {
   switch (v.kind()) {
     case boost::json::kind::null: return "null";

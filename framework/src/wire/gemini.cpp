@@ -20,6 +20,7 @@ namespace compactor::wire {
 namespace {
 
 namespace json = boost::json;
+using detail::foreign_members;
 
 // The id the adapter makes up for a call or a response that has none: where the part is
 // (`contents.3.parts.1`), so a refusal names it, and stable for that place, so a history read
@@ -37,16 +38,6 @@ Named member(const json::object& o, std::string_view camel, std::string_view sna
   if (const json::value* v = o.if_contains(camel)) return {v, camel};
   if (const json::value* v = o.if_contains(snake)) return {v, snake};
   return {};
-}
-
-json::object foreign_members(const json::object& o, std::initializer_list<std::string_view> known) {
-  json::object out;
-  for (const auto& kv : o) {
-    bool is_known = false;
-    for (std::string_view k : known) is_known |= kv.key() == k;
-    if (!is_known) out.emplace(kv.key(), kv.value());
-  }
-  return out;
 }
 
 bool is_true(const json::value* v) { return v != nullptr && v->is_bool() && v->get_bool(); }

@@ -18,6 +18,7 @@ namespace compactor::wire {
 namespace {
 
 namespace json = boost::json;
+using detail::foreign_members;
 
 // The wire items (elements of `messages`) one model message was read from: a Chat message, or
 // the run of tool messages that answer one assistant message.
@@ -29,17 +30,6 @@ struct Origin {
 };
 
 std::string kind_of(const json::value& v) { return std::string(detail::json_kind(v)); }
-
-// The members of `o` but `known`, or nothing.
-json::object foreign_members(const json::object& o, std::initializer_list<std::string_view> known) {
-  json::object out;
-  for (const auto& kv : o) {
-    bool is_known = false;
-    for (std::string_view k : known) is_known |= kv.key() == k;
-    if (!is_known) out.emplace(kv.key(), kv.value());
-  }
-  return out;
-}
 
 void carry(json::object& block, json::object members) {
   if (!members.empty()) block.emplace(kCarriedMember, std::move(members));
@@ -519,22 +509,27 @@ class OpenAiChat final : public WireFormat {
   }
 
   ErrorReply error_reply(ProxyError kind, std::string_view message) const override {
-    auto reply = [&](int status, std::string_view type, std::string_view code) {
-      json::object error{{"message", message}, {"type", type}};
-      error["code"] = code.empty() ? json::value(nullptr) : json::value(code);
-      return ErrorReply{status, json::serialize(json::object{{"error", std::move(error)}})};
-    };
-    switch (kind) {
-      case ProxyError::overloaded: return reply(503, "server_error", "");
-      case ProxyError::body_too_large: return reply(413, "invalid_request_error", "request_too_large");
-      case ProxyError::upstream_failed: return reply(502, "server_error", "");
-      case ProxyError::pipeline_failed: return reply(500, "server_error", "");
-    }
-    return reply(500, "server_error", "");
+    return openai_error_reply(kind, message, false);
   }
 };
 
 }  // namespace
+
+ErrorReply openai_error_reply(ProxyError kind, std::string_view message, bool with_param) {
+  auto reply = [&](int status, std::string_view type, std::string_view code) {
+    json::object error{{"message", message}, {"type", type}};
+    if (with_param) error["param"] = nullptr;
+    error["code"] = code.empty() ? json::value(nullptr) : json::value(code);
+    return ErrorReply{status, json::serialize(json::object{{"error", std::move(error)}})};
+  };
+  switch (kind) {
+    case ProxyError::overloaded: return reply(503, "server_error", "");
+    case ProxyError::body_too_large: return reply(413, "invalid_request_error", "request_too_large");
+    case ProxyError::upstream_failed: return reply(502, "server_error", "");
+    case ProxyError::pipeline_failed: return reply(500, "server_error", "");
+  }
+  return reply(500, "server_error", "");
+}
 
 const WireFormat& openai_chat() {
   static const OpenAiChat format;

@@ -10,4 +10,8 @@ namespace compactor::wire {
 
 const WireFormat& openai_chat();
 
+// An OpenAI API's error body for what went wrong in the proxy: {"error": {message, type, code}}
+// (with "param": null, as the Responses API writes it, when `with_param`).
+ErrorReply openai_error_reply(ProxyError kind, std::string_view message, bool with_param);
+
 }  // namespace compactor::wire

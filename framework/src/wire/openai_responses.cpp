@@ -2,6 +2,7 @@
 
 #include "wire/array_spans.hpp"
 #include "wire/carried.hpp"
+#include "wire/openai_chat.hpp"
 #include "wire/responses_rules.hpp"
 #include "wire/unique_call_ids.hpp"
 
@@ -313,18 +314,7 @@ class OpenAiResponses final : public WireFormat {
   }
 
   ErrorReply error_reply(ProxyError kind, std::string_view message) const override {
-    auto reply = [&](int status, std::string_view type, std::string_view code) {
-      json::object error{{"message", message}, {"type", type}, {"param", nullptr}};
-      error["code"] = code.empty() ? json::value(nullptr) : json::value(code);
-      return ErrorReply{status, json::serialize(json::object{{"error", std::move(error)}})};
-    };
-    switch (kind) {
-      case ProxyError::overloaded: return reply(503, "server_error", "");
-      case ProxyError::body_too_large: return reply(413, "invalid_request_error", "request_too_large");
-      case ProxyError::upstream_failed: return reply(502, "server_error", "");
-      case ProxyError::pipeline_failed: return reply(500, "server_error", "");
-    }
-    return reply(500, "server_error", "");
+    return openai_error_reply(kind, message, true);
   }
 };
 
