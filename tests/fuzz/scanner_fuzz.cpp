@@ -2,7 +2,8 @@
 // Boost.JSON accepts too (the scanner refuses more: duplicate keys, lone surrogates, depth over
 // 256), and reading the bytes as a conversation never crashes. The one-pass ValueParser (what
 // the reader parses messages with) accepts nothing the scanner refuses, ends where it ends and
-// builds the value Boost.JSON parses from the same bytes.
+// builds the value Boost.JSON parses from the same bytes. find_value_span, on any bytes, stays
+// inside them.
 #include "model/conversation_reader.hpp"
 #include "fuzz_check.hpp"
 #include "model/json_scanner.hpp"
@@ -24,6 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     boost::json::parse(text, ec, &resource, options);
     FUZZ_CHECK(!ec, "the scanner accepted what Boost.JSON refuses: " + ec.message());
   }
+  // A key looked for before any parse (an adapter's): on any bytes, nothing read outside them.
+  if (auto span = compactor::detail::find_value_span(text, {{"input"}, {"", 1}, {"id"}}))
+    FUZZ_CHECK(span->begin <= span->end && span->end <= text.size(), "a span outside the bytes");
   compactor::detail::ValueParser fast(text);
   std::size_t fast_end = 0;
   std::size_t start = scanner.skip_whitespace(0);

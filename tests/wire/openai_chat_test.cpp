@@ -189,6 +189,21 @@ TEST_F(ChatCarry, AHistoryTheApiRefusesIsRefusedWithItsRuleNamed) {
             std::string::npos);
 }
 
+TEST(ChatRead, ABareMessagesArrayMustBeTheWholeInput) {
+  // Read as {"messages": <input>}, bytes after the array would be members of that body and the
+  // input written back as it came, not JSON (a fuzzer's find, tests/fuzz/regressions/chat).
+  const std::string array = R"([{"role":"user","content":"hi"}])";
+  auto alone = wire::openai_chat().read(" \n" + array + "\n ", "a.json");
+  ASSERT_TRUE(alone) << alone.error().message;
+  auto written = (*alone)->write((*alone)->conversation());
+  ASSERT_TRUE(written);
+  EXPECT_EQ(*written, " \n" + array + "\n ");
+  auto more = wire::openai_chat().read(array + R"(, "model": "m")", "b.json");
+  ASSERT_FALSE(more);
+  EXPECT_EQ(more.error().message, "b.json: offset 32: more after the messages array, which must be the whole input");
+  EXPECT_FALSE(wire::openai_chat().read(array + R"(, "messages": [])", "c.json"));
+}
+
 TEST(CarriedUnchanged, ACarriedBlockThatChangesIsAViolationAndOneThatLeavesWithItsMessageIsNot) {
   auto message = [](const std::string& reasoning) {
     return test::message_or_die(json::object{{"role", "assistant"},

@@ -231,6 +231,28 @@ TEST_F(ResponsesCarry, RequestsWhoseHistoryTheUpstreamHoldsArePassedThrough) {
 }
 
 // check on each hand-made body: the valid one passes; each other is refused with its rule named.
+TEST(ResponsesRead, ABareItemsArrayMustBeTheWholeInput) {
+  const std::string array = R"([{"role":"user","content":"hi"}])";
+  auto alone = wire::openai_responses().read(array + "\n", "a.json");
+  ASSERT_TRUE(alone) << alone.error().message;
+  auto more = wire::openai_responses().read(array + R"(, "model": "m")", "b.json");
+  ASSERT_FALSE(more);
+  EXPECT_EQ(more.error().message, "b.json: offset 32: more after the input items array, which must be the whole input");
+}
+
+TEST(ResponsesRead, TheUpstreamHeldHistoryIsLookedForOnAnyBytesWithoutReadingPastThem) {
+  // passed_through looks for previous_response_id before the body is parsed; on every cut of a
+  // body (each its own allocation, so AddressSanitizer sees a read past it) it answers, and only
+  // the whole body names the key.
+  const std::string body = R"({"input":[{"role":"user","content":"hi"}],"store":[1,{"a":"b\"c"}],"previous_response_id":"resp_1"})";
+  for (std::size_t n = 0; n < body.size(); ++n) {
+    const std::string cut = body.substr(0, n);
+    (void)wire::openai_responses().passed_through(cut);
+  }
+  EXPECT_TRUE(wire::openai_responses().passed_through(body).has_value());
+  EXPECT_FALSE(wire::openai_responses().passed_through(R"({"input":[],"previous_response_id":null})").has_value());
+}
+
 TEST(ResponsesCheck, EachRuleBrokenByAHandMadeBodyIsNamedAndAValidOneRoundTripsThroughRun) {
   const std::string data = std::string(COMPACTOR_TEST_DATA_DIR) + "/responses/";
   const std::map<std::string, std::string> rules = {

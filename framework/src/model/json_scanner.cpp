@@ -355,6 +355,7 @@ std::size_t skip_string(std::string_view t, std::size_t pos) {
 }
 
 std::size_t skip_value(std::string_view t, std::size_t pos) {
+  if (pos >= t.size()) return t.size();  // truncated input: find_value_span reads any bytes
   char c = t[pos];
   if (c == '"') return skip_string(t, pos);
   if (c == '{' || c == '[') {
@@ -393,7 +394,7 @@ std::optional<JsonSpan> find_value_span(std::string_view t, const std::vector<Pa
         if (pos >= t.size() || t[pos] == ']') return std::nullopt;
         if (i == step.index) break;
         pos = skip_ws(t, skip_value(t, pos));
-        if (t[pos] == ',') pos = skip_ws(t, pos + 1);
+        if (pos < t.size() && t[pos] == ',') pos = skip_ws(t, pos + 1);
       }
       continue;
     }

@@ -129,7 +129,8 @@ struct PathStep {
 };
 
 // The span of the value at `path` inside `text`, which must be valid JSON (already scanned);
-// nothing when the path does not exist.
+// nothing when the path does not exist. On other bytes (an adapter looks for a key before it
+// parses a body) it never reads outside `text`, and what it finds means nothing.
 std::optional<JsonSpan> find_value_span(std::string_view text, const std::vector<PathStep>& path);
 
 // Boost.JSON's parse of a whole text under kMaxJsonDepth (its default of 32 would refuse input

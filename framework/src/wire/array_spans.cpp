@@ -89,4 +89,10 @@ std::optional<ArraySpans> array_member_spans(std::string_view body, std::string_
   }
 }
 
+bool is_whole_bare_array(const ArraySpans& spans, std::string_view wrapped, std::size_t prefix_size) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  return spans.open == wrapped.find_first_not_of(kSpace, prefix_size) && !wrapped.empty() &&
+         wrapped.find_first_not_of(kSpace, spans.close + 1) == wrapped.size() - 1;
+}
+
 }  // namespace compactor::wire

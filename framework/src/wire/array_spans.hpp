@@ -19,4 +19,9 @@ struct ArraySpans {
 // in a parse.
 std::optional<ArraySpans> array_member_spans(std::string_view body, std::string_view key);
 
+// An adapter reads a bare array as the body `{"key":` + array + `}`. True when these spans are
+// that array and it was all the client sent (only whitespace around it): bytes after it would
+// otherwise be read as members of the made-up body and written back as they came, not JSON.
+bool is_whole_bare_array(const ArraySpans& spans, std::string_view wrapped, std::size_t prefix_size);
+
 }  // namespace compactor::wire

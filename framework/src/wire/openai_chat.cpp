@@ -456,6 +456,9 @@ class OpenAiChat final : public WireFormat {
     auto spans = list != nullptr && list->is_array() ? array_member_spans(text, "messages") : std::nullopt;
     if (!spans || spans->items.size() != list->get_array().size())
       return Error{source + ": not an OpenAI chat request (an object with a messages array) nor a messages array"};
+    if (request->bare && !is_whole_bare_array(*spans, text, kBareOpen.size()))
+      return Error{fmt::format("{}: offset {}: more after the {}, which must be the whole input", source,
+                               spans->close + 1 - kBareOpen.size(), "messages array")};
     request->spans = std::move(*spans);
     Reader reader(*request, source);
     if (auto read = reader.read(list->get_array()); !read) return read.error();

@@ -277,6 +277,9 @@ class OpenAiResponses final : public WireFormat {
     auto spans = input != nullptr && input->is_array() ? array_member_spans(text, "input") : std::nullopt;
     if (!spans || spans->items.size() != input->get_array().size())
       return Error{source + ": not an OpenAI Responses request (an object with an input array) nor an input items array"};
+    if (request->bare && !is_whole_bare_array(*spans, text, kBareOpen.size()))
+      return Error{fmt::format("{}: offset {}: more after the {}, which must be the whole input", source,
+                               spans->close + 1 - kBareOpen.size(), "input items array")};
     request->spans = std::move(*spans);
     // What else the model reads and the budget counts: the instructions and the tools, as sent.
     std::vector<std::string_view> fixed;
