@@ -1,5 +1,7 @@
 #include "import/gemini_chat.hpp"
 
+#include "import/json_lines.hpp"
+
 #include "import/import_drafts.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
@@ -238,27 +240,9 @@ ImportResult import_gemini_chat(std::string_view bytes, const std::string& sourc
       }
     }
   } else {
-    const std::string_view all = bytes;
-    detail::ValueParser parser(all);
-    std::size_t line_no = 0;
-    while (!bytes.empty()) {
-      std::size_t nl = bytes.find('\n');
-      std::string_view line = bytes.substr(0, nl);
-      bytes.remove_prefix(nl == std::string_view::npos ? bytes.size() : nl + 1);
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-      ++report.lines;
-      const std::size_t begin = static_cast<std::size_t>(line.data() - all.data());
-      detail::JsonErrorAt refusal;
-      std::optional<json::value> read = detail::read_json(parser, all, {begin, begin + line.size()}, refusal);
-      if (!read || !read->is_object()) {
-        if (report.broken_lines.empty())
-          report.first_broken_why = "line " + std::to_string(line_no) + ": " +
-                                    (read ? "a line holds a JSON object, got " + std::string(detail::json_kind(*read))
-                                          : refusal.what + " (byte " + std::to_string(refusal.offset) + " of the line)");
-        report.broken_lines.push_back(line_no);
-        continue;
-      }
+    JsonLines lines(bytes);
+    while (std::optional<json::value> read = lines.next(report)) {
+      const std::size_t line_no = lines.line_no();
       json::object& o = read->get_object();
       if (const json::value* set = o.if_contains("$set"); set != nullptr && set->is_object()) {
         if (const json::value* messages = set->get_object().if_contains("messages"); messages != nullptr && messages->is_array()) {

@@ -3,6 +3,7 @@
 #include "import/codex_session.hpp"
 #include "import/gemini_chat.hpp"
 #include "import/import_drafts.hpp"
+#include "import/json_lines.hpp"
 
 #include "model/conversation_host.hpp"
 #include "model/conversation_reader.hpp"
@@ -379,29 +380,9 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   std::unordered_map<std::string, std::size_t> position;  // uuid → chain length right after it
   std::set<std::string> log_tool_uses;
   CallRecorder recorder;
-  // Each line is read under the conversation reader's rules (no key twice, the same depth), by
-  // one parser over the file's bytes.
-  const std::string_view all = bytes;
-  detail::ValueParser parser(all);
-  std::size_t line_no = 0;
-  while (!bytes.empty()) {
-    std::size_t nl = bytes.find('\n');
-    std::string_view line = bytes.substr(0, nl);
-    bytes.remove_prefix(nl == std::string_view::npos ? bytes.size() : nl + 1);
-    ++line_no;
-    if (blank(line)) continue;
-    ++report.lines;
-    const std::size_t line_begin = static_cast<std::size_t>(line.data() - all.data());
-    detail::JsonErrorAt refusal;
-    std::optional<json::value> read = detail::read_json(parser, all, {line_begin, line_begin + line.size()}, refusal);
-    if (!read || !read->is_object()) {
-      if (report.broken_lines.empty())
-        report.first_broken_why = "line " + std::to_string(line_no) + ": " +
-                                  (read ? "a line holds a JSON object, got " + std::string(detail::json_kind(*read))
-                                        : refusal.what + " (byte " + std::to_string(refusal.offset) + " of the line)");
-      report.broken_lines.push_back(line_no);
-      continue;
-    }
+  JsonLines lines(bytes);
+  while (std::optional<json::value> read = lines.next(report)) {
+    const std::size_t line_no = lines.line_no();
     json::value& v = *read;
     json::object& o = v.get_object();
     recorder.read(o, line_no);
