@@ -37,6 +37,18 @@ int hex_value(char c) {
   return -1;
 }
 
+// The four hex digits of a \u escape at text[at], into `out`; false when they are not.
+bool read_hex4(std::string_view text, std::size_t at, unsigned& out) {
+  if (at + 4 > text.size()) return false;
+  out = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    int h = hex_value(text[at + i]);
+    if (h < 0) return false;
+    out = out * 16 + static_cast<unsigned>(h);
+  }
+  return true;
+}
+
 // Length of the valid UTF-8 sequence at text[pos] (pos holds a byte >= 0x80), or 0.
 std::size_t utf8_sequence(std::string_view text, std::size_t pos) {
   auto byte = [&](std::size_t i) -> unsigned { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
@@ -264,16 +276,7 @@ bool JsonScanner::string(std::string_view* raw) {
       if (pos_ + 1 >= n) return fail(open, "unterminated string");
       char e = data[pos_ + 1];
       if (e == 'u') {
-        auto read_hex = [&](std::size_t at, unsigned& out) {
-          if (at + 4 > n) return false;
-          out = 0;
-          for (std::size_t i = 0; i < 4; ++i) {
-            int h = hex_value(data[at + i]);
-            if (h < 0) return false;
-            out = out * 16 + static_cast<unsigned>(h);
-          }
-          return true;
-        };
+        auto read_hex = [&](std::size_t at, unsigned& out) { return read_hex4({data, n}, at, out); };
         unsigned cp = 0;
         if (!read_hex(pos_ + 2, cp)) return fail(pos_, "invalid \\u escape: expected four hex digits");
         if (cp >= 0xDC00 && cp <= 0xDFFF) return fail(pos_, "invalid \\u escape: lone low surrogate");
@@ -682,16 +685,7 @@ class Builder {
     if (pos_ + 1 >= n) return false;
     char e = data[pos_ + 1];
     if (e == 'u') {
-      auto read_hex = [&](std::size_t at, unsigned& v) {
-        if (at + 4 > n) return false;
-        v = 0;
-        for (std::size_t i = 0; i < 4; ++i) {
-          int h = hex_value(data[at + i]);
-          if (h < 0) return false;
-          v = v * 16 + static_cast<unsigned>(h);
-        }
-        return true;
-      };
+      auto read_hex = [&](std::size_t at, unsigned& v) { return read_hex4({data, n}, at, v); };
       unsigned cp = 0;
       if (!read_hex(pos_ + 2, cp) || (cp >= 0xDC00 && cp <= 0xDFFF)) return false;
       if (cp >= 0xD800 && cp <= 0xDBFF) {
