@@ -75,4 +75,11 @@ if [ "$with_tests" -eq 1 ]; then
   for clients in "$root"/tests/clients/*/; do
     [ -f "$clients/package-lock.json" ] && npm_ci "${clients%/}" "the test client in ${clients#$root/}"
   done
+  # The agent CLIs (Gemini CLI declares engines node >=20) need Node 20 or newer; Debian 12's own
+  # nodejs is 18, installed above only when the machine had no Node at all.
+  node_major="$(node -p 'process.versions.node.split(".")[0]')"
+  if [ "$node_major" -lt 20 ]; then
+    echo "setup: Node.js $(node --version) is older than 20, which the agent CLI tests need (tests/clients);" \
+         "install Node.js 20 or newer (e.g. from nodesource) before tools/test.sh" >&2
+  fi
 fi
