@@ -1,5 +1,5 @@
 // `compactor serve` on the Gemini API's routes, against fake upstreams on loopback: the built CLI
-// as a separate process, the Gemini upstream given by `serve.gemini_upstream`, the Messages API
+// as a separate process, the Gemini upstream given by `serve.upstreams`, the Messages API
 // upstream beside it to show nothing of Gemini's goes there. Nothing leaves the machine.
 #include "support/loopback_http_server.hpp"
 #include "support/serve_process.hpp"
@@ -50,7 +50,7 @@ std::string gemini_body(int reads, std::size_t size) {
 std::string write_config(const fs::path& dir, const std::string& gemini_upstream, const std::string& pipeline) {
   std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 20000, target: 16000}\narchive: {dir: archive}\n"
                                 << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\n"
-                                << pipeline << "serve:\n  gemini_upstream: " << gemini_upstream << "\n";
+                                << pipeline << "serve:\n  upstreams: {gemini: " << gemini_upstream << "}\n";
   return "c.yaml";
 }
 

@@ -265,36 +265,44 @@ TEST(Serve, UpstreamErrorsAndOtherPathsPassThrough) {
   std::string metrics = call(serve.port(), "GET", "/metrics").body;
   EXPECT_NE(metrics.find("compactor_serve_requests_total{route=\"messages\",outcome=\"unchanged\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("compactor_serve_upstream_errors_total{status=\"429\"} 1"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("compactor_serve_requests_total{route=\"count_tokens\",outcome=\"passed\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_requests_total{route=\"messages_other\",outcome=\"passed\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("# TYPE compactor_serve_stage_seconds histogram"), std::string::npos) << metrics;
   fs::remove_all(dir);
 }
 
+// Pipelines are limited, not connections: with one worker busy (a stage that takes two seconds)
+// and serve.max_queued 1 taken, the next compacting request is refused (529, Retry-After) before
+// its body is read, and the two others are answered. A body over serve.max_body_bytes is refused
+// unread.
 TEST(Serve, LimitsAreEnforced) {
   fs::path dir = fresh_dir("limits");
   const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
-  // The first request holds the only slot until the test lets the upstream answer.
-  std::promise<void> release;
-  auto gate = release.get_future().share();
-  ScriptedResponse slow{200, {}, test::anthropic_reply("late")};
-  slow.before_answer = [gate] { gate.wait_for(std::chrono::seconds(30)); };
-  LoopbackHttpServer upstream({slow});
-  ServeProcess serve(dir, write_config(dir, "serve: {max_concurrency: 1, max_body_bytes: 2048}\n"), upstream.base_url());
-  auto first = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
-  for (int i = 0; i < 3000 && upstream.requests().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(upstream.requests().size(), 1u);
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("a")}, {200, {}, test::anthropic_reply("b")}});
+  const std::string slow = "pipeline:\n  - stage: misbehave\n    params: {mode: slow}\n";
+  const fs::path stage_log = dir / "stage.log";
+  ServeProcess serve(dir, write_config(dir, "serve: {workers: 1, max_queued: 1, max_body_bytes: 2048}\n", "c.yaml", slow),
+                     upstream.base_url(), "serve", {{"COMPACTOR_TEST_STAGE_LOG", stage_log.string()}});
+  auto metric = [&](const std::string& line) {
+    return call(serve.port(), "GET", "/metrics").body.find(line) != std::string::npos;
+  };
+  // One request in the worker (its stage has started), then one waiting for it.
+  auto running = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
+  for (int i = 0; i < 2000 && !fs::exists(stage_log); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto waiting = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", body); });
+  for (int i = 0; i < 1000 && !metric("compactor_serve_pipelines_waiting 1"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   Reply busy = call(serve.port(), "POST", "/v1/messages", body);
   EXPECT_EQ(busy.status, 529);
   EXPECT_EQ(busy.headers["retry-after"], "1");
   EXPECT_EQ(json::parse(busy.body).at("error").at("type"), "overloaded_error");
-  release.set_value();
-  EXPECT_EQ(first.get().status, 200);
+  EXPECT_EQ(running.get().status, 200);
+  EXPECT_EQ(waiting.get().status, 200);
+  EXPECT_TRUE(metric("compactor_serve_rejections_total{reason=\"queue_full\"} 1"));
 
   std::string big = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":")" + std::string(4096, 'x') + "\"}]}";
   Reply too_big = call(serve.port(), "POST", "/v1/messages", big);
   EXPECT_EQ(too_big.status, 413);
   EXPECT_EQ(json::parse(too_big.body).at("error").at("type"), "request_too_large");
-  EXPECT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests().size(), 2u);
   fs::remove_all(dir);
 }
 
@@ -571,12 +579,12 @@ TEST(Serve, AContextLengthExceededRefusalOnTheOpenAiRouteRunsOnPromptTooLongAndR
 
 TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {
   fs::path dir = fresh_dir("config");
-  write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstream: ftp://x\n  max_concurrency: 0\n  on_failure: drop\n  port: 1\n");
+  write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstreams: {anthropic: ftp://x}\n  max_queued: 0\n  on_failure: drop\n  port: 1\n");
   auto r = test::run_cli({"validate", "--config", "c.yaml"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   for (const char* line : {"c.yaml:22:3: serve.port: unknown key", "c.yaml:18:11: serve.listen: expected HOST:PORT",
-                           "c.yaml:19:13: serve.upstream: expected an http:// or https:// URL, got \"ftp://x\"",
-                           "c.yaml:20:20: serve.max_concurrency: expected an integer from 1 to 4096",
+                           "c.yaml:19:26: serve.upstreams.anthropic: expected an http:// or https:// URL, got \"ftp://x\"",
+                           "c.yaml:20:15: serve.max_queued: expected an integer from 1 to 1000000",
                            "c.yaml:21:15: serve.on_failure: expected one of"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
   fs::remove_all(dir);

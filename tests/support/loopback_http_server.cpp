@@ -6,6 +6,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,14 +22,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-int bind_loopback(unsigned short& port) {
+int bind_loopback(unsigned short& port, const std::string& host) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket failed");
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) throw std::runtime_error("not an IPv4 address: " + host);
   addr.sin_port = 0;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("bind failed");
   socklen_t len = sizeof addr;
@@ -39,8 +40,9 @@ int bind_loopback(unsigned short& port) {
 
 }  // namespace
 
-LoopbackHttpServer::LoopbackHttpServer(std::vector<ScriptedResponse> script) : script_(std::move(script)) {
-  listen_fd_ = bind_loopback(port_);
+LoopbackHttpServer::LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host)
+    : script_(std::move(script)), host_(std::move(host)) {
+  listen_fd_ = bind_loopback(port_, host_);
   if (::listen(listen_fd_, 16) != 0) throw std::runtime_error("listen failed");
   thread_ = std::thread([this] { serve(); });
 }
@@ -125,7 +127,7 @@ void LoopbackHttpServer::serve() {
 
 unsigned short refused_port() {
   unsigned short port = 0;
-  int fd = bind_loopback(port);
+  int fd = bind_loopback(port, "127.0.0.1");
   ::close(fd);
   return port;
 }

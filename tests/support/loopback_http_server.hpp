@@ -40,12 +40,13 @@ struct RecordedRequest {
 
 class LoopbackHttpServer {
  public:
-  explicit LoopbackHttpServer(std::vector<ScriptedResponse> script);
+  // `host`: another loopback address (127.0.0.2, say) for a test of where requests may go.
+  explicit LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host = "127.0.0.1");
   ~LoopbackHttpServer();
   LoopbackHttpServer(const LoopbackHttpServer&) = delete;
   LoopbackHttpServer& operator=(const LoopbackHttpServer&) = delete;
 
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string base_url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   unsigned short port() const { return port_; }
   std::vector<RecordedRequest> requests() const;
 
@@ -53,6 +54,7 @@ class LoopbackHttpServer {
   void serve();
 
   std::vector<ScriptedResponse> script_;
+  std::string host_;
   unsigned short port_ = 0;
   int listen_fd_ = -1;
   mutable std::mutex mutex_;

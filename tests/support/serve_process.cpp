@@ -28,7 +28,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 ServeProcess::ServeProcess(const fs::path& dir, const std::string& config, const std::string& upstream, const std::string& name,
-                           const std::vector<std::pair<std::string, std::string>>& env, const std::string& listen)
+                           const std::vector<std::pair<std::string, std::string>>& env, const std::string& listen,
+                           const std::vector<std::string>& prefix)
     : err_(dir / (name + ".err")) {
   int out[2];
   if (::pipe(out) != 0) throw std::runtime_error("pipe");
@@ -41,11 +42,15 @@ ServeProcess::ServeProcess(const fs::path& dir, const std::string& config, const
     ::close(out[0]);
     ::setenv("COMPACTOR_LOG", "info", 1);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<std::string> args = {COMPACTOR_CLI, "serve", "--config", config, "--listen", listen, "--upstream", upstream};
+    // The loopback stand-in answers for the Anthropic and OpenAI APIs alike; a test gives the
+    // Gemini one in its config.
+    std::vector<std::string> args = {COMPACTOR_CLI, "serve", "--config", config, "--listen", listen, "--upstream", upstream,
+                                     "--upstream", "openai=" + upstream};
+    args.insert(args.begin(), prefix.begin(), prefix.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   ::close(out[1]);
@@ -60,7 +65,8 @@ ServeProcess::ServeProcess(const fs::path& dir, const std::string& config, const
   }
   ::close(out[0]);
   auto at = line.find("listening on http://");
-  auto colon = at == std::string::npos ? std::string::npos : line.find(':', at + 20);
+  // The port follows the address's last colon ("[::1]:8088" too).
+  auto colon = at == std::string::npos ? std::string::npos : line.rfind(':', line.find(' ', at + 20));
   if (colon == std::string::npos) throw std::runtime_error("compactor serve did not start: " + line + " " + stderr_text());
   port_ = static_cast<unsigned short>(std::stoi(line.substr(colon + 1)));
 }
@@ -95,7 +101,7 @@ Reply call(unsigned short port, const std::string& method, const std::string& ta
   tcp::socket socket(io);
   socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
   req.set(http::field::content_type, "application/json");
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = body;

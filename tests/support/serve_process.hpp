@@ -15,9 +15,10 @@ namespace compactor::test {
 class ServeProcess {
  public:
   // Runs in `dir` with COMPACTOR_LOG=info and `env` added; stderr goes to <dir>/<name>.err.
+  // `prefix`: a command that runs serve (an `unshare …` wrapper), its last word the shell's "$@".
   ServeProcess(const std::filesystem::path& dir, const std::string& config, const std::string& upstream,
                const std::string& name = "serve", const std::vector<std::pair<std::string, std::string>>& env = {},
-               const std::string& listen = "127.0.0.1:0");
+               const std::string& listen = "127.0.0.1:0", const std::vector<std::string>& prefix = {});
   ~ServeProcess() { stop(); }  // SIGTERM, then waits
 
   int stop();

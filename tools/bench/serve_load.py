@@ -189,7 +189,7 @@ class Agent(threading.Thread):
 
 def start_serve(cli, config, upstream, port, workdir, name):
     err = open(os.path.join(workdir, name + ".err"), "a")
-    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", f"127.0.0.1:{port}", "--upstream", upstream],
+    p = subprocess.Popen([cli, "serve", "--config", config, "--listen", f"127.0.0.1:{port}", "--upstream", upstream, "--upstream", f"openai={upstream}"],
                          stdout=subprocess.PIPE, stderr=err, cwd=workdir, text=True)
     line = p.stdout.readline()
     if "listening" not in line:

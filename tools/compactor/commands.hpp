@@ -16,6 +16,7 @@ int count_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);
 int serve_worker_command(int argc, char** argv);
+int serve_token_command(int argc, char** argv);
 int mcp_command(int argc, char** argv);
 
 }  // namespace compactor::cli

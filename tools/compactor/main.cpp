@@ -40,9 +40,10 @@ commands:
   bench           --merge DIR [--merge DIR]… --out DIR
                            replay every session call by call through each pipeline: tokens
                            sent, prompt-cache reuse, cost, retention
-  serve           --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL]
-                  [--gemini-upstream URL]
-                           a proxy in front of the model API that compacts every request
+  serve           --config F [--listen HOST:PORT] [--upstream [API=]URL]…
+                           a proxy in front of the model APIs that compacts every request
+  serve-token     --name NAME
+                           a new client token for serve.clients (printed once) and its config line
   mcp             --config F | --archive DIR
                            an MCP server over stdio: the model restores and searches the archive
   archive gc      --keep-days N [--archive DIR]
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
     if (command == "serve") return cli::serve_command(argc, argv);
     if (command == "serve-worker") return cli::serve_worker_command(argc, argv);
+    if (command == "serve-token") return cli::serve_token_command(argc, argv);
     if (command == "mcp") return cli::mcp_command(argc, argv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "compactor {}: internal error: {}\n", command, e.what());

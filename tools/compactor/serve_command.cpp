@@ -1,41 +1,54 @@
-// compactor serve --config F [--listen HOST:PORT] [--upstream URL] [--openai-upstream URL] [--gemini-upstream URL]
+// compactor serve --config F [--listen HOST:PORT] [--upstream [API=]URL]... [--openai-upstream URL] [--gemini-upstream URL]
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "serve/server.hpp"
+#include "serve/tenant.hpp"
 #include "serve/worker_zygote.hpp"
 
 #include "host/exit_code.hpp"
+#include "host/listen_address.hpp"
 #include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/random.h>
+
 namespace compactor::cli {
 
 namespace {
 
-constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream URL]
+constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--listen HOST:PORT] [--upstream [API=]URL]...
                        [--openai-upstream URL] [--gemini-upstream URL]
 
-An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages), POST
-/v1/chat/completions (OpenAI Chat Completions) and POST /v1beta/models/M:generateContent and
-:streamGenerateContent (Gemini) bodies have their conversation compacted by the config's
-pipeline (system and tools counted; what the conversation model has no place for carried as it
-came) and are forwarded with the client's headers; the upstream's response comes back unchanged,
-server-sent events chunk by chunk. A Gemini request that declares no functions, asks for a
-structured answer or names a cachedContent is passed through (docs/gemini.md); the Gemini API's
-other paths go to the Gemini upstream, and every other path is passed through. GET /healthz and
-GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker processes (at
-most serve.workers at once), never in the server itself (docs/serve.md).
+An HTTP proxy in front of the model APIs. The conversation of each of these requests is compacted
+by the config's pipeline (system and tools counted; what the conversation model has no place for
+carried as it came), then forwarded with the client's headers; the upstream's answer comes back
+unchanged, server-sent events as they arrive:
+  POST /v1/messages                       Anthropic Messages          upstream anthropic
+  POST /v1/chat/completions               OpenAI Chat Completions     upstream openai
+  POST /v1/responses                      OpenAI Responses            upstream openai
+  POST /v1beta/models/M:generateContent   Gemini (and :streamGenerateContent, /v1/, /v1alpha/)
+                                                                      upstream gemini
+The APIs' other endpoints (count_tokens, /v1/responses/ID, Gemini's other methods) are passed
+through to their upstream, and any other path to the anthropic one. serve answers itself:
+  GET  /healthz   ok (503 while draining)
+  GET  /metrics   Prometheus text: requests, sizes saved, stages, queue, tenants, connections
+  POST /mcp       the archive's MCP server (restore, search) for the caller's tenant
+Connections are asynchronous (an open stream holds no thread); pipelines run in worker
+processes, at most serve.workers at once, the others queued (docs/serve.md).
 
 options:
-  --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
-  --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; port 0: any free port)
-  --upstream URL         overrides serve.upstream (Anthropic Messages API base URL)
-  --openai-upstream URL  overrides serve.openai_upstream (OpenAI-compatible base URL)
-  --gemini-upstream URL  overrides serve.gemini_upstream (Gemini API base URL, default
-                         https://generativelanguage.googleapis.com)
+  --config FILE          the pipeline, with its `serve:` section (listen, upstreams, clients, limits)
+  --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; [::1]:PORT for IPv6;
+                         port 0: any free port)
+  --upstream URL         the anthropic upstream (default https://api.anthropic.com)
+  --upstream API=URL     an API's upstream: anthropic, openai (default https://api.openai.com) or
+                         gemini (default https://generativelanguage.googleapis.com); repeatable;
+                         overrides serve.upstreams
+  --openai-upstream URL  the same as --upstream openai=URL
+  --gemini-upstream URL  the same as --upstream gemini=URL
 
 The first line on stdout is "compactor serve: listening on http://HOST:PORT (upstream URL)".
 SIGHUP, or a change to the config file, reloads it (validated in full; a bad one is refused and
@@ -50,20 +63,31 @@ or listen address; 3 a plugin failed to load.
 int serve_command(int argc, char** argv) {
   const Command command{"serve", kHelp};
   int exit_code = kExitOk;
-  auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream"}, {"openai-upstream"}, {"gemini-upstream"}}, exit_code);
+  auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream", true, true}, {"openai-upstream"}, {"gemini-upstream"}}, exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
   if (!args->get("config")) return command.usage_error("--config is required");
-  for (const char* key : {"upstream", "openai-upstream", "gemini-upstream"})
-    if (auto u = args->get(key); u && u->rfind("http://", 0) != 0 && u->rfind("https://", 0) != 0)
-      return command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", key, *u));
-
-  if (auto l = args->get("listen")) {
-    std::size_t colon = l->rfind(':');
-    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < l->size() && l->size() - colon - 1 <= 5 &&
-              l->find_first_not_of("0123456789", colon + 1) == std::string::npos && std::stoul(l->substr(colon + 1)) <= 65535;
-    if (!ok) return command.usage_error(fmt::format("--listen expects HOST:PORT (port 0 to 65535), got \"{}\"", *l));
+  serve::ServeOptions options;
+  // --upstream URL (the Anthropic API's), --upstream API=URL, and the older per-API options.
+  auto add_upstream = [&](std::string api, const std::string& url, const std::string& option) -> bool {
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", option, url));
+      return false;
+    }
+    options.upstreams[std::move(api)] = url;
+    return true;
+  };
+  const auto given = args->options.find("upstream");
+  for (const std::string& u : given != args->options.end() ? given->second : std::vector<std::string>{}) {
+    const std::size_t eq = u.find('=');
+    const bool named = eq != std::string::npos && u.find("://") > eq;
+    if (!add_upstream(named ? u.substr(0, eq) : "anthropic", named ? u.substr(eq + 1) : u, "upstream")) return kExitBadInput;
   }
+  if (auto u = args->get("openai-upstream"); u && !add_upstream("openai", *u, "openai-upstream")) return kExitBadInput;
+  if (auto u = args->get("gemini-upstream"); u && !add_upstream("gemini", *u, "gemini-upstream")) return kExitBadInput;
+
+  if (auto l = args->get("listen"))
+    if (auto parsed = parse_listen_address(*l); !parsed) return command.usage_error("--listen: " + parsed.error().message);
   auto logger = spdlog::stderr_logger_mt("serve");
   logger->set_pattern("compactor serve: %l: %v");
   auto level = log_level_from_environment();
@@ -72,12 +96,8 @@ int serve_command(int argc, char** argv) {
   logger->set_level(levels[static_cast<int>(level ? *level : LogLevel::warn)]);
   spdlog::set_default_logger(logger);
 
-  serve::ServeOptions options;
   options.config_file = *args->get("config");
   options.listen = args->get("listen");
-  options.upstream = args->get("upstream");
-  options.openai_upstream = args->get("openai-upstream");
-  options.gemini_upstream = args->get("gemini-upstream");
   options.version = COMPACTOR_VERSION;
   return serve::run_server(options);
 }
@@ -94,6 +114,40 @@ int serve_worker_command(int argc, char** argv) {
   if (!config || !parent || parent->find_first_not_of("0123456789") != std::string::npos || parent->empty())
     return command.usage_error("--config and --parent PID are required");
   return serve::zygote_main(*config, 3, std::stoi(*parent));
+}
+
+// `compactor serve-token --name NAME`: a token for a client of serve. Only its SHA-256 goes in the
+// config, so the config can be shared and the token is shown here once.
+int serve_token_command(int argc, char** argv) {
+  const Command command{"serve-token", R"HELP(usage: compactor serve-token --name NAME
+
+Makes a new client token for `compactor serve` (32 random bytes from getrandom, as hex) and prints
+it once, with the line to add to the config's serve.clients; serve stores only the token's SHA-256.
+The client sends it in the x-compactor-token header (Claude Code: ANTHROPIC_CUSTOM_HEADERS; Codex:
+the provider's http_headers; Gemini CLI: GEMINI_CLI_CUSTOM_HEADERS; an SDK: its default headers),
+or as the bearer token to /mcp. NAME (a-z, 0-9, _ and -, up to 64) is the client's tenant: its
+own conversations and archive, and its label in /metrics.
+
+exit codes: 0 printed; 2 bad name; 3 no random bytes.
+)HELP"};
+  int exit_code = kExitOk;
+  auto args = command.parse(argc, argv, 2, {{"name"}}, exit_code);
+  if (!args) return exit_code;
+  std::string error;
+  auto name = required_option(*args, "name", error);
+  if (!name) return command.usage_error(error);
+  if (name->empty() || name->size() > 64 || name->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos ||
+      (*name)[0] == '_' || (*name)[0] == '-')
+    return command.usage_error("--name: expected a-z, 0-9, _ and - (at most 64, starting with a letter or digit), got \"" + *name + "\"");
+  unsigned char bytes[32];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    fmt::print(stderr, "compactor serve-token: no random bytes (getrandom failed)\n");
+    return kExitPluginError;
+  }
+  std::string token = "cpt_";
+  for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
+  fmt::print("token: {}\nserve.clients entry:\n    - {{name: {}, token_sha256: {}}}\n", token, *name, serve::sha256_hex(token));
+  return kExitOk;
 }
 
 }  // namespace compactor::cli

@@ -141,7 +141,7 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
   read_archive(*root);
   read_serve(*root);
   result.errors = r_.errors();
-  if (result.errors.empty()) result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir};
+  if (result.errors.empty()) result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir, config_.warnings};
   return result;
 }
 
@@ -217,45 +217,14 @@ void ConfigLoader::read_archive(const YAML::Node& root) {
 
 void ConfigLoader::read_serve(const YAML::Node& root) {
   auto serve = r_.member(root, "", "serve", false);
-  if (!serve || !r_.check_mapping(*serve, "serve", {"listen", "upstream", "openai_upstream", "gemini_upstream", "max_body_bytes",
-                                                   "max_concurrency", "workers", "request_timeout_ms", "on_failure",
-                                                   "mcp_token_env"}))
-    return;
+  if (!serve) return;
   ServeConfig s;
-  if (auto l = r_.member(*serve, "serve", "listen", false))
-    if (auto v = r_.string(*l, "serve.listen")) {
-      std::size_t colon = v->rfind(':');
-      bool ok = colon != std::string::npos && colon > 0 && colon + 1 < v->size() &&
-                v->find_first_not_of("0123456789", colon + 1) == std::string::npos && v->size() - colon - 1 <= 5 &&
-                std::stoul(v->substr(colon + 1)) <= 65535;
-      if (!ok) r_.error(*l, "serve.listen", "expected HOST:PORT (port 0 to 65535), got \"" + *v + "\"");
-      else s.listen = *v;
-    }
-  for (const char* key : {"upstream", "openai_upstream", "gemini_upstream"})
-    if (auto u = r_.member(*serve, "serve", key, false))
-      if (auto v = r_.string(*u, std::string("serve.") + key)) {
-        if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
-          r_.error(*u, std::string("serve.") + key, "expected an http:// or https:// URL, got \"" + *v + "\"");
-        else
-          (std::string_view(key) == "upstream" ? s.upstream : std::string_view(key) == "openai_upstream" ? s.openai_upstream : s.gemini_upstream) = *v;
-      }
-  if (auto b = r_.member(*serve, "serve", "max_body_bytes", false))
-    if (auto n = r_.integer(*b, "serve.max_body_bytes", 1024, std::int64_t{1} << 31)) s.max_body_bytes = *n;
-  if (auto c = r_.member(*serve, "serve", "max_concurrency", false))
-    if (auto n = r_.integer(*c, "serve.max_concurrency", 1, 4096)) s.max_concurrency = *n;
-  if (auto w = r_.member(*serve, "serve", "workers", false))
-    if (auto n = r_.integer(*w, "serve.workers", 1, 1024)) s.workers = *n;
-  if (auto t = r_.member(*serve, "serve", "request_timeout_ms", false))
-    if (auto n = r_.integer(*t, "serve.request_timeout_ms", 1, 86400000)) s.request_timeout_ms = *n;
-  if (auto t = r_.member(*serve, "serve", "mcp_token_env", false))
-    if (auto v = r_.string(*t, "serve.mcp_token_env")) {
-      if (v->empty() || v->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-        r_.error(*t, "serve.mcp_token_env", "expected the name of an environment variable, got \"" + *v + "\"");
-      else
-        s.mcp_token_env = *v;
-    }
-  if (auto f = r_.member(*serve, "serve", "on_failure", false))
-    if (auto v = r_.choice(*f, "serve.on_failure", {"forward", "reject"})) s.reject_on_failure = *v == "reject";
+  read_serve_config(r_, *serve, base_.string(), s, config_.warnings);
+  // An MCP client started from another folder resolves a relative archive from there.
+  if (config_.restore_via == "mcp" && fs::path(config_.archive_dir).is_relative())
+    warning(r_.location(*serve), "archive.dir",
+            "\"" + config_.archive_dir + "\" is relative while archive.restore_via is mcp: `compactor mcp` started from another "
+            "folder looks elsewhere; give an absolute folder");
   config_.serve = s;
 }
 
@@ -983,16 +952,7 @@ std::string print_pipeline(const PipelineConfig& c) {
   }
   print_entries(out, "pipeline", c.pipeline);
   print_entries(out, "on_prompt_too_long", c.on_prompt_too_long);
-  if (c.serve) {
-    const ServeConfig& s = *c.serve;
-    out += "serve:\n  listen: " + quoted(s.listen) + "\n";
-    if (!s.upstream.empty()) out += "  upstream: " + quoted(s.upstream) + "\n";
-    if (!s.openai_upstream.empty()) out += "  openai_upstream: " + quoted(s.openai_upstream) + "\n";
-    out += "  gemini_upstream: " + quoted(s.gemini_upstream) + "\n";
-    out += "  max_body_bytes: " + std::to_string(s.max_body_bytes) + "\n  max_concurrency: " +
-           std::to_string(s.max_concurrency) + "\n  request_timeout_ms: " + std::to_string(s.request_timeout_ms) +
-           "\n  on_failure: " + (s.reject_on_failure ? "reject" : "forward") + "\n";
-  }
+  if (c.serve) print_serve_config(out, *c.serve);
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include "loader/plugin_loader.hpp"
 #include "pricing/price_table.hpp"
 #include "compactor/stage.hpp"
+#include "host/serve_config.hpp"
+#include "host/source_location.hpp"
 
 #include <optional>
 #include <string>
@@ -16,12 +18,6 @@
 
 namespace compactor {
 
-struct SourceLocation {
-  std::string file;
-  int line = 0;    // 1-based
-  int column = 0;  // 1-based
-  std::string to_string() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
-};
 
 enum class WhenKind { always, over_budget, messages_over };
 struct When {
@@ -52,21 +48,6 @@ struct CheckerEntryConfig {
 };
 
 enum class ViolationPolicy { abort, skip };
-
-// `serve:` (compactor serve): where it listens, where it forwards, and its limits. Read and
-// validated with the rest of the config; other commands ignore it.
-struct ServeConfig {
-  std::string listen = "127.0.0.1:8088";  // host:port; loopback by default
-  std::string upstream;                   // Anthropic Messages API base URL (--upstream overrides)
-  std::string openai_upstream;            // OpenAI-compatible base URL (--openai-upstream overrides)
-  std::string gemini_upstream = "https://generativelanguage.googleapis.com";  // Gemini API (--gemini-upstream overrides)
-  std::int64_t max_body_bytes = std::int64_t{32} << 20;  // a larger request body is answered 413
-  std::int64_t max_concurrency = 32;      // requests in flight; more are answered 529/503 with Retry-After
-  std::int64_t workers = 0;               // pipelines that run at once; 0: one per core
-  std::int64_t request_timeout_ms = 600000;  // the pipeline's and the upstream's time per request
-  bool reject_on_failure = false;         // `on_failure: reject` (else `forward`: fail open)
-  std::string mcp_token_env;              // the variable holding /mcp's bearer token (beyond loopback)
-};
 
 struct PipelineConfig {
   std::string file;          // as given
@@ -116,6 +97,7 @@ ConfigLoadResult load_pipeline_config(const std::string& file);
 struct ServeSettings {
   ServeConfig serve;
   std::string archive_dir = ".compactor/archive";
+  std::vector<std::string> warnings;  // as PipelineConfig::warnings
 };
 struct ServeSettingsLoadResult {
   std::optional<ServeSettings> settings;  // set when there were no errors

@@ -21,6 +21,7 @@ namespace compactor::serve {
 struct Job {
   std::string wire;              // the wire format's name
   bool prompt_too_long = false;  // run on_prompt_too_long (the upstream refused the context)
+  std::string tenant;            // whose state and archive (serve/tenant.hpp); "" the default
 };
 
 // What became of one request's compaction: the worker's answer, or the server's account of a

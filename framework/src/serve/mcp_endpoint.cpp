@@ -1,14 +1,16 @@
 #include "serve/mcp_endpoint.hpp"
 
+#include "host/listen_address.hpp"
+
 #include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
+#include <fmt/core.h>
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/random.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <filesystem>
 
 namespace compactor::serve {
 namespace {
@@ -20,98 +22,104 @@ namespace json = boost::json;
 // and starts a new session, as the transport says).
 constexpr std::size_t kMaxSessions = 1024;
 
-std::string random_session_id() {
-  unsigned char bytes[16] = {};
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)!::read(fd, bytes, sizeof bytes);
-    ::close(fd);
-  }
+// 16 random bytes as hex, or nothing when the kernel gives none (never a guessable id).
+std::optional<std::string> random_session_id() {
+  unsigned char bytes[16];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return std::nullopt;
   std::string out;
-  char hex[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(hex, sizeof hex, "%02x", b);
-    out += hex;
-  }
+  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
   return out;
 }
 
-std::string_view header(const http::request<http::string_body>& req, std::string_view name) {
+std::string_view header(const Request& req, std::string_view name) {
   auto it = req.find(name);
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
-void rpc_error(ClientConnection& client, int status, int code, const std::string& message, const Headers& extra = {}) {
-  respond(client, status,
-          json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", json::object{{"code", code}, {"message", message}}}}),
-          "application/json", extra);
+Reply rpc_error(int status, int code, const std::string& message, Headers extra = {}) {
+  return Reply{status,
+               json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", json::object{{"code", code}, {"message", message}}}}),
+               "application/json", std::move(extra)};
 }
 
-// Constant-time comparison: the token is a secret.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  return diff == 0;
+// An authority that names this server on loopback: an exact loopback host and this port.
+bool names_this_loopback_server(std::string_view authority, unsigned port) {
+  Authority a = parse_authority(authority);
+  return a.valid && is_loopback_host(a.host) && a.port == port;
+}
+
+bool is_loopback_origin(std::string_view authority) {
+  Authority a = parse_authority(authority);
+  return a.valid && is_loopback_host(a.host);
 }
 
 }  // namespace
 
-bool is_loopback_host(std::string_view host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+std::string tenant_archive_dir(const std::string& archive_dir, const std::string& tenant) {
+  return tenant.empty() ? archive_dir : (std::filesystem::path(archive_dir) / "tenants" / tenant).string();
 }
 
-McpEndpoint::McpEndpoint(std::string archive_dir, std::string version, std::string listen, bool loopback,
-                         std::optional<std::string> token)
-    : archive_(std::move(archive_dir), std::move(version)), listen_(std::move(listen)), loopback_(loopback), token_(std::move(token)) {}
+McpEndpoint::McpEndpoint(std::string archive_dir, std::string version, McpAccess access)
+    : archive_dir_(std::move(archive_dir)), version_(std::move(version)), access_(std::move(access)), port_(access_.port) {}
 
-bool McpEndpoint::origin_allowed(std::string_view origin) const {
-  if (origin.empty()) return true;  // not a browser
-  std::string_view rest = origin;
-  for (std::string_view scheme : {"http://", "https://"})
-    if (rest.rfind(scheme, 0) == 0) rest.remove_prefix(scheme.size());
-  if (rest == listen_) return true;  // this server's own origin
-  std::string_view host = rest.substr(0, rest.rfind(':') == std::string_view::npos || rest.front() == '[' ? rest.size() : rest.rfind(':'));
-  if (!rest.empty() && rest.front() == '[') host = rest.substr(0, rest.find(']') + 1);
-  return is_loopback_host(host);
+std::optional<std::string> McpEndpoint::closed_reason() const {
+  if (access_.loopback || access_.token || !access_.clients.empty()) return std::nullopt;
+  return "/mcp is closed: the server listens beyond loopback and neither serve.mcp_token_env nor serve.clients gives a token";
 }
 
-void McpEndpoint::handle(ClientConnection& client, const http::request<http::string_body>& req) {
-  if (!loopback_) {
-    if (!token_) {
-      rpc_error(client, 403, -32001,
-                "compactor serve: /mcp is closed: the server listens beyond loopback and serve.mcp_token_env names no token");
-      return;
-    }
+// Whether the request may reach the archive, and for which tenant.
+std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenant) const {
+  if (auto why = closed_reason()) return rpc_error(403, -32001, "compactor serve: " + *why);
+  if (access_.loopback) {
+    if (!names_this_loopback_server(header(req, "host"), port_))
+      return rpc_error(403, -32001, "compactor serve: /mcp answers only requests addressed to this server on loopback (Host)");
+    std::string_view origin = header(req, "origin");
+    for (std::string_view scheme : {"http://", "https://"})
+      if (origin.starts_with(scheme)) origin.remove_prefix(scheme.size());
+    // A page served on this machine (an MCP inspector on its own port) may call; one whose name
+    // merely resolves here may not.
+    if (!origin.empty() && !is_loopback_origin(origin))
+      return rpc_error(403, -32001, "compactor serve: /mcp refuses requests from the origin " + std::string(header(req, "origin")));
+  }
+  Request headers_only;
+  headers_only.base() = req.base();
+  if (access_.token) {
     std::string_view auth = header(req, "authorization");
-    if (!auth.starts_with("Bearer ") || !same_secret(auth.substr(7), *token_)) {
-      rpc_error(client, 401, -32001, "compactor serve: /mcp needs Authorization: Bearer <the token of serve.mcp_token_env>",
-                {{"www-authenticate", "Bearer"}});
-      return;
-    }
+    if (!auth.starts_with("Bearer ") || !same_secret(auth.substr(7), *access_.token))
+      return rpc_error(401, -32001, "compactor serve: /mcp needs Authorization: Bearer <the token of serve.mcp_token_env>",
+                       {{"www-authenticate", "Bearer"}});
+    headers_only.erase(http::field::authorization);  // the server's token, not an API key
   }
-  if (!origin_allowed(header(req, "origin"))) {
-    rpc_error(client, 403, -32001, "compactor serve: /mcp refuses requests from the origin " + std::string(header(req, "origin")));
-    return;
-  }
+  auto who = identify_tenant(access_.clients, headers_only.base(), req.target(), true);
+  if (!who) return rpc_error(401, -32001, who.error().message, {{"www-authenticate", "Bearer"}});
+  tenant = *who;
+  return std::nullopt;
+}
+
+const mcp::McpServer& McpEndpoint::server_for(const std::string& tenant) {
+  auto& s = servers_[tenant];
+  if (!s) s = std::make_unique<mcp::ArchiveServer>(tenant_archive_dir(archive_dir_, tenant), version_);
+  return s->server();
+}
+
+Reply McpEndpoint::handle(const Request& req) {
+  std::string tenant;
+  if (auto refusal = refused(req, tenant)) return *refusal;
   const std::string_view version = header(req, "mcp-protocol-version");
-  if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end()) {
-    rpc_error(client, 400, -32600, "unsupported MCP-Protocol-Version " + std::string(version));
-    return;
-  }
+  if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end())
+    return rpc_error(400, -32600, "unsupported MCP-Protocol-Version " + std::string(version));
   const std::string id(header(req, "mcp-session-id"));
+  std::unique_lock lock(mutex_);
+  auto known = sessions_.find(id);
+  // A session opened by another tenant is no session of this one.
+  if (known != sessions_.end() && known->second.tenant != tenant) known = sessions_.end();
   if (req.method() == http::verb::delete_) {
-    std::lock_guard lock(sessions_mutex_);
-    respond(client, sessions_.erase(id) > 0 ? 200 : 404, "", "application/json");
-    return;
+    if (known == sessions_.end()) return Reply{404, "", "application/json", {}};
+    sessions_.erase(known);
+    return Reply{200, "", "application/json", {}};
   }
-  if (req.method() != http::verb::post) {
-    respond(client, 405, "", "application/json", {{"allow", "POST, DELETE"}});
-    return;
-  }
-  if (req.body().size() > mcp::McpServer::kMaxMessageBytes) {
-    respond(client, 413, mcp::McpServer::too_large(), "application/json");
-    return;
-  }
+  if (req.method() != http::verb::post) return Reply{405, "", "application/json", {{"allow", "POST, DELETE"}}};
+  if (req.body().size() > mcp::McpServer::kMaxMessageBytes) return Reply{413, mcp::McpServer::too_large(), "application/json", {}};
   // The session this message belongs to: a known one, a new one for `initialize`, or none
   // (served at the header's version).
   boost::system::error_code ec;
@@ -121,32 +129,29 @@ void McpEndpoint::handle(ClientConnection& client, const http::request<http::str
   mcp::McpSession session;
   std::string session_id;
   if (!id.empty()) {
-    std::lock_guard lock(sessions_mutex_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
-      rpc_error(client, 404, -32001, "no MCP session " + id + " (it ended, or this server restarted): initialize again");
-      return;
-    }
-    session = it->second;
+    if (known == sessions_.end())
+      return rpc_error(404, -32001, "no MCP session " + id + " (it ended, or this server restarted): initialize again");
+    session = known->second.state;
     session_id = id;
   } else if (initialize) {
-    session_id = random_session_id();
+    auto fresh = random_session_id();
+    if (!fresh) return rpc_error(500, -32603, "compactor serve: no random bytes for a session id (getrandom failed)");
+    session_id = *fresh;
   } else {
     session = mcp::McpSession::assumed(version.empty() ? "2025-03-26" : std::string(version));
   }
-  std::optional<std::string> answer = archive_.server().handle(req.body(), session);
+  const mcp::McpServer& server = server_for(tenant);
+  lock.unlock();
+  std::optional<std::string> answer = server.handle(req.body(), session);
   Headers extra;
   if (!session_id.empty()) {
-    std::lock_guard lock(sessions_mutex_);
+    lock.lock();
     if (sessions_.size() >= kMaxSessions && sessions_.count(session_id) == 0) sessions_.erase(sessions_.begin());
-    if (!initialize || session.protocol_version) sessions_[session_id] = session;
+    if (!initialize || session.protocol_version) sessions_[session_id] = Session{tenant, session};
     if (initialize && session.protocol_version) extra.emplace_back("mcp-session-id", session_id);
   }
-  if (!answer) {
-    respond(client, 202, "", "application/json", extra);
-    return;
-  }
-  respond(client, 200, *answer, "application/json", extra);
+  if (!answer) return Reply{202, "", "application/json", std::move(extra)};
+  return Reply{200, std::move(*answer), "application/json", std::move(extra)};
 }
 
 }  // namespace compactor::serve

@@ -1,53 +1,79 @@
-// `/mcp`: the archive's MCP server (mcp/archive_server.hpp) over MCP's Streamable HTTP
-// transport, on the archive folder this server writes, so an agent whose proxy runs elsewhere
-// restores from the same archive (replicas sharing the folder serve each other's receipts).
+// `/mcp`: the archive's MCP server (mcp/archive_server.hpp) over MCP's Streamable HTTP transport,
+// serving each tenant (serve/tenant.hpp) its own archive only, so a developer restores what serve
+// archived for them from any folder, whoever runs serve, and nobody else's.
 //
 // POST carries one JSON-RPC message and is answered with JSON (202 Accepted, no body, for a
 // notification or a response); `initialize` opens a session named by the Mcp-Session-Id header
-// of its answer, which later requests send back (an unknown one: 404, so the client starts
-// again); a request without one is served statelessly at the version its MCP-Protocol-Version
-// header names (2025-03-26 when absent, as the transport says). GET (no server-sent stream is
-// offered) answers 405; DELETE ends a session. An Origin header must be a loopback origin or
-// this server's own (403 otherwise: DNS rebinding). When the server listens on an address other
-// than loopback, every request must carry `Authorization: Bearer <token>`, the token read from
-// the environment variable serve.mcp_token_env names (never logged); without one configured,
-// /mcp answers 403 and the server says so at start.
+// of its answer (16 bytes from getrandom), which later requests send back (an unknown one, or
+// one opened by another tenant: 404, so the client starts again); a request without one is
+// served statelessly at the version its MCP-Protocol-Version header names (2025-03-26 when
+// absent, as the transport says). GET (no server-sent stream is offered) answers 405; DELETE
+// ends a session.
+//
+// Who may call it:
+//  - On a loopback listener, the Host header must name this server on loopback exactly
+//    (127.0.0.1, [::1] or localhost, with this port), and an Origin, when sent, a loopback host
+//    exactly (any port: a local tool's page), else 403: a web page whose own name is made to
+//    resolve to 127.0.0.1 (DNS rebinding) is refused, and so is "127.attacker.example".
+//  - serve.mcp_token_env, when set, is required on every listener (`Authorization: Bearer`);
+//    beyond loopback without it and without client tokens, /mcp is closed (403).
+//  - With serve.clients, a client's token picks its tenant (x-compactor-token or Bearer).
 #pragma once
 
-#include "serve/client_connection.hpp"
+#include "serve/http_session.hpp"
+#include "serve/reply.hpp"
+#include "serve/tenant.hpp"
 
 #include "mcp/archive_server.hpp"
 
-#include <boost/beast/http.hpp>
-
+#include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 namespace compactor::serve {
 
-class McpEndpoint {
- public:
-  // `archive_dir` absolute; `listen` the HOST:PORT served; `token` the bearer token, when the
-  // listen address is not loopback (nullopt there: /mcp is closed).
-  McpEndpoint(std::string archive_dir, std::string version, std::string listen, bool loopback,
-              std::optional<std::string> token);
-
-  void handle(ClientConnection& client, const boost::beast::http::request<boost::beast::http::string_body>& req);
-
- private:
-  bool origin_allowed(std::string_view origin) const;
-
-  mcp::ArchiveServer archive_;
-  std::string listen_;
-  bool loopback_;
-  std::optional<std::string> token_;
-  std::mutex sessions_mutex_;
-  std::map<std::string, mcp::McpSession> sessions_;  // by Mcp-Session-Id
+struct McpAccess {
+  std::string listen_host;  // as configured, brackets kept for IPv6
+  unsigned port = 0;         // the port actually bound
+  bool loopback = true;
+  std::optional<std::string> token;  // serve.mcp_token_env's value
+  std::vector<ServeClient> clients;
 };
 
-// True for 127.0.0.0/8, localhost and ::1.
-bool is_loopback_host(std::string_view host);
+class McpEndpoint {
+ public:
+  // `archive_dir` absolute: the default tenant's archive; a tenant's is tenant_archive_dir().
+  McpEndpoint(std::string archive_dir, std::string version, McpAccess access);
+
+  // Thread-safe: requests are served on a small pool of their own (an archive read may block).
+  Reply handle(const Request& req);
+
+  // Why /mcp is closed (a line for the server to print at start), or nothing.
+  std::optional<std::string> closed_reason() const;
+
+  // The port the server bound (serve.listen may say 0: any free port), for the Host check.
+  void bind_port(unsigned port) { port_ = port; }
+
+ private:
+  std::optional<Reply> refused(const Request& req, std::string& tenant) const;
+  const mcp::McpServer& server_for(const std::string& tenant);
+
+  std::string archive_dir_, version_;
+  McpAccess access_;
+  std::atomic<unsigned> port_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<mcp::ArchiveServer>> servers_;  // by tenant
+  struct Session {
+    std::string tenant;
+    mcp::McpSession state;
+  };
+  std::map<std::string, Session> sessions_;  // by Mcp-Session-Id
+};
+
+// The archive folder of a tenant under the archive folder serve writes ("" is the folder itself).
+std::string tenant_archive_dir(const std::string& archive_dir, const std::string& tenant);
 
 }  // namespace compactor::serve

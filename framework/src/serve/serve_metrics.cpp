@@ -35,6 +35,11 @@ void Metrics::add(const std::string& name, const std::string& labels, double val
   counters_[name][labels] += value;
 }
 
+void Metrics::set(const std::string& name, const std::string& labels, double value) {
+  std::lock_guard lock(mutex_);
+  counters_[name][labels] = value;
+}
+
 void Metrics::raise_to(const std::string& name, const std::string& labels, double value) {
   std::lock_guard lock(mutex_);
   double& v = counters_[name][labels];

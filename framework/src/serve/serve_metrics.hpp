@@ -14,6 +14,8 @@ class Metrics {
  public:
   // `labels` is the inside of the braces, e.g. `route="messages",outcome="compacted"` (may be empty).
   void add(const std::string& name, const std::string& labels, double value = 1);
+  // A gauge's value now.
+  void set(const std::string& name, const std::string& labels, double value);
   // A gauge that keeps the largest value it was given (a peak).
   void raise_to(const std::string& name, const std::string& labels, double value);
   void observe(const std::string& name, const std::string& labels, double seconds);

@@ -1,39 +1,35 @@
 #include "serve/server.hpp"
 
-#include "serve/client_connection.hpp"
-#include "serve/mcp_endpoint.hpp"
+#include "serve/deployment.hpp"
+#include "serve/http_session.hpp"
+#include "serve/pipeline_queue.hpp"
+#include "serve/proxy_exchange.hpp"
 #include "serve/serve_metrics.hpp"
-#include "serve/upstream_client.hpp"
-#include "serve/worker_pool.hpp"
-#include "serve/worker_slots.hpp"
+#include "serve/tenant.hpp"
+#include "serve/upstream_pool.hpp"
 
 #include "host/exit_code.hpp"
-#include "host/pipeline_config.hpp"
-#include "wire/anthropic_messages.hpp"
-#include "wire/gemini.hpp"
-#include "wire/wire_format.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core/string.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <signal.h>
-#include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace compactor::serve {
@@ -44,361 +40,10 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-using Request = http::request<http::string_body>;
 
-std::int64_t us_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
-}
-
-// How long a zygote may take to load the config and its plugins.
-constexpr std::chrono::milliseconds kLoadTimeout{120000};
-
-// What a config gives the server: its settings, the upstreams, and the zygote its workers come
-// from. A reload makes a new one; a request holds the one it started with.
-struct Deployment {
-  ServeSettings settings;
-  std::string upstream, openai_upstream, gemini_upstream;
-  std::shared_ptr<Zygote> zygote;
-  std::shared_ptr<McpEndpoint> mcp;  // the archive's MCP server at /mcp
-
-  // Where a wire format's requests go.
-  const std::string& upstream_for(const wire::WireFormat& format) const {
-    if ((format.name() == "openai_chat" || format.name() == "openai_responses") && !openai_upstream.empty()) return openai_upstream;
-    if (format.name() == "gemini") return gemini_upstream;
-    return upstream;
-  }
-  // Where a request no format handles goes: the Gemini API's other paths to its upstream.
-  const std::string& upstream_for_path(std::string_view path) const {
-    return wire::is_gemini_api_path(path) ? gemini_upstream : upstream;
-  }
-};
-
-struct LoadOutcome {
-  std::shared_ptr<Deployment> deployment;
-  std::vector<std::string> errors;
-  int exit_code = 0;
-};
-
-std::size_t default_workers() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-LoadOutcome load(const ServeOptions& options) {
-  LoadOutcome out;
-  ServeSettingsLoadResult read = load_serve_settings(options.config_file);
-  if (!read.settings) {
-    out.errors = std::move(read.errors);
-    out.exit_code = kExitBadInput;
-    return out;
-  }
-  auto d = std::make_shared<Deployment>();
-  d->settings = std::move(*read.settings);
-  ServeConfig& serve = d->settings.serve;
-  d->upstream = options.upstream.value_or(serve.upstream);
-  d->openai_upstream = options.openai_upstream.value_or(serve.openai_upstream);
-  d->gemini_upstream = options.gemini_upstream.value_or(serve.gemini_upstream);
-  if (options.listen) serve.listen = *options.listen;
-  if (d->upstream.empty()) {
-    out.errors.push_back(options.config_file + ": serve.upstream: no upstream: give --upstream URL or serve.upstream");
-    out.exit_code = kExitBadInput;
-    return out;
-  }
-  for (std::string* u : {&d->upstream, &d->openai_upstream, &d->gemini_upstream})
-    while (!u->empty() && u->back() == '/') u->pop_back();
-  // /mcp serves the archive this server writes: its folder as the server resolves it.
-  const std::string host = serve.listen.substr(0, serve.listen.rfind(':'));
-  std::optional<std::string> token;
-  if (!serve.mcp_token_env.empty())
-    if (const char* t = std::getenv(serve.mcp_token_env.c_str()); t != nullptr && *t != '\0') token = t;
-  std::error_code ec;
-  const std::string archive = std::filesystem::absolute(d->settings.archive_dir, ec).lexically_normal().string();
-  d->mcp = std::make_shared<McpEndpoint>(archive, options.version, serve.listen, is_loopback_host(host), token);
-  if (!is_loopback_host(host) && !token)
-    fmt::print(stderr, "compactor serve: /mcp is closed: {} is not a loopback address and serve.mcp_token_env names no token\n",
-               serve.listen);
-  Zygote::StartFailure failure;
-  d->zygote = Zygote::start(options.config_file, kLoadTimeout, failure);
-  if (!d->zygote) {
-    out.errors = std::move(failure.errors);
-    out.exit_code = failure.exit_code;
-    return out;
-  }
-  out.deployment = std::move(d);
-  return out;
-}
-
-Headers headers_of(const Request& req) {
-  Headers h;
-  for (const auto& f : req) h.emplace_back(std::string(f.name_string()), std::string(f.value()));
-  return h;
-}
-
-std::string path_of(const Request& req) {
-  std::string target(req.target());
-  return target.substr(0, target.find('?'));
-}
-
-class Server {
- public:
-  Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
-      : options_(std::move(options)), current_(std::move(deployment)), slots_(workers_of(*current_)) {
-    describe_metrics();
-  }
-
-  int listen_and_serve();
-
- private:
-  static std::size_t workers_of(const Deployment& d) {
-    return d.settings.serve.workers > 0 ? static_cast<std::size_t>(d.settings.serve.workers) : default_workers();
-  }
-  void describe_metrics();
-  std::shared_ptr<const Deployment> current() {
-    std::lock_guard lock(config_mutex_);
-    return current_;
-  }
-  void reload(const char* why);
-  void replace_zygote_if_gone();
-  void connection(int fd);
-  void handle(ClientConnection& client, Request& req);
-  void compacting_route(ClientConnection& client, Request& req, const Deployment& d, const wire::WireFormat& format);
-  void pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
-                    const std::string& upstream, const Headers& extra = {});
-  JobRun compact(const Deployment& d, const wire::WireFormat& format, const std::string& body, bool prompt_too_long);
-  void refuse_upgrade(ClientConnection& client, const wire::WireFormat& api);
-  void record(const JobRun& run, const std::string& route);
-
-  ServeOptions options_;
-  std::mutex config_mutex_;
-  std::shared_ptr<const Deployment> current_;
-  std::int64_t config_mtime_ = 0;
-  Metrics metrics_;
-  WorkerSlots slots_;
-  std::atomic<int> in_flight_{0};
-  std::atomic<bool> draining_{false};
-  int listen_fd_ = -1;
-};
-
-void Server::describe_metrics() {
-  metrics_.describe("compactor_serve_requests_total", "counter", "Requests by route and outcome.");
-  metrics_.describe("compactor_serve_size_in_total", "counter", "Size of the conversations received, in the budget's unit.");
-  metrics_.describe("compactor_serve_size_out_total", "counter", "Size of the conversations forwarded, in the budget's unit.");
-  metrics_.describe("compactor_serve_size_saved_total", "counter", "Received minus forwarded, in the budget's unit.");
-  metrics_.describe("compactor_serve_stage_outcomes_total", "counter", "Stage outcomes by stage and status.");
-  metrics_.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
-  metrics_.describe("compactor_serve_queue_seconds", "histogram", "Wait for a free worker slot (serve.workers).");
-  metrics_.describe("compactor_serve_worker_seconds", "histogram", "Wall time of a request's compaction in its worker, as the server sees it.");
-  metrics_.describe("compactor_serve_worker_peak_rss_bytes", "gauge", "The largest peak resident memory of a worker so far.");
-  metrics_.describe("compactor_serve_rejections_total", "counter", "Requests refused by the server's limits.");
-  metrics_.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures.");
-  metrics_.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
-  metrics_.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
-  metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
-}
-
-void Server::record(const JobRun& run, const std::string& route) {
-  const JobOutcome& c = run.outcome;
-  metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"{}\"", route, to_string(c.result)));
-  const bool ran = c.result == JobOutcome::compacted || c.result == JobOutcome::unchanged;
-  if (ran) {
-    std::string unit = "unit=\"" + c.unit + "\"";
-    metrics_.add("compactor_serve_size_in_total", unit, static_cast<double>(c.size_in));
-    metrics_.add("compactor_serve_size_out_total", unit, static_cast<double>(c.size_out));
-    metrics_.add("compactor_serve_size_saved_total", unit,
-                 c.size_in > c.size_out ? static_cast<double>(c.size_in - c.size_out) : 0.0);
-    metrics_.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
-  }
-  if (c.peak_rss_kb > 0) metrics_.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
-  for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
-    const auto& [stage, status] = c.stage_statuses[i];
-    std::string label = label_value(stage);
-    metrics_.add("compactor_serve_stage_outcomes_total", fmt::format("stage=\"{}\",status=\"{}\"", label, status));
-    if (status != "skipped")
-      metrics_.observe("compactor_serve_stage_seconds", fmt::format("stage=\"{}\"", label),
-                       static_cast<double>(c.stage_us[i]) / 1e6);
-  }
-}
-
-JobRun Server::compact(const Deployment& d, const wire::WireFormat& format, const std::string& body, bool prompt_too_long) {
-  auto queued = Clock::now();
-  WorkerSlot slot(slots_);
-  metrics_.observe("compactor_serve_queue_seconds", "", static_cast<double>(us_since(queued)) / 1e6);
-  auto started = Clock::now();
-  JobRun run = d.zygote->run(Job{std::string(format.name()), prompt_too_long}, body,
-                             std::chrono::milliseconds(d.settings.serve.request_timeout_ms));
-  metrics_.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(started)) / 1e6);
-  return run;
-}
-
-void Server::compacting_route(ClientConnection& client, Request& req, const Deployment& d, const wire::WireFormat& format) {
-  const std::string& body = req.body();
-  const std::string path = path_of(req);
-  const std::string route(format.route());
-  if (auto why = format.passed_through(body)) {
-    spdlog::info("serve: POST {}: passed through untouched: {}", path, *why);
-    pass_through(client, req, d, route, d.upstream_for(format), {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
-    return;
-  }
-  auto started = Clock::now();
-  JobRun c = compact(d, format, body, false);
-  const std::int64_t compact_us = us_since(started);
-  record(c, route);
-  const JobOutcome& o = c.outcome;
-  Headers extra;
-  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path, o.warning);
-  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
-    spdlog::warn("serve: POST {}: {}", path, o.warning);
-    if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure) {
-      wire::ErrorReply e = format.error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
-      respond(client, e.status, e.body, "application/json", {{"x-compactor-status", "failed"}});
-      return;
-    }
-    extra.emplace_back("x-compactor-warning", header_safe(o.warning));
-  }
-  extra.emplace_back("x-compactor-status", std::string(to_string(o.result)));
-  const std::string& out = o.result == JobOutcome::compacted ? c.body : body;
-  const Headers headers = headers_of(req);
-  ForwardRequest forward_request{d.upstream_for(format) + std::string(req.target()), "POST", &headers, &out,
-                                 d.settings.serve.request_timeout_ms, extra, {}};
-  if (format.refuses_in_stream())
-    forward_request.refused_in_stream = [&format](std::string_view event) { return format.context_refusal(200, event); };
-  auto forwarding = Clock::now();
-  UpstreamAnswer u = forward(client, forward_request);
-  Headers sent_extra = extra;
-  if (format.context_refusal(u.status, u.buffered)) {
-    // The upstream refused the context: on_prompt_too_long on what was sent, and one retry; a
-    // second refusal goes back as the upstream sent it.
-    JobRun r = compact(d, format, body, true);
-    record(r, route + "_retry");
-    const std::string& again = r.outcome.result == JobOutcome::compacted ? r.body : body;
-    // Sending what was just refused again would only be refused again (and is no retry).
-    if ((r.outcome.result == JobOutcome::compacted || r.outcome.result == JobOutcome::unchanged) && again != out) {
-      metrics_.add("compactor_serve_retries_total", "");
-      spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once", path);
-      sent_extra = {{"x-compactor-status", "retried"}};
-      ForwardRequest retry{forward_request.url, "POST", &headers, &again, d.settings.serve.request_timeout_ms, sent_extra,
-                           forward_request.refused_in_stream};
-      u = forward(client, retry);
-    }
-  }
-  if (u.failed() || u.status / 100 != 2)
-    metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
-  const std::int64_t forward_us = us_since(forwarding);
-  wire::ErrorReply failure = format.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
-  finish(client, u, sent_extra, failure.status, failure.body);
-  spdlog::info("serve: POST {} {} {}: messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
-               "worker_us={} first_byte_us={} forward_us={}",
-               path, u.status, o.status, o.messages, o.covered, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us,
-               o.write_us, compact_us, u.first_byte_us, forward_us);
-}
-
-void Server::pass_through(ClientConnection& client, Request& req, const Deployment& d, const std::string& route,
-                          const std::string& upstream, const Headers& extra) {
-  metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route));
-  const Headers headers = headers_of(req);
-  ForwardRequest request{upstream + std::string(req.target()), std::string(req.method_string()), &headers, &req.body(),
-                         d.settings.serve.request_timeout_ms, extra, {}};
-  UpstreamAnswer u = forward(client, request);
-  if (u.failed() || u.status / 100 != 2)
-    metrics_.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", u.status));
-  const wire::WireFormat& shape = wire::is_gemini_api_path(path_of(req)) ? wire::gemini() : wire::anthropic_messages();
-  wire::ErrorReply failure = shape.error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + u.curl_error);
-  finish(client, u, extra, failure.status, failure.body);
-}
-
-// A WebSocket upgrade on an API's path: the proxy speaks HTTP only, and says so with 426 Upgrade
-// Required, which a client with an HTTP transport (Codex) takes as "fall back now" rather than a
-// failure to retry.
-void Server::refuse_upgrade(ClientConnection& client, const wire::WireFormat& api) {
-  metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"upgrade_refused\"", api.route()));
-  client.keep_alive = false;
-  respond(client, 426,
-          fmt::format(R"({{"error":{{"message":"compactor serve speaks HTTP on {}; WebSocket is not offered: use HTTP","type":"invalid_request_error","param":null,"code":"websocket_not_supported"}}}})",
-                      api.route()),
-          "application/json", {{"x-compactor-status", "passed"}});
-}
-
-void Server::handle(ClientConnection& client, Request& req) {
-  const std::string path = path_of(req);
-  const std::string method(req.method_string());
-  if (req.method() == http::verb::get && path == "/healthz") {
-    respond(client, draining_ ? 503 : 200, draining_ ? "draining\n" : "ok\n", "text/plain");
-    return;
-  }
-  if (req.method() == http::verb::get && path == "/metrics") {
-    respond(client, 200, metrics_.render(), "text/plain; version=0.0.4");
-    return;
-  }
-  auto d = current();
-  if (path == "/mcp") {
-    metrics_.add("compactor_serve_requests_total", fmt::format("route=\"mcp\",outcome=\"{}\"", method));
-    d->mcp->handle(client, req);
-    return;
-  }
-  const wire::WireFormat* format = wire::wire_format_for(method, path);
-  const int limit = static_cast<int>(d->settings.serve.max_concurrency);
-  if (in_flight_.fetch_add(1) >= limit) {
-    in_flight_.fetch_sub(1);
-    metrics_.add("compactor_serve_rejections_total", "reason=\"concurrency\"");
-    const wire::WireFormat& shape = format != nullptr ? *format : wire::anthropic_messages();
-    wire::ErrorReply e = shape.error_reply(wire::ProxyError::overloaded, "compactor serve: too many requests in flight");
-    respond(client, e.status, e.body, "application/json", {{"retry-after", "1"}});
-    return;
-  }
-  try {
-    const wire::WireFormat* api = format == nullptr ? wire::wire_format_owning(method, path) : nullptr;
-    if (format != nullptr) compacting_route(client, req, *d, *format);
-    else if (api != nullptr && beast::iequals(req[http::field::upgrade], "websocket")) refuse_upgrade(client, *api);
-    else if (api != nullptr) pass_through(client, req, *d, std::string(api->route()) + "_other", d->upstream_for(*api), {{"x-compactor-status", "passed"}});
-    else pass_through(client, req, *d, path == "/v1/messages/count_tokens" ? "count_tokens" : "other", d->upstream_for_path(path));
-  } catch (const std::exception& e) {
-    spdlog::error("serve: {} {}: internal error: {}", method, path, e.what());
-    client.broken = true;
-  }
-  in_flight_.fetch_sub(1);
-}
-
-void Server::connection(int fd) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  beast::error_code ec;
-  socket.assign(tcp::v4(), fd, ec);
-  if (ec) {
-    ::close(fd);
-    return;
-  }
-  timeval idle{60, 0};  // an idle keep-alive connection is closed after a minute
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
-  // Each server-sent event goes out as it arrives, not when the previous one is acknowledged.
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  beast::flat_buffer buffer;
-  for (;;) {
-    auto d = current();
-    http::request_parser<http::string_body> parser;
-    parser.body_limit(static_cast<std::uint64_t>(d->settings.serve.max_body_bytes));
-    http::read(socket, buffer, parser, ec);
-    ClientConnection client{socket};
-    if (ec == http::error::body_limit) {
-      client.keep_alive = false;
-      metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");
-      const auto& head = parser.get();
-      const std::string target(head.target());
-      const wire::WireFormat* format = wire::wire_format_for(std::string(head.method_string()), target.substr(0, target.find('?')));
-      const wire::WireFormat& shape = format != nullptr ? *format : wire::anthropic_messages();
-      wire::ErrorReply e = shape.error_reply(
-          wire::ProxyError::body_too_large,
-          fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})", d->settings.serve.max_body_bytes));
-      respond(client, e.status, e.body, "application/json");
-      break;
-    }
-    if (ec) break;
-    auto& req = parser.get();
-    client.version = req.version();
-    client.keep_alive = req.keep_alive() && !draining_;
-    handle(client, req);
-    if (client.broken || !client.keep_alive || draining_) break;
-  }
-  socket.shutdown(tcp::socket::shutdown_both, ec);
-  socket.close(ec);
-}
+// Distinct tenants named in metrics; past this, the rest are counted as "other" (a key-hash
+// tenant per API key must not grow the metrics without bound).
+constexpr std::size_t kTenantLabels = 1000;
 
 std::int64_t mtime_of(const std::string& file) {
   struct stat st {};
@@ -406,17 +51,314 @@ std::int64_t mtime_of(const std::string& file) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+// The file descriptors this process may open, raised to the hard limit: a held stream costs two
+// (the client's connection and the upstream's).
+std::uint64_t raise_descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 1024;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+    ::getrlimit(RLIMIT_NOFILE, &r);
+  }
+  return r.rlim_cur == RLIM_INFINITY ? 1u << 20 : static_cast<std::uint64_t>(r.rlim_cur);
+}
+
+void block_signals_in_this_thread() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+}
+
+// One I/O thread: its event loop, and its own pool of upstream connections.
+struct IoThread {
+  explicit IoThread(const UpstreamSettings& settings) : pool(context, settings) {}
+  asio::io_context context{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work{context.get_executor()};
+  UpstreamPool pool;
+  std::thread thread;
+};
+
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+class Server final : public RequestHandler {
+ public:
+  Server(ServeOptions options, std::shared_ptr<Deployment> deployment);
+  ~Server() override;
+
+  int listen_and_serve();
+
+  std::optional<Reply> screen(const RequestHead& head, std::uint64_t content_length, HttpSession& session) override;
+  void handle(Request request, std::shared_ptr<HttpSession> session) override;
+  void connection_closed() override;
+
+ private:
+  std::shared_ptr<const Deployment> current() {
+    std::lock_guard lock(config_mutex_);
+    return current_;
+  }
+  void describe_metrics();
+  void zero_tenant_metrics(const Deployment& d);
+  std::string tenant_label(const std::string& tenant);
+  void reload(const char* why);
+  void replace_zygote_if_gone();
+  void accept();
+  void on_accepted(IoThread& thread, tcp::socket socket);
+  SessionLimits limits() const;
+  Reply error_reply(const wire::WireFormat* format, wire::ProxyError kind, const std::string& message) const;
+  void handle_mcp(Request request, std::shared_ptr<HttpSession> session, std::shared_ptr<const Deployment> d);
+  UpstreamPool& pool_of(HttpSession& session);
+  int drain();
+
+  ServeOptions options_;
+  std::mutex config_mutex_;
+  std::shared_ptr<const Deployment> current_;
+  std::int64_t config_mtime_ = 0;
+  Metrics metrics_;
+  std::atomic<int> in_flight_{0}, mcp_in_flight_{0};
+  std::atomic<std::uint64_t> connections_{0};
+  std::uint64_t max_connections_ = 0;
+  std::atomic<bool> draining_{false}, accept_paused_{false};
+  std::vector<std::unique_ptr<IoThread>> io_;
+  std::size_t next_io_ = 0;
+  std::optional<tcp::acceptor> acceptor_;
+  std::optional<asio::steady_timer> accept_retry_;
+  PipelineQueue queue_;
+  asio::thread_pool mcp_pool_{2};
+  ProxyShared shared_;
+  std::mutex tenants_mutex_;
+  std::set<std::string> tenant_labels_;
+};
+
+Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
+    : options_(std::move(options)),
+      current_(std::move(deployment)),
+      queue_(current_->workers(), static_cast<std::size_t>(current_->settings.serve.max_queued)),
+      shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); }} {
+  describe_metrics();
+  zero_tenant_metrics(*current_);
+}
+
+Server::~Server() {
+  for (auto& t : io_) t->context.stop();
+  for (auto& t : io_)
+    if (t->thread.joinable()) t->thread.join();
+}
+
+void Server::describe_metrics() {
+  describe_exchange_metrics(metrics_);
+  metrics_.describe("compactor_serve_rejections_total", "counter", "Requests refused by the server's limits, by reason.");
+  metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
+  metrics_.describe("compactor_serve_open_connections", "gauge", "Client connections open now.");
+  metrics_.describe("compactor_serve_in_flight", "gauge", "Requests not yet answered (held streams included).");
+  metrics_.describe("compactor_serve_pipelines_waiting", "gauge", "Requests waiting for a pipeline worker.");
+  metrics_.describe("compactor_serve_mcp_requests_total", "counter", "/mcp requests by HTTP status.");
+}
+
+// Every configured client is in the metrics from the start, at zero.
+void Server::zero_tenant_metrics(const Deployment& d) {
+  for (const auto& c : d.settings.serve.clients) {
+    const std::string t = "tenant=\"" + label_value(tenant_label(c.name)) + "\"";
+    metrics_.add("compactor_serve_tenant_requests_total", t, 0);
+    metrics_.add("compactor_serve_tenant_size_saved_total", t + ",unit=\"" + d.zygote->unit() + "\"", 0);
+  }
+}
+
+std::string Server::tenant_label(const std::string& tenant) {
+  if (tenant.empty()) return "default";
+  std::lock_guard lock(tenants_mutex_);
+  if (tenant_labels_.count(tenant) != 0) return tenant;
+  if (tenant_labels_.size() >= kTenantLabels) return "other";
+  tenant_labels_.insert(tenant);
+  return tenant;
+}
+
+SessionLimits Server::limits() const {
+  const ServeConfig& s = current_->settings.serve;
+  return SessionLimits{std::chrono::milliseconds(s.header_timeout_ms), std::chrono::milliseconds(s.body_timeout_ms),
+                       std::chrono::milliseconds(s.upstream_stall_ms), static_cast<std::uint64_t>(s.max_body_bytes)};
+}
+
+Reply Server::error_reply(const wire::WireFormat* format, wire::ProxyError kind, const std::string& message) const {
+  const wire::WireFormat& shape = format != nullptr ? *format : *wire::wire_formats().front();
+  wire::ErrorReply e = shape.error_reply(kind, message);
+  return Reply{e.status, e.body, "application/json", {}};
+}
+
+// Before the body is read: what can be refused from the head alone is, so that a large body is
+// never read only to be refused.
+std::optional<Reply> Server::screen(const RequestHead& head, std::uint64_t content_length, HttpSession&) {
+  auto d = current();
+  const std::string_view target(head.target().data(), head.target().size());
+  const std::string method(head.method_string());
+  const std::string_view path = path_of(target);
+  const wire::WireFormat* format = wire::wire_format_for(method, path);
+  const wire::WireFormat* api = format != nullptr ? format : wire::wire_format_owning(method, path);
+  if (!target.starts_with('/')) {
+    metrics_.add("compactor_serve_rejections_total", "reason=\"target\"");
+    return error_reply(api, wire::ProxyError::bad_request,
+                       "compactor serve: the request target must be a path starting with \"/\" (origin form)");
+  }
+  if (content_length > static_cast<std::uint64_t>(d->settings.serve.max_body_bytes)) {
+    metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");
+    return error_reply(api, wire::ProxyError::body_too_large,
+                       fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})", d->settings.serve.max_body_bytes));
+  }
+  if (path == "/healthz" || path == "/metrics" || path == "/mcp") return std::nullopt;
+  if (!d->settings.serve.clients.empty())
+    if (auto who = identify_tenant(d->settings.serve.clients, head, target, false); !who) {
+      metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
+      Reply r = error_reply(api, wire::ProxyError::unauthorized, who.error().message);
+      r.headers.emplace_back("www-authenticate", "Bearer");
+      return r;
+    }
+  if (format != nullptr && !queue_.has_room()) {
+    metrics_.add("compactor_serve_rejections_total", "reason=\"queue_full\"");
+    Reply r = error_reply(format, wire::ProxyError::overloaded,
+                          "compactor serve: serve.max_queued requests already wait for a pipeline; try again shortly");
+    r.headers.emplace_back("retry-after", "1");
+    return r;
+  }
+  return std::nullopt;
+}
+
+UpstreamPool& Server::pool_of(HttpSession& session) {
+  for (auto& t : io_)
+    if (&t->context == &session.context()) return t->pool;
+  return io_.front()->pool;  // not reached: every session runs on one of the I/O threads
+}
+
+void Server::handle(Request request, std::shared_ptr<HttpSession> session) {
+  if (draining_) session->drain();
+  const std::string target(request.target());
+  const std::string method(request.method_string());
+  const std::string path(path_of(target));
+  if (request.method() == http::verb::get && path == "/healthz") {
+    session->reply(Reply{draining_ ? 503 : 200, draining_ ? "draining\n" : "ok\n", "text/plain", {}});
+    return;
+  }
+  auto d = current();
+  if (request.method() == http::verb::get && path == "/metrics") {
+    metrics_.set("compactor_serve_open_connections", "", static_cast<double>(connections_.load()));
+    metrics_.set("compactor_serve_in_flight", "", static_cast<double>(in_flight_.load()));
+    metrics_.set("compactor_serve_pipelines_waiting", "", static_cast<double>(queue_.waiting()));
+    session->reply(Reply{200, metrics_.render(), "text/plain; version=0.0.4", {}});
+    return;
+  }
+  if (path == "/mcp") {
+    handle_mcp(std::move(request), std::move(session), std::move(d));
+    return;
+  }
+  const wire::WireFormat* format = wire::wire_format_for(method, path);
+  const wire::WireFormat* api = format != nullptr ? format : wire::wire_format_owning(method, path);
+  auto tenant = identify_tenant(d->settings.serve.clients, request.base(), target, false);
+  if (!tenant) {  // screened before the body; a reload may have added clients since
+    session->reply(error_reply(api, wire::ProxyError::unauthorized, tenant.error().message));
+    return;
+  }
+  ProxyRoute route;
+  route.compacting = format;
+  route.shape = api != nullptr ? api : wire::wire_formats().front();
+  route.upstream = d->upstream_for(*route.shape);
+  if (format != nullptr) {
+    route.label = std::string(format->route());
+  } else if (api != nullptr && beast::iequals(request[http::field::upgrade], "websocket")) {
+    // The proxy speaks HTTP only; 426 tells a client with an HTTP transport (Codex) to fall back now.
+    metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"upgrade_refused\"", api->route()));
+    Reply r = error_reply(api, wire::ProxyError::websocket_refused,
+                          fmt::format("compactor serve speaks HTTP on {}; WebSocket is not offered: use HTTP", path));
+    r.headers.emplace_back("x-compactor-status", "passed");
+    session->close_after_answer();
+    session->reply(r);
+    return;
+  } else {
+    route.label = api != nullptr ? std::string(api->route()) + "_other" : "other";
+    route.extra = {{"x-compactor-status", "passed"}};
+    metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route.label));
+  }
+  start_exchange(shared_, std::move(d), pool_of(*session), std::move(request), session, std::move(route), std::move(*tenant));
+}
+
+// /mcp reads the archive, which may block: it runs on a small pool of its own, and the answer
+// comes back to the connection's thread. It counts in flight like any request (the drain waits).
+void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, std::shared_ptr<const Deployment> d) {
+  in_flight_.fetch_add(1);
+  asio::post(mcp_pool_, [this, request = std::move(request), session = std::move(session), d = std::move(d)] {
+    Reply r = d->mcp->handle(request);
+    metrics_.add("compactor_serve_mcp_requests_total", fmt::format("status=\"{}\"", r.status));
+    asio::post(session->executor(), [this, session, r = std::move(r)] {
+      session->reply(r);
+      in_flight_.fetch_sub(1);
+    });
+  });
+}
+
+void Server::connection_closed() {
+  const std::uint64_t open = connections_.fetch_sub(1) - 1;
+  if (accept_paused_ && open < max_connections_ && !io_.empty())
+    asio::post(io_.front()->context, [this] {
+      if (accept_paused_.exchange(false)) accept();
+    });
+}
+
+// Accepts on the first I/O thread and hands each connection to the next thread in turn. At
+// max_connections it stops accepting (the kernel's backlog holds the next ones) until one closes.
+void Server::accept() {
+  if (draining_ || !acceptor_) return;
+  if (connections_.load() >= max_connections_) {
+    accept_paused_ = true;
+    return;
+  }
+  IoThread& t = *io_[next_io_++ % io_.size()];
+  acceptor_->async_accept(t.context, [this, &t](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || draining_) return;
+    if (ec) {
+      // Out of descriptors, say: wait a little rather than spin.
+      spdlog::warn("serve: accept failed: {}", ec.message());
+      accept_retry_->expires_after(std::chrono::milliseconds(50));
+      accept_retry_->async_wait([this](beast::error_code e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    on_accepted(t, std::move(socket));
+    accept();
+  });
+}
+
+void Server::on_accepted(IoThread& t, tcp::socket socket) {
+  connections_.fetch_add(1);
+  beast::error_code ignored;
+  // Each server-sent event goes out as it arrives, not when the previous one is acknowledged.
+  socket.set_option(tcp::no_delay(true), ignored);
+  auto d = current();
+  auto session = std::make_shared<HttpSession>(
+      std::move(socket), *this, limits(), [this](const RequestHead& head, std::string_view) {
+        metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");
+        const std::string target(head.target());
+        const wire::WireFormat* format = wire::wire_format_for(std::string(head.method_string()), path_of(target));
+        return error_reply(format, wire::ProxyError::body_too_large,
+                           fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})",
+                                       current()->settings.serve.max_body_bytes));
+      });
+  asio::post(t.context, [session] { session->start(); });
+}
+
 // Runs on the main thread only: the zygote it starts dies with the thread that started it.
 void Server::reload(const char* why) {
-  LoadOutcome next = load(options_);
+  LoadOutcome next = load_deployment(options_);
   if (!next.deployment) {
     for (const auto& e : next.errors) spdlog::error("serve: reload ({}) refused: {}", why, e);
     metrics_.add("compactor_serve_reloads_total", "result=\"refused\"");
     return;
   }
-  if (next.deployment->settings.serve.listen != current()->settings.serve.listen)
+  for (const auto& w : next.deployment->settings.warnings) spdlog::warn("serve: {}", w);
+  auto d = current();
+  if (next.deployment->settings.serve.listen != d->settings.serve.listen)
     spdlog::warn("serve: reload ({}): serve.listen changed; it takes effect at the next start", why);
-  slots_.set_limit(workers_of(*next.deployment));
+  next.deployment->mcp->bind_port(acceptor_->local_endpoint().port());
+  queue_.set_limits(next.deployment->workers(), static_cast<std::size_t>(next.deployment->settings.serve.max_queued));
+  zero_tenant_metrics(*next.deployment);
   {
     std::lock_guard lock(config_mutex_);
     current_ = std::move(next.deployment);
@@ -433,7 +375,7 @@ void Server::replace_zygote_if_gone() {
   if (d->zygote->alive()) return;
   spdlog::error("serve: the pipeline's zygote (pid {}) ended; starting another", d->zygote->pid());
   Zygote::StartFailure failure;
-  auto zygote = Zygote::start(options_.config_file, kLoadTimeout, failure);
+  auto zygote = Zygote::start(options_.config_file, std::chrono::milliseconds(120000), failure);
   if (!zygote) {
     for (const auto& e : failure.errors) spdlog::error("serve: the pipeline's zygote could not be started again: {}", e);
     return;
@@ -445,53 +387,47 @@ void Server::replace_zygote_if_gone() {
 }
 
 int Server::listen_and_serve() {
-  const std::string listen = current()->settings.serve.listen;
-  std::size_t colon = listen.rfind(':');
-  std::string host = listen.substr(0, colon);
-  int port = std::atoi(listen.substr(colon + 1).c_str());
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (host == "localhost") host = "127.0.0.1";
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    fmt::print(stderr, "compactor serve: listen address \"{}\" is not an IPv4 address and port\n", listen);
+  auto d = current();
+  const ServeConfig& s = d->settings.serve;
+  const std::uint64_t descriptors = raise_descriptor_limit();
+  max_connections_ = s.max_connections > 0 ? static_cast<std::uint64_t>(s.max_connections) : std::max<std::uint64_t>(16, (descriptors - 64) / 2);
+  const std::size_t threads = s.io_threads > 0 ? static_cast<std::size_t>(s.io_threads) : 2;
+  const UpstreamSettings upstream{s.ca_file};
+  for (std::size_t i = 0; i < threads; ++i) io_.push_back(std::make_unique<IoThread>(upstream));
+
+  beast::error_code ec;
+  const tcp::endpoint endpoint = d->listen.endpoint();
+  acceptor_.emplace(io_.front()->context);
+  acceptor_->open(endpoint.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && endpoint.address().is_v6()) acceptor_->set_option(asio::ip::v6_only(true), ec);
+  if (!ec) acceptor_->bind(endpoint, ec);
+  if (!ec) acceptor_->listen(4096, ec);
+  if (ec) {
+    fmt::print(stderr, "compactor serve: cannot listen on {}: {}\n", s.listen, ec.message());
     return kExitBadInput;
   }
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 512) != 0) {
-    fmt::print(stderr, "compactor serve: cannot listen on {}: {}\n", listen, std::strerror(errno));
-    return kExitBadInput;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  const unsigned short port = acceptor_->local_endpoint().port();
+  d->mcp->bind_port(port);
+  accept_retry_.emplace(io_.front()->context);
   config_mtime_ = mtime_of(options_.config_file);
 
   // Signals are taken by the main thread with sigtimedwait; every other thread has them blocked.
   sigset_t signals;
   sigemptyset(&signals);
-  sigaddset(&signals, SIGHUP);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  for (auto& t : io_)
+    t->thread = std::thread([&context = t->context] {
+      block_signals_in_this_thread();
+      context.run();
+    });
+  asio::post(io_.front()->context, [this] { accept(); });
 
-  std::thread acceptor([this] {
-    for (;;) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (draining_) return;
-        if (errno == EMFILE || errno == ENFILE) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          continue;
-        }
-        return;
-      }
-      std::thread([this, fd] { connection(fd); }).detach();
-    }
-  });
-  fmt::print("compactor serve: listening on http://{}:{} (upstream {})\n", host, ntohs(addr.sin_port), current()->upstream);
+  for (const auto& w : d->settings.warnings) spdlog::warn("serve: {}", w);
+  if (auto why = d->mcp->closed_reason()) fmt::print(stderr, "compactor serve: {}\n", *why);
+  const std::string shown = d->listen.host.find(':') != std::string::npos ? "[" + d->listen.host + "]" : d->listen.host;
+  fmt::print("compactor serve: listening on http://{}:{} (upstream {})\n", shown, port, d->upstream_for(*wire::wire_formats().front()));
   std::fflush(stdout);
 
   for (;;) {
@@ -508,29 +444,40 @@ int Server::listen_and_serve() {
     }
     replace_zygote_if_gone();
   }
-  // Graceful drain: no new connections; requests in flight finish (bounded by the request time).
+  return drain();
+}
+
+// Graceful drain: no new connections; requests in flight (streams and /mcp included) finish,
+// bounded by the request time; idle connections are closed when the loops stop.
+int Server::drain() {
   draining_ = true;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  acceptor.join();
-  ::close(listen_fd_);
+  asio::post(io_.front()->context, [this] {
+    beast::error_code ignored;
+    acceptor_->close(ignored);
+  });
   auto deadline = Clock::now() + std::chrono::milliseconds(current()->settings.serve.request_timeout_ms);
   while (in_flight_.load() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  int left = in_flight_.load();
+  const int left = in_flight_.load();
   fmt::print(stderr, "compactor serve: drained{}; exiting\n", left > 0 ? fmt::format(" ({} requests cut at the time limit)", left) : "");
   std::fflush(nullptr);
   spdlog::shutdown();
-  // Idle keep-alive connections' threads may still block in a read: end without unwinding them.
+  // Requests cut at the limit still hold their threads' state: end without unwinding them.
   ::_exit(left > 0 ? kExitNotDone : kExitOk);
 }
 
 }  // namespace
 
 int run_server(const ServeOptions& options) {
-  // Before any thread: children reaped by the kernel, libcurl's global state, SIGPIPE ignored.
+  // Before any thread: children reaped by the kernel, libcurl's global state, SIGPIPE ignored,
+  // and the signals the main thread waits for blocked (every thread made later inherits that).
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   reap_children_automatically();
   ::signal(SIGPIPE, SIG_IGN);
-  init_upstream_client();
-  LoadOutcome loaded = load(options);
+  UpstreamPool::global_init();
+  LoadOutcome loaded = load_deployment(options);
   if (!loaded.deployment) {
     for (const auto& e : loaded.errors) fmt::print(stderr, "{}\n", e);
     return loaded.exit_code;

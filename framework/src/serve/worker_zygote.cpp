@@ -97,8 +97,10 @@ std::optional<Job> parse_job(std::string_view text) {
   const json::object& o = v.get_object();
   const json::value* wire = o.if_contains("wire");
   const json::value* ptl = o.if_contains("prompt_too_long");
-  if (wire == nullptr || !wire->is_string() || ptl == nullptr || !ptl->is_bool()) return std::nullopt;
-  return Job{std::string(wire->get_string()), ptl->get_bool()};
+  const json::value* tenant = o.if_contains("tenant");
+  if (wire == nullptr || !wire->is_string() || ptl == nullptr || !ptl->is_bool() || (tenant != nullptr && !tenant->is_string()))
+    return std::nullopt;
+  return Job{std::string(wire->get_string()), ptl->get_bool(), tenant != nullptr ? std::string(tenant->get_string()) : std::string()};
 }
 
 // The loaded pipeline, or why there is none (the lines the server prints, and its exit code).

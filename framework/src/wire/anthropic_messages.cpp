@@ -27,9 +27,15 @@ class AnthropicMessages final : public WireFormat {
 
   std::string_view route() const override { return "messages"; }
 
+  std::string_view upstream_key() const override { return "anthropic"; }
+  std::string_view default_upstream() const override { return "https://api.anthropic.com"; }
+
   bool handles(std::string_view method, std::string_view path) const override {
     return method == "POST" && path == "/v1/messages";
   }
+
+  // The API's other endpoints under /v1/messages: count_tokens, batches.
+  bool owns(std::string_view, std::string_view path) const override { return path.starts_with("/v1/messages/"); }
 
   Expected<std::unique_ptr<WireRequest>> read(std::string body, const std::string& source) const override {
     ReadOptions options;
@@ -60,6 +66,9 @@ class AnthropicMessages final : public WireFormat {
       case ProxyError::body_too_large: return reply(413, "request_too_large");
       case ProxyError::upstream_failed: return reply(502, "api_error");
       case ProxyError::pipeline_failed: return reply(500, "api_error");
+      case ProxyError::bad_request: return reply(400, "invalid_request_error");
+      case ProxyError::unauthorized: return reply(401, "authentication_error");
+      case ProxyError::websocket_refused: return reply(426, "invalid_request_error");
     }
     return reply(500, "api_error");
   }

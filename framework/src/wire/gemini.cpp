@@ -466,6 +466,11 @@ class Gemini final : public WireFormat {
  public:
   std::string_view name() const override { return "gemini"; }
   std::string_view route() const override { return "gemini"; }
+  std::string_view upstream_key() const override { return "gemini"; }
+  std::string_view default_upstream() const override { return "https://generativelanguage.googleapis.com"; }
+
+  // The Gemini API's other methods and paths (countTokens, models, files, uploads, caches).
+  bool owns(std::string_view, std::string_view path) const override { return is_gemini_api_path(path); }
 
   bool handles(std::string_view method, std::string_view path) const override {
     std::string_view model;
@@ -544,6 +549,9 @@ class Gemini final : public WireFormat {
       case ProxyError::body_too_large: return reply(413, "INVALID_ARGUMENT");
       case ProxyError::upstream_failed: return reply(502, "UNAVAILABLE");
       case ProxyError::pipeline_failed: return reply(500, "INTERNAL");
+      case ProxyError::bad_request: return reply(400, "INVALID_ARGUMENT");
+      case ProxyError::unauthorized: return reply(401, "UNAUTHENTICATED");
+      case ProxyError::websocket_refused: return reply(426, "FAILED_PRECONDITION");
     }
     return reply(500, "INTERNAL");
   }

@@ -437,6 +437,8 @@ class OpenAiChat final : public WireFormat {
  public:
   std::string_view name() const override { return "openai_chat"; }
   std::string_view route() const override { return "chat_completions"; }
+  std::string_view upstream_key() const override { return "openai"; }
+  std::string_view default_upstream() const override { return "https://api.openai.com"; }
 
   bool handles(std::string_view method, std::string_view path) const override {
     return method == "POST" && path == "/v1/chat/completions";
@@ -530,6 +532,9 @@ ErrorReply openai_error_reply(ProxyError kind, std::string_view message, bool wi
     case ProxyError::body_too_large: return reply(413, "invalid_request_error", "request_too_large");
     case ProxyError::upstream_failed: return reply(502, "server_error", "");
     case ProxyError::pipeline_failed: return reply(500, "server_error", "");
+    case ProxyError::bad_request: return reply(400, "invalid_request_error", "");
+    case ProxyError::unauthorized: return reply(401, "invalid_request_error", "invalid_api_key");
+    case ProxyError::websocket_refused: return reply(426, "invalid_request_error", "websocket_not_supported");
   }
   return reply(500, "server_error", "");
 }

@@ -242,6 +242,8 @@ class OpenAiResponses final : public WireFormat {
  public:
   std::string_view name() const override { return "openai_responses"; }
   std::string_view route() const override { return "responses"; }
+  std::string_view upstream_key() const override { return "openai"; }
+  std::string_view default_upstream() const override { return "https://api.openai.com"; }
 
   bool handles(std::string_view method, std::string_view path) const override {
     return method == "POST" && path == "/v1/responses";

@@ -5,11 +5,28 @@
 #include "wire/openai_chat.hpp"
 #include "wire/openai_responses.hpp"
 
+#include <algorithm>
+
 namespace compactor::wire {
 
-const std::vector<const WireFormat*>& wire_formats() {
-  static const std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat(), &openai_responses(), &gemini()};
+namespace {
+
+std::vector<const WireFormat*>& registry() {
+  static std::vector<const WireFormat*> formats = {&anthropic_messages(), &openai_chat(), &openai_responses(), &gemini()};
   return formats;
+}
+
+}  // namespace
+
+const std::vector<const WireFormat*>& wire_formats() { return registry(); }
+
+void register_wire_format(const WireFormat& format) { registry().push_back(&format); }
+
+std::vector<std::string> upstream_keys() {
+  std::vector<std::string> keys;
+  for (const WireFormat* f : wire_formats())
+    if (std::find(keys.begin(), keys.end(), f->upstream_key()) == keys.end()) keys.emplace_back(f->upstream_key());
+  return keys;
 }
 
 const WireFormat* wire_format_for(std::string_view method, std::string_view path) {

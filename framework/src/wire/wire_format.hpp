@@ -4,8 +4,8 @@
 // into the API's own form (what the pipeline left alone goes out as the client's own bytes),
 // names the API's rules as checkers the host runs after every stage, says how the upstream
 // refuses a context that is too long, and gives the API's shape for every error the proxy writes
-// itself. `serve` routes by adapter, and adding an API is one adapter and its tests
-// (docs/serve.md, "Adding a wire format").
+// itself, and where its upstream is. `serve` routes by adapter, and adding an API is one file (the
+// adapter) and one registration line (docs/serve.md, "Adding a wire format").
 #pragma once
 
 #include "compactor/checker.hpp"
@@ -42,10 +42,13 @@ class WireRequest {
 
 // The errors the proxy answers itself, each in the API's own error shape.
 enum class ProxyError {
-  overloaded,       // more requests in flight than serve.max_concurrency (Retry-After given)
-  body_too_large,   // over serve.max_body_bytes
-  upstream_failed,  // the upstream could not be reached or ended early
-  pipeline_failed,  // the pipeline failed under `on_failure: reject`
+  overloaded,         // serve.max_queued requests already wait for a pipeline (Retry-After given)
+  body_too_large,     // over serve.max_body_bytes
+  upstream_failed,    // the upstream could not be reached or ended early
+  pipeline_failed,    // the pipeline failed under `on_failure: reject`
+  bad_request,        // a request serve cannot forward (a target that is not a path)
+  unauthorized,       // no client token, or an unknown one, where serve.clients are configured
+  websocket_refused,  // a WebSocket upgrade on the API's path (serve speaks HTTP: 426)
 };
 
 struct ErrorReply {
@@ -61,6 +64,11 @@ class WireFormat {
   virtual std::string_view name() const = 0;
   // Its route's name in metrics and logs (`route="messages"`).
   virtual std::string_view route() const = 0;
+
+  // Its upstream's key in `serve.upstreams` (formats of one provider share it: "openai") and the
+  // provider's URL, used when the config names none.
+  virtual std::string_view upstream_key() const = 0;
+  virtual std::string_view default_upstream() const = 0;
 
   // Whether an HTTP request is this API's conversation request (the path without its query).
   virtual bool handles(std::string_view method, std::string_view path) const = 0;
@@ -101,8 +109,16 @@ class WireFormat {
   virtual bool refuses_in_stream() const { return false; }
 };
 
-// Every wire format Compactor speaks, in routing order.
+// Every wire format Compactor speaks, in routing order: the built-in ones, then those
+// registered. A request no format handles or owns goes to the first one's upstream.
 const std::vector<const WireFormat*>& wire_formats();
+
+// Adds a format (its one registration line), before serve starts any thread; the format must
+// live as long as the process.
+void register_wire_format(const WireFormat& format);
+
+// The distinct upstream keys of the formats, in routing order.
+std::vector<std::string> upstream_keys();
 
 // The format that handles an HTTP request, or null (then the request is passed through).
 const WireFormat* wire_format_for(std::string_view method, std::string_view path);

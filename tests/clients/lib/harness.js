@@ -19,11 +19,12 @@ function closedPort() {
 }
 
 // `compactor serve --config CONFIG` in `cwd`, its upstreams given as options
-// ({upstream, openaiUpstream, geminiUpstream}), its stderr inherited or to a file descriptor;
-// resolves with {child, port} once it listens.
+// ({upstream, openaiUpstream, geminiUpstream}; the OpenAI one is `upstream` when not given: one
+// loopback stand-in answers for both), its stderr inherited or to a file descriptor; resolves
+// with {child, port} once it listens.
 function startServe(cli, config, cwd, upstreams, env = {}, stderr = 'inherit') {
   const args = ['serve', '--config', config, '--listen', '127.0.0.1:0', '--upstream', upstreams.upstream];
-  if (upstreams.openaiUpstream) args.push('--openai-upstream', upstreams.openaiUpstream);
+  args.push('--upstream', `openai=${upstreams.openaiUpstream || upstreams.upstream}`);
   if (upstreams.geminiUpstream) args.push('--gemini-upstream', upstreams.geminiUpstream);
   return new Promise((resolve, reject) => {
     const child = spawn(cli, args, { cwd, stdio: ['ignore', 'pipe', stderr], env: { ...process.env, ...env } });

@@ -1,0 +1,65 @@
+// `serve:` (compactor serve): where it listens, where each API's requests go, who may call it,
+// and its limits. Read and validated with the rest of the config (located errors); other
+// commands ignore it. The API names of `upstreams` are the wire formats' (checked by serve,
+// which knows them, with the locations kept here).
+#pragma once
+
+#include "host/source_location.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace compactor {
+namespace detail {
+class YamlReader;
+}
+
+// A client serve issued a token to: its name is its tenant (serve/tenant.hpp).
+struct ServeClient {
+  std::string name;          // [a-z0-9][a-z0-9_-]{0,63}
+  std::string token_sha256;  // 64 lowercase hex digits
+};
+
+struct UpstreamEntry {
+  std::string api;  // a wire format's upstream key: anthropic, openai, gemini, …
+  std::string url;  // http:// or https://
+  SourceLocation location;
+};
+
+struct ServeConfig {
+  std::string listen = "127.0.0.1:8088";  // HOST:PORT or [IPV6]:PORT; loopback by default
+  std::vector<UpstreamEntry> upstreams;    // `upstreams: {api: url}`; an API not named goes to its provider
+  std::vector<ServeClient> clients;        // none: tenants by API key
+  std::int64_t max_body_bytes = std::int64_t{32} << 20;  // a larger request body is answered 413 unread
+  std::int64_t workers = 0;                 // pipelines that run at once; 0: one per core
+  std::int64_t max_queued = 1024;           // requests waiting for a pipeline; more: 529/503 before the body
+  std::int64_t queue_timeout_ms = 60000;    // a request waiting longer is forwarded uncompacted
+  std::int64_t request_timeout_ms = 600000; // the pipeline's and the upstream's time per request
+  std::int64_t header_timeout_ms = 60000;   // a request's head (and an idle keep-alive connection)
+  std::int64_t body_timeout_ms = 60000;     // a request's body
+  std::int64_t upstream_stall_ms = 300000;  // the upstream sends nothing for this long: the call ends
+  std::int64_t io_threads = 0;              // 0: two (every stream shares them)
+  std::int64_t max_connections = 0;         // 0: what the file-descriptor limit allows (two per stream)
+  std::string ca_file;                      // trust this CA bundle for the upstreams (resolved)
+  bool reject_on_failure = false;           // `on_failure: reject` (else `forward`: fail open)
+  std::string mcp_token_env;                // the variable holding /mcp's bearer token
+
+  // The configured URL of an API, or empty.
+  std::string upstream_of(std::string_view api) const;
+};
+
+// Reads `serve:` (a mapping, already known to be one) into `out`; errors go to the reader,
+// warnings (one located line each) to `warnings`. `base`: the config's folder.
+void read_serve_config(detail::YamlReader& r, const YAML::Node& serve, const std::string& base, ServeConfig& out,
+                       std::vector<std::string>& warnings);
+
+// The section as print-pipeline writes it (feeds back to the same config).
+void print_serve_config(std::string& out, const ServeConfig& s);
+
+}  // namespace compactor

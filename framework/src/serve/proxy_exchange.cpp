@@ -1,0 +1,378 @@
+#include "serve/proxy_exchange.hpp"
+
+#include "serve/tenant.hpp"
+#include "serve/upstream_url.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace compactor::serve {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using Clock = std::chrono::steady_clock;
+
+// An error answer is held whole so that a context refusal can be retried; one larger than this is
+// no refusal, and goes to the client as it arrives instead.
+constexpr std::size_t kErrorBodyLimit = 1 << 20;
+// More than this before a stream's first blank line is no event stream worth holding.
+constexpr std::size_t kHoldLimit = 1 << 20;
+
+std::int64_t us_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+}
+
+bool hop_by_hop(std::string_view name) {
+  static constexpr std::string_view names[] = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+                                               "trailer", "upgrade", "host", "content-length", "expect", "accept-encoding",
+                                               "proxy-authorization", kTokenHeader};
+  for (std::string_view n : names)
+    if (beast::iequals(name, n)) return true;
+  return false;
+}
+
+// Events end at a blank line ("\n\n", or "\r\n\r\n").
+bool first_event_complete(const std::string& held) {
+  return held.find("\n\n") != std::string::npos || held.find("\r\n\r\n") != std::string::npos;
+}
+
+// The upstream's headers a client may see, with the server's own set over them.
+Headers answer_headers(const Headers& upstream, const Headers& extra) {
+  Headers out;
+  for (const auto& [k, v] : upstream)
+    if (!hop_by_hop(k) && header_value(extra, k).empty()) out.emplace_back(k, v);
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+class Exchange final : public UpstreamListener, public StreamFeeder, public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(ProxyShared& shared, std::shared_ptr<const Deployment> d, UpstreamPool& pool, Request request,
+           std::shared_ptr<HttpSession> session, ProxyRoute route, std::string tenant)
+      : shared_(shared),
+        d_(std::move(d)),
+        pool_(pool),
+        session_(std::move(session)),
+        route_(std::move(route)),
+        tenant_(std::move(tenant)),
+        method_(request.method_string()),
+        target_(request.target()),
+        started_(Clock::now()) {
+    client_body_ = std::make_shared<const std::string>(std::move(request.body()));
+    for (const auto& f : request)
+      if (!hop_by_hop(f.name_string())) header_lines_.push_back(std::string(f.name_string()) + ": " + std::string(f.value()));
+    path_ = target_.substr(0, target_.find('?'));
+    shared_.in_flight.fetch_add(1);
+  }
+  ~Exchange() override { shared_.in_flight.fetch_sub(1); }
+
+  void start();
+
+  void on_head(int status, Headers headers) override;
+  bool on_body(std::string_view bytes) override;
+  void on_done(const std::string& error, long new_connections) override;
+  void on_writable() override {
+    if (transfer_) pool_.resume(*transfer_);
+  }
+  void on_client_gone() override {
+    gone_ = true;
+    if (transfer_) pool_.cancel(*transfer_);
+    transfer_.reset();
+  }
+
+ private:
+  enum class Mode { waiting, holding, streaming, buffering };
+
+  void compact(bool prompt_too_long, std::function<void(JobRun)> then);
+  void on_compacted(JobRun run);
+  void on_retry_compacted(JobRun run);
+  void record(const JobOutcome& c, const std::string& route);
+  void forward(std::shared_ptr<const std::string> body, Headers extra);
+  void begin_streaming();
+  void answer_buffered();
+  void log_done();
+
+  ProxyShared& shared_;
+  std::shared_ptr<const Deployment> d_;
+  UpstreamPool& pool_;
+  std::shared_ptr<HttpSession> session_;
+  ProxyRoute route_;
+  std::string tenant_, method_, target_, path_;
+  std::vector<std::string> header_lines_;
+  std::shared_ptr<const std::string> client_body_, sent_;
+  std::shared_ptr<UpstreamPool::Transfer> transfer_;
+  Headers extra_, upstream_headers_;
+  Mode mode_ = Mode::waiting;
+  int status_ = 0;
+  std::string held_;  // a held first event, or a held error answer
+  bool retried_ = false, gone_ = false;
+  std::string error_;
+  JobOutcome outcome_;
+  Clock::time_point started_, forwarding_;
+  std::int64_t compact_us_ = 0, first_byte_us_ = -1;
+};
+
+void Exchange::start() {
+  if (route_.compacting == nullptr) {
+    forward(client_body_, route_.extra);
+    return;
+  }
+  if (auto why = route_.compacting->passed_through(*client_body_)) {
+    spdlog::info("serve: POST {}: passed through untouched: {}", path_, *why);
+    shared_.metrics.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route_.label));
+    forward(client_body_, {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
+    return;
+  }
+  compact(false, [self = shared_from_this()](JobRun run) { self->on_compacted(std::move(run)); });
+}
+
+// The compaction waits for a pipeline in the queue and runs on a queue thread; its result comes
+// back to this connection's thread. Past serve.queue_timeout_ms the wait is given up: the request
+// goes out as it came.
+void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
+  const ServeConfig& s = d_->settings.serve;
+  auto executor = session_->executor();
+  auto timer = std::make_shared<asio::steady_timer>(executor, std::chrono::milliseconds(s.queue_timeout_ms));
+  auto job = std::make_shared<QueuedJob>();
+  const auto queued = Clock::now();
+  auto started = std::make_shared<Clock::time_point>();
+  job->run = [&metrics = shared_.metrics, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
+              tenant = tenant_, prompt_too_long, executor, then, timer, queued]() {
+    metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(us_since(queued)) / 1e6);
+    const auto began = Clock::now();
+    JobRun run = d->zygote->run(Job{wire, prompt_too_long, tenant}, *body,
+                                std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
+    metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
+    asio::post(executor, [then, timer, run = std::move(run)]() mutable {
+      timer->cancel();
+      then(std::move(run));
+    });
+  };
+  timer->async_wait([job, then, timeout = s.queue_timeout_ms, &metrics = shared_.metrics](const boost::system::error_code& ec) {
+    if (ec || !job->claim()) return;
+    metrics.add("compactor_serve_rejections_total", "reason=\"queue_timeout\"");
+    JobRun run;
+    run.outcome.result = JobOutcome::failed;
+    run.outcome.warning = fmt::format("no pipeline worker was free within serve.queue_timeout_ms ({} ms): forwarded unchanged", timeout);
+    then(std::move(run));
+  });
+  shared_.queue.submit(std::move(job));
+}
+
+void Exchange::record(const JobOutcome& c, const std::string& route) {
+  Metrics& m = shared_.metrics;
+  const std::string tenant = shared_.tenant_label(tenant_);
+  m.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"{}\"", route, to_string(c.result)));
+  m.add("compactor_serve_tenant_requests_total", fmt::format("tenant=\"{}\"", label_value(tenant)));
+  const bool ran = c.result == JobOutcome::compacted || c.result == JobOutcome::unchanged;
+  if (ran) {
+    const std::string unit = "unit=\"" + c.unit + "\"";
+    const double saved = c.size_in > c.size_out ? static_cast<double>(c.size_in - c.size_out) : 0.0;
+    m.add("compactor_serve_size_in_total", unit, static_cast<double>(c.size_in));
+    m.add("compactor_serve_size_out_total", unit, static_cast<double>(c.size_out));
+    m.add("compactor_serve_size_saved_total", unit, saved);
+    m.add("compactor_serve_tenant_size_saved_total", fmt::format("tenant=\"{}\",{}", label_value(tenant), unit), saved);
+    m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
+  }
+  if (c.peak_rss_kb > 0) m.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
+  for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
+    const auto& [stage, status] = c.stage_statuses[i];
+    const std::string label = label_value(stage);
+    m.add("compactor_serve_stage_outcomes_total", fmt::format("stage=\"{}\",status=\"{}\"", label, status));
+    if (status != "skipped" && i < c.stage_us.size())
+      m.observe("compactor_serve_stage_seconds", fmt::format("stage=\"{}\"", label), static_cast<double>(c.stage_us[i]) / 1e6);
+  }
+}
+
+void Exchange::on_compacted(JobRun run) {
+  compact_us_ = us_since(started_);
+  record(run.outcome, route_.label);
+  outcome_ = run.outcome;
+  const JobOutcome& o = run.outcome;
+  Headers extra;
+  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path_, o.warning);
+  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
+    spdlog::warn("serve: POST {}: {}", path_, o.warning);
+    if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure) {
+      wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
+      session_->reply(Reply{e.status, e.body, "application/json", {{"x-compactor-status", "failed"}}});
+      return;
+    }
+    extra.emplace_back("x-compactor-warning", header_safe(o.warning));
+  }
+  extra.emplace_back("x-compactor-status", std::string(to_string(o.result)));
+  auto body = o.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
+  forward(std::move(body), std::move(extra));
+}
+
+void Exchange::forward(std::shared_ptr<const std::string> body, Headers extra) {
+  if (gone_) return;
+  auto url = upstream_url(route_.upstream, target_);
+  if (!url) {
+    wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::bad_request, "compactor serve: " + url.error().message);
+    session_->reply(Reply{e.status, e.body, "application/json", {}});
+    return;
+  }
+  sent_ = body;
+  extra_ = std::move(extra);
+  mode_ = Mode::waiting;
+  status_ = 0;
+  held_.clear();
+  upstream_headers_.clear();
+  const ServeConfig& s = d_->settings.serve;
+  UpstreamCall call{std::move(*url), method_, header_lines_, std::move(body), s.request_timeout_ms, s.upstream_stall_ms};
+  forwarding_ = Clock::now();
+  session_->set_feeder(weak_from_this());
+  transfer_ = pool_.start(call, shared_from_this());
+}
+
+void Exchange::on_head(int status, Headers headers) {
+  status_ = status;
+  upstream_headers_ = std::move(headers);
+  if (status / 100 != 2) {
+    mode_ = Mode::buffering;
+  } else if (route_.compacting != nullptr && route_.compacting->refuses_in_stream()) {
+    mode_ = Mode::holding;
+  } else {
+    begin_streaming();
+  }
+}
+
+// From here on the answer is the client's: nothing is retried, so the request's bodies are let go
+// (thousands of streams may be held open).
+void Exchange::begin_streaming() {
+  mode_ = Mode::streaming;
+  session_->begin_stream(status_, answer_headers(upstream_headers_, extra_));
+  client_body_.reset();
+  sent_.reset();
+}
+
+bool Exchange::on_body(std::string_view bytes) {
+  if (gone_) return true;
+  if (first_byte_us_ < 0) first_byte_us_ = us_since(forwarding_);
+  switch (mode_) {
+    case Mode::streaming:
+      if (session_->behind()) return false;  // the pool pauses the call until on_writable()
+      session_->write(bytes);
+      return true;
+    case Mode::holding:
+      held_.append(bytes);
+      if (!first_event_complete(held_) && held_.size() < kHoldLimit) return true;
+      if (route_.compacting->context_refusal(200, held_)) {
+        mode_ = Mode::buffering;  // a refusal: the rest is held with it, and the caller retries
+        return true;
+      }
+      begin_streaming();
+      session_->write(held_);
+      held_.clear();
+      return true;
+    case Mode::buffering:
+      if (held_.size() + bytes.size() <= kErrorBodyLimit) {
+        held_.append(bytes);
+        return true;
+      }
+      begin_streaming();
+      session_->write(held_);
+      held_.clear();
+      session_->write(bytes);
+      return true;
+    case Mode::waiting:
+      return true;
+  }
+  return true;
+}
+
+void Exchange::on_done(const std::string& error, long new_connections) {
+  transfer_.reset();
+  error_ = error;
+  shared_.metrics.add("compactor_serve_upstream_connections_total", new_connections > 0 ? "kind=\"new\"" : "kind=\"reused\"");
+  if (!error.empty() || status_ / 100 != 2)
+    shared_.metrics.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", error.empty() ? status_ : 0));
+  if (gone_) return;
+  if (mode_ == Mode::streaming) {
+    if (error.empty()) session_->end_stream();
+    else session_->abort();  // cut short: closing tells the client the body is incomplete
+    log_done();
+    return;
+  }
+  const bool refusal = error.empty() && route_.compacting != nullptr &&
+                       route_.compacting->context_refusal(mode_ == Mode::buffering ? status_ : 200, held_);
+  if (refusal && !retried_ && (mode_ == Mode::buffering || mode_ == Mode::holding)) {
+    // The upstream refused the context: on_prompt_too_long on what the client sent, and one retry.
+    retried_ = true;
+    compact(true, [self = shared_from_this()](JobRun run) { self->on_retry_compacted(std::move(run)); });
+    return;
+  }
+  answer_buffered();
+}
+
+void Exchange::on_retry_compacted(JobRun run) {
+  record(run.outcome, route_.label + "_retry");
+  const bool ran = run.outcome.result == JobOutcome::compacted || run.outcome.result == JobOutcome::unchanged;
+  auto again = run.outcome.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
+  // Sending what was just refused again would only be refused again (and is no retry).
+  if (!ran || *again == *sent_) {
+    answer_buffered();
+    return;
+  }
+  shared_.metrics.add("compactor_serve_retries_total", "");
+  spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once", path_);
+  forward(std::move(again), {{"x-compactor-status", "retried"}});
+}
+
+// The whole answer, held: an error, a refusal not retried, a stream that ended before its first
+// event was complete, or the proxy's own error when the upstream could not be reached.
+void Exchange::answer_buffered() {
+  if (!error_.empty() && status_ == 0) {
+    wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + error_);
+    session_->reply(Reply{e.status, e.body, "application/json", extra_});
+  } else if (!error_.empty()) {
+    session_->abort();
+  } else {
+    session_->reply(Reply{status_, std::move(held_), "", answer_headers(upstream_headers_, extra_)});
+  }
+  log_done();
+}
+
+void Exchange::log_done() {
+  const JobOutcome& o = outcome_;
+  spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
+               "worker_us={} first_byte_us={} forward_us={}",
+               method_, path_, status_, o.status, tenant_.empty() ? "default" : tenant_, o.messages, o.covered, o.size_in,
+               o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
+}
+
+}  // namespace
+
+void start_exchange(ProxyShared& shared, std::shared_ptr<const Deployment> deployment, UpstreamPool& pool, Request request,
+                    std::shared_ptr<HttpSession> session, ProxyRoute route, std::string tenant) {
+  auto x = std::make_shared<Exchange>(shared, std::move(deployment), pool, std::move(request), std::move(session), std::move(route),
+                                      std::move(tenant));
+  x->start();
+}
+
+void describe_exchange_metrics(Metrics& m) {
+  m.describe("compactor_serve_requests_total", "counter", "Requests by route and outcome.");
+  m.describe("compactor_serve_tenant_requests_total", "counter", "Compacting requests by tenant.");
+  m.describe("compactor_serve_size_in_total", "counter", "Size of the conversations received, in the budget's unit.");
+  m.describe("compactor_serve_size_out_total", "counter", "Size of the conversations forwarded, in the budget's unit.");
+  m.describe("compactor_serve_size_saved_total", "counter", "Received minus forwarded, in the budget's unit.");
+  m.describe("compactor_serve_tenant_size_saved_total", "counter", "Received minus forwarded, by tenant, in the budget's unit.");
+  m.describe("compactor_serve_stage_outcomes_total", "counter", "Stage outcomes by stage and status.");
+  m.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
+  m.describe("compactor_serve_queue_seconds", "histogram", "Wait for a pipeline worker (serve.workers), in arrival order.");
+  m.describe("compactor_serve_worker_seconds", "histogram", "Wall time of a request's compaction in its worker, as the server sees it.");
+  m.describe("compactor_serve_worker_peak_rss_bytes", "gauge", "The largest peak resident memory of a worker so far.");
+  m.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures (status 0).");
+  m.describe("compactor_serve_upstream_connections_total", "counter", "Upstream calls by connection: new, or a warm one reused.");
+  m.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
+  m.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
+}
+
+}  // namespace compactor::serve

@@ -1,0 +1,308 @@
+#include "serve/upstream_pool.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace compactor::serve {
+namespace {
+
+namespace asio = boost::asio;
+
+// What the pools of one process share: resolved names and TLS session tickets (a new connection
+// to a host another thread already reached resumes its TLS session).
+struct Shared {
+  CURLSH* share = nullptr;
+  std::mutex locks[CURL_LOCK_DATA_LAST];
+};
+
+Shared& shared() {
+  static Shared s;
+  return s;
+}
+
+void lock_share(CURL*, curl_lock_data data, curl_lock_access, void*) { shared().locks[data].lock(); }
+void unlock_share(CURL*, curl_lock_data data, void*) { shared().locks[data].unlock(); }
+
+}  // namespace
+
+class UpstreamPool::Transfer {
+ public:
+  CURL* easy = nullptr;
+  curl_slist* header_list = nullptr;
+  std::shared_ptr<const std::string> body;
+  std::shared_ptr<UpstreamListener> listener;
+  std::size_t sent = 0;  // of the body, to curl
+  bool uploaded = false;
+  int status = 0;
+  Headers headers;
+  bool head_given = false;
+  bool paused = false;
+
+  ~Transfer() {
+    if (easy != nullptr) curl_easy_cleanup(easy);
+    curl_slist_free_all(header_list);
+  }
+
+  void give_head() {
+    if (head_given) return;
+    head_given = true;
+    release_body();
+    listener->on_head(status, std::move(headers));
+  }
+
+  // The body is kept until the whole of it went out and an answer came (curl sends it again on a
+  // new connection when a reused one turns out closed before any answer): a held stream keeps none.
+  void release_body() {
+    if (uploaded && head_given) body.reset();
+  }
+
+  static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user);
+  static std::size_t on_write(char* data, std::size_t size, std::size_t n, void* user);
+  static std::size_t on_read(char* data, std::size_t size, std::size_t n, void* user);
+  static int on_seek(void* user, curl_off_t offset, int origin);
+};
+
+// One socket curl asked to watch; released (never closed: curl owns it) when curl is done with it.
+struct UpstreamPool::Watch {
+  Watch(asio::io_context& io, curl_socket_t s) : descriptor(io), fd(s) { descriptor.assign(s); }
+  asio::posix::stream_descriptor descriptor;
+  curl_socket_t fd;
+  int what = 0;
+  bool reading = false, writing = false, gone = false;
+};
+
+std::size_t UpstreamPool::Transfer::on_header(char* data, std::size_t size, std::size_t n, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (t.head_given) return size * n;  // trailers
+  if (line.starts_with("HTTP/")) {  // a status line: a new response (after a 1xx, say)
+    t.headers.clear();
+    std::size_t sp = line.find(' ');
+    t.status = sp == std::string_view::npos ? 0 : std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
+  } else if (line.empty()) {
+    if (t.status >= 200) t.give_head();
+  } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    t.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
+  }
+  return size * n;
+}
+
+std::size_t UpstreamPool::Transfer::on_write(char* data, std::size_t size, std::size_t n, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  t.give_head();
+  if (!t.listener->on_body(std::string_view(data, size * n))) {
+    t.paused = true;
+    return CURL_WRITEFUNC_PAUSE;
+  }
+  return size * n;
+}
+
+std::size_t UpstreamPool::Transfer::on_read(char* data, std::size_t size, std::size_t n, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (!t.body) return 0;
+  const std::size_t take = std::min(size * n, t.body->size() - t.sent);
+  std::memcpy(data, t.body->data() + t.sent, take);
+  t.sent += take;
+  if (t.sent == t.body->size()) {
+    t.uploaded = true;
+    t.release_body();
+  }
+  return take;
+}
+
+int UpstreamPool::Transfer::on_seek(void* user, curl_off_t offset, int origin) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || !t.body || offset < 0 || static_cast<std::size_t>(offset) > t.body->size()) return CURL_SEEKFUNC_CANTSEEK;
+  t.sent = static_cast<std::size_t>(offset);
+  t.uploaded = false;
+  return CURL_SEEKFUNC_OK;
+}
+
+void UpstreamPool::global_init() {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  Shared& s = shared();
+  s.share = curl_share_init();
+  curl_share_setopt(s.share, CURLSHOPT_LOCKFUNC, lock_share);
+  curl_share_setopt(s.share, CURLSHOPT_UNLOCKFUNC, unlock_share);
+  curl_share_setopt(s.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(s.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+}
+
+UpstreamPool::UpstreamPool(asio::io_context& io, const UpstreamSettings& settings)
+    : io_(io), multi_(curl_multi_init()), timer_(io), settings_(settings) {
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, on_socket);
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, on_timer);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+  // Idle connections kept per pool, over every host (curl closes the oldest past it).
+  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 256L);
+}
+
+UpstreamPool::~UpstreamPool() {
+  for (auto& [easy, t] : transfers_) curl_multi_remove_handle(multi_, easy);
+  transfers_.clear();
+  for (auto& [fd, w] : watches_) {
+    w->gone = true;
+    w->descriptor.release();
+  }
+  watches_.clear();
+  curl_multi_cleanup(multi_);
+}
+
+std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& call, std::shared_ptr<UpstreamListener> listener) {
+  auto t = std::make_shared<Transfer>();
+  t->easy = curl_easy_init();
+  t->listener = std::move(listener);
+  t->body = call.body;
+  for (const auto& line : call.header_lines) t->header_list = curl_slist_append(t->header_list, line.c_str());
+  t->header_list = curl_slist_append(t->header_list, "Expect:");
+  const bool no_body = t->body == nullptr || t->body->empty();
+  if (no_body) t->header_list = curl_slist_append(t->header_list, "Content-Type:");
+  CURL* e = t->easy;
+  curl_easy_setopt(e, CURLOPT_URL, call.url.c_str());
+  // Only HTTP and HTTPS, also after a redirect (which is refused anyway: it would resend the
+  // client's key to another host).
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_list);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_SHARE, shared().share);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout_ms));
+  // A stall: less than one byte a second for stall_ms (curl counts in whole seconds).
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(call.stall_ms / 1000)));
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (!settings_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, settings_.ca_file.c_str());
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, Transfer::on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, Transfer::on_write);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  if (call.method == "GET") {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else if (call.method == "HEAD") {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else {
+    // The body is read from the shared string as curl sends it (no copy), and let go of once sent.
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call.method.c_str());
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, Transfer::on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, Transfer::on_seek);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(no_body ? 0 : t->body->size()));
+    curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);  // the least: thousands of calls may be open
+    if (no_body) t->uploaded = true;
+  }
+  transfers_.emplace(e, t);
+  if (curl_multi_add_handle(multi_, e) != CURLM_OK) {
+    transfers_.erase(e);
+    auto l = t->listener;
+    asio::post(io_, [l] { l->on_done("cannot start the upstream call", 0); });
+  }
+  return t;
+}
+
+void UpstreamPool::resume(Transfer& t) {
+  if (!t.paused || transfers_.count(t.easy) == 0) return;
+  t.paused = false;
+  // May hand the held bytes to on_write() at once (which may pause it again).
+  curl_easy_pause(t.easy, CURLPAUSE_CONT);
+}
+
+void UpstreamPool::cancel(Transfer& t) {
+  auto it = transfers_.find(t.easy);
+  if (it == transfers_.end()) return;
+  auto keep = it->second;
+  curl_multi_remove_handle(multi_, t.easy);
+  transfers_.erase(it);
+  keep->listener.reset();
+}
+
+int UpstreamPool::on_socket(CURL*, curl_socket_t fd, int what, void* pool, void*) {
+  static_cast<UpstreamPool*>(pool)->watch(fd, what);
+  return 0;
+}
+
+int UpstreamPool::on_timer(CURLM*, long timeout_ms, void* pool) {
+  auto* self = static_cast<UpstreamPool*>(pool);
+  if (timeout_ms < 0) {
+    self->timer_.cancel();
+    return 0;
+  }
+  // Never act from inside curl's own call: even a zero timeout goes through the loop.
+  self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+  self->timer_.async_wait([self](const boost::system::error_code& ec) {
+    if (!ec) self->act(CURL_SOCKET_TIMEOUT, 0);
+  });
+  return 0;
+}
+
+void UpstreamPool::watch(curl_socket_t fd, int what) {
+  if (what == CURL_POLL_REMOVE) {
+    auto it = watches_.find(fd);
+    if (it == watches_.end()) return;
+    it->second->gone = true;
+    it->second->descriptor.release();  // cancels its waits; curl closes the socket itself
+    watches_.erase(it);
+    return;
+  }
+  auto& w = watches_[fd];
+  if (!w) w = std::make_shared<Watch>(io_, fd);
+  w->what = what;
+  arm(w);
+}
+
+// Waits for what curl wants of the socket. Each wait is a fresh epoll registration in Asio's
+// reactor, so a socket that is still readable after curl's last read wakes the loop again.
+void UpstreamPool::arm(const std::shared_ptr<Watch>& w) {
+  using Wait = asio::posix::descriptor_base::wait_type;
+  auto wait = [this, w](Wait type, bool Watch::*flag, int event) {
+    (*w).*flag = true;
+    w->descriptor.async_wait(type, [this, w, flag, event](const boost::system::error_code& ec) {
+      (*w).*flag = false;
+      if (ec || w->gone) return;
+      act(w->fd, event);
+      if (!w->gone) arm(w);
+    });
+  };
+  if ((w->what & CURL_POLL_IN) != 0 && !w->reading) wait(asio::posix::descriptor_base::wait_read, &Watch::reading, CURL_CSELECT_IN);
+  if ((w->what & CURL_POLL_OUT) != 0 && !w->writing) wait(asio::posix::descriptor_base::wait_write, &Watch::writing, CURL_CSELECT_OUT);
+}
+
+void UpstreamPool::act(curl_socket_t fd, int events) {
+  int running = 0;
+  curl_multi_socket_action(multi_, fd, events, &running);
+  finish_done();
+}
+
+void UpstreamPool::finish_done() {
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    CURL* easy = m->easy_handle;
+    const CURLcode rc = m->data.result;
+    auto it = transfers_.find(easy);
+    if (it == transfers_.end()) continue;
+    auto t = it->second;
+    transfers_.erase(it);
+    long connects = 0;
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+    curl_multi_remove_handle(multi_, easy);
+    if (rc == CURLE_OK) t->give_head();
+    auto listener = std::move(t->listener);
+    if (listener) listener->on_done(rc == CURLE_OK ? std::string() : std::string(curl_easy_strerror(rc)), connects);
+  }
+}
+
+}  // namespace compactor::serve
