@@ -1,0 +1,247 @@
+// What an outside review of `compactor serve` found reachable that should not be, each shown
+// refused: a request target that would name another host (SSRF), /mcp for a page whose name is
+// made to resolve to loopback, a Host that is not this server, /mcp without its token on a
+// loopback listener, guessable session ids, a client's word as a metric label, and an error body
+// held whole however large. And what serve must do that it could not: listen on IPv6, hold a
+// client token's tenant, and keep that token from the upstream.
+#include "support/loopback_http_server.hpp"
+#include "support/serve_process.hpp"
+#include "support/test_support.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using test::call;
+using test::LoopbackHttpServer;
+using test::Reply;
+using test::ServeProcess;
+
+fs::path fresh_dir(const std::string& name) { return test::scratch_folder_until_exit("serve-security-" + name); }
+
+std::string write_config(const fs::path& dir, const std::string& extra) {
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\narchive: {dir: archive}\n"
+                                << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\n"
+                                << "pipeline:\n  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"
+                                << extra;
+  return "c.yaml";
+}
+
+// One request written as given (any target, any Host), over IPv4 or IPv6 loopback.
+Reply raw_call(const std::string& address, unsigned short port, const std::string& method, const std::string& target,
+               const std::string& host, const std::string& body = "",
+               const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address(address), port));
+  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  if (req.method() == http::verb::unknown) req.method_string(method);
+  req.set(http::field::host, host);
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(socket, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::uint64_t{1} << 30);
+  http::read(socket, buffer, parser);
+  Reply r;
+  r.status = parser.get().result_int();
+  for (const auto& f : parser.get()) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  r.body = parser.get().body();
+  return r;
+}
+
+const char* kPing = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+const char* kInit =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+
+// "GET @127.0.0.2:PORT/admin" appended to "http://127.0.0.1:UP" named the host 127.0.0.2 (the
+// upstream's address became user info). Refused with 400; neither server hears of it.
+TEST(ServeSecurity, ATargetThatIsNotAPathIsRefusedAndReachesNoHost) {
+  fs::path dir = fresh_dir("ssrf");
+  LoopbackHttpServer upstream({});
+  LoopbackHttpServer elsewhere({{200, {}, "the admin page"}}, "127.0.0.2");
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const std::string port = std::to_string(serve.port());
+  for (const std::string& target : {"@127.0.0.2:" + std::to_string(elsewhere.port()) + "/admin",
+                                   "http://127.0.0.2:" + std::to_string(elsewhere.port()) + "/admin", std::string("*")}) {
+    Reply r = raw_call("127.0.0.1", serve.port(), "GET", target, "127.0.0.1:" + port);
+    EXPECT_EQ(r.status, 400) << target << ": " << r.body;
+    EXPECT_EQ(json::parse(r.body).at("error").at("type"), "invalid_request_error") << r.body;
+  }
+  // A path that looks like an authority stays a path on the configured host.
+  Reply r = raw_call("127.0.0.1", serve.port(), "GET", "//127.0.0.2:" + std::to_string(elsewhere.port()) + "/admin", "127.0.0.1:" + port);
+  EXPECT_EQ(r.status, 500) << "the configured upstream has no script left, and answers 500";
+  EXPECT_TRUE(elsewhere.requests().empty());
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].target, "//127.0.0.2:" + std::to_string(elsewhere.port()) + "/admin");
+  fs::remove_all(dir);
+}
+
+// A page at http://127.attacker.example (its name resolved to 127.0.0.1) or any Host but this
+// server's own is not let in to the archive; a loopback page on another port is.
+TEST(ServeSecurity, McpAnswersOnlyThisServersHostAndLoopbackOrigins) {
+  fs::path dir = fresh_dir("origin");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const std::string self = "127.0.0.1:" + std::to_string(serve.port());
+  auto status = [&](const std::string& host, const std::string& origin) {
+    std::vector<std::pair<std::string, std::string>> headers = {{"content-type", "application/json"}};
+    if (!origin.empty()) headers.emplace_back("origin", origin);
+    return raw_call("127.0.0.1", serve.port(), "POST", "/mcp", host, kPing, headers).status;
+  };
+  EXPECT_EQ(status(self, ""), 200);
+  EXPECT_EQ(status("localhost:" + std::to_string(serve.port()), "http://localhost:6274"), 200);
+  EXPECT_EQ(status(self, "http://127.attacker.example"), 403);
+  EXPECT_EQ(status(self, "http://127.0.0.1.attacker.example:" + std::to_string(serve.port())), 403);
+  EXPECT_EQ(status("127.attacker.example:" + std::to_string(serve.port()), ""), 403);
+  EXPECT_EQ(status("attacker.example", ""), 403);
+  EXPECT_TRUE(upstream.requests().empty());
+  fs::remove_all(dir);
+}
+
+// serve.mcp_token_env is honoured on loopback too (behind a tunnel or a reverse proxy, loopback
+// is everyone).
+TEST(ServeSecurity, TheMcpTokenIsRequiredOnALoopbackListenerWhenSet) {
+  fs::path dir = fresh_dir("token");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, "serve: {mcp_token_env: MCP_TEST_TOKEN}\n"), upstream.base_url(), "serve",
+                     {{"MCP_TEST_TOKEN", "s3cret-token"}});
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing, {{"authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing, {{"authorization", "Bearer s3cret-token"}}).status, 200);
+  serve.stop();
+  EXPECT_EQ(serve.stderr_text().find("s3cret-token"), std::string::npos) << "the token was logged";
+  fs::remove_all(dir);
+}
+
+// Session ids come from getrandom(2): with /dev/urandom gone (a bind mount of /dev/null over it,
+// in a mount namespace of serve's own) they are still random, never all zeros.
+TEST(ServeSecurity, McpSessionIdsAreRandomWithoutDevUrandom) {
+  fs::path dir = fresh_dir("random");
+  if (test::run_program("/usr/bin/unshare", {"--mount", "true"}).exit_code != 0)
+    GTEST_SKIP() << "this machine refuses a mount namespace (unshare --mount), needed to hide /dev/urandom";
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url(), "serve", {}, "127.0.0.1:0",
+                     {"/usr/bin/unshare", "--mount", "sh", "-c", "mount --bind /dev/null /dev/urandom && exec \"$@\"", "sh"});
+  std::set<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    Reply r = call(serve.port(), "POST", "/mcp", kInit, {{"accept", "application/json, text/event-stream"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string id = r.headers["mcp-session-id"];
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_NE(id, std::string(32, '0'));
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 3u);
+  fs::remove_all(dir);
+}
+
+// A client's method is not a metric label (one label value per method sent would grow without
+// bound, and carries what the client wrote into the metrics).
+TEST(ServeSecurity, AClientsMethodNeverBecomesAMetricLabel) {
+  fs::path dir = fresh_dir("label");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  EXPECT_EQ(raw_call("127.0.0.1", serve.port(), "XYZZYMETHOD", "/mcp", "127.0.0.1:" + std::to_string(serve.port())).status, 405);
+  const std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metrics.find("XYZZYMETHOD"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_mcp_requests_total{status=\"405\"} 1"), std::string::npos) << metrics;
+  fs::remove_all(dir);
+}
+
+long peak_rss_kb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// An error answer is held only up to a bound (a context refusal is small); a larger one goes to
+// the client as it arrives, whole, and serve's memory does not grow with it.
+TEST(ServeSecurity, AnErrorAnswerIsNotHeldWholeInMemory) {
+  fs::path dir = fresh_dir("error-body");
+  std::string huge(96u << 20, 'e');
+  LoopbackHttpServer upstream({{500, {{"content-type", "text/plain"}}, huge}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url());
+  const long before = peak_rss_kb(serve.pid());
+  Reply r = call(serve.port(), "GET", "/v1/models");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body.size(), huge.size());
+  EXPECT_TRUE(r.body == huge);
+  const long after = peak_rss_kb(serve.pid());
+  EXPECT_LT(after - before, 32 * 1024) << "serve's peak memory grew by " << (after - before) << " KiB for a 96 MiB error body";
+  fs::remove_all(dir);
+}
+
+// serve listens on IPv6 loopback ([::1]:PORT), and says so on its first line.
+TEST(ServeSecurity, ServeListensOnIpv6Loopback) {
+  fs::path dir = fresh_dir("ipv6");
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("v6")}});
+  ServeProcess serve(dir, write_config(dir, ""), upstream.base_url(), "serve", {}, "[::1]:0");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  Reply r = raw_call("::1", serve.port(), "POST", "/v1/messages", "[::1]:" + std::to_string(serve.port()), body,
+                     {{"content-type", "application/json"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, test::anthropic_reply("v6"));
+  // /mcp on an IPv6 loopback listener takes its own Host.
+  EXPECT_EQ(raw_call("::1", serve.port(), "POST", "/mcp", "[::1]:" + std::to_string(serve.port()), kPing,
+                     {{"content-type", "application/json"}})
+                .status,
+            200);
+  fs::remove_all(dir);
+}
+
+// With serve.clients, a request without a token this server issued is refused in the API's own
+// shape, and the token never reaches the upstream; the client is in the metrics from the start.
+TEST(ServeSecurity, ClientTokensAreRequiredAndNeverForwarded) {
+  fs::path dir = fresh_dir("clients");
+  LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("for alice")}});
+  // `printf %s alice-token | sha256sum`
+  const std::string alice = "9c220f200955d76c0a38d308225e0ef10c5f971acaf2f8d1d8f732affa5bd1dc";
+  ServeProcess serve(dir, write_config(dir, "serve:\n  clients:\n    - {name: alice, token_sha256: " + alice + "}\n"),
+                     upstream.base_url());
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_tenant_requests_total{tenant=\"alice\"} 0"), std::string::npos) << metrics;
+  Reply r = call(serve.port(), "POST", "/v1/messages", body, {{"x-api-key", "sk-ant-key"}});
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(json::parse(r.body).at("error").at("type"), "authentication_error");
+  r = call(serve.port(), "POST", "/v1/messages", body, {{"x-api-key", "sk-ant-key"}, {"x-compactor-token", "mallory-token"}});
+  EXPECT_EQ(r.status, 401);
+  r = call(serve.port(), "POST", "/v1/messages", body, {{"x-api-key", "sk-ant-key"}, {"x-compactor-token", "alice-token"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(upstream.requests().size(), 1u);
+  EXPECT_EQ(upstream.requests()[0].headers.count("x-compactor-token"), 0u);
+  EXPECT_EQ(upstream.requests()[0].headers["x-api-key"], "sk-ant-key");
+  metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_tenant_requests_total{tenant=\"alice\"} 1"), std::string::npos) << metrics;
+  serve.stop();
+  EXPECT_EQ(serve.stderr_text().find("alice-token"), std::string::npos) << "the token was logged";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace compactor
