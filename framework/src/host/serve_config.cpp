@@ -77,17 +77,18 @@ class ServeReader {
       }
   }
 
-  void add_upstream(const YAML::Node& at, const std::string& path, const std::string& api, const std::string& url) {
+  // `key`: where the entry is named (an unknown API is reported there); `at`: its URL.
+  void add_upstream(const YAML::Node& key, const YAML::Node& at, const std::string& path, const std::string& api, const std::string& url) {
     if (!is_url(url)) {
       r_.error(at, path, "expected an http:// or https:// URL, got \"" + url + "\"");
       return;
     }
     for (auto& e : s_.upstreams)
       if (e.api == api) {
-        e = UpstreamEntry{api, url, r_.location(at)};
+        e = UpstreamEntry{api, url, r_.location(key)};
         return;
       }
-    s_.upstreams.push_back(UpstreamEntry{api, url, r_.location(at)});
+    s_.upstreams.push_back(UpstreamEntry{api, url, r_.location(key)});
     if (url.rfind("http://", 0) == 0 && !loopback_host(host_of(url)))
       warning(at, path, "\"" + url + "\" is plain http to another machine: the client's API key crosses the network in clear");
   }
@@ -99,7 +100,7 @@ class ServeReader {
       if (auto u = member(key))
         if (auto v = r_.string(*u, std::string("serve.") + key)) {
           warning(*u, std::string("serve.") + key, fmt::format("replaced by serve.upstreams: {{{}: URL}}; read as that", api));
-          add_upstream(*u, std::string("serve.") + key, api, *v);
+          add_upstream(*u, *u, std::string("serve.") + key, api, *v);
         }
     auto map = member("upstreams");
     if (!map) return;
@@ -110,7 +111,7 @@ class ServeReader {
     for (const auto& kv : *map) {
       const std::string api = kv.first.as<std::string>();
       const std::string path = "serve.upstreams." + api;
-      if (auto v = r_.string(kv.second, path)) add_upstream(kv.second, path, api, *v);
+      if (auto v = r_.string(kv.second, path)) add_upstream(kv.first, kv.second, path, api, *v);
     }
   }
 
