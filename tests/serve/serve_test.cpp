@@ -306,6 +306,24 @@ TEST(Serve, LimitsAreEnforced) {
   fs::remove_all(dir);
 }
 
+// Each I/O thread keeps its upstream connections open between calls: eight calls through one
+// thread, each on a new client connection, reach the upstream over one connection (the stand-in
+// upstream answers one connection at a time, so one thread keeps this test from waiting on it).
+TEST(Serve, UpstreamConnectionsAreKeptWarmBetweenCalls) {
+  fs::path dir = fresh_dir("warm");
+  const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  std::vector<ScriptedResponse> script(8, ScriptedResponse{200, {}, test::anthropic_reply("warm")});
+  LoopbackHttpServer upstream(script, "127.0.0.1", true);
+  ServeProcess serve(dir, write_config(dir, "serve: {io_threads: 1}\n"), upstream.base_url());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+  EXPECT_EQ(upstream.requests().size(), 8u);
+  EXPECT_EQ(upstream.connections(), 1u);
+  const std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("compactor_serve_upstream_connections_total{kind=\"new\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_upstream_connections_total{kind=\"reused\"} 7"), std::string::npos) << metrics;
+  fs::remove_all(dir);
+}
+
 TEST(Serve, APipelineThatCrashesFailsOpenOrIsRejectedAndTheServerLivesOn) {
   fs::path dir = fresh_dir("crash");
   const std::string body = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";

@@ -40,8 +40,8 @@ int bind_loopback(unsigned short& port, const std::string& host) {
 
 }  // namespace
 
-LoopbackHttpServer::LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host)
-    : script_(std::move(script)), host_(std::move(host)) {
+LoopbackHttpServer::LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host, bool keep_alive)
+    : script_(std::move(script)), host_(std::move(host)), keep_alive_(keep_alive) {
   listen_fd_ = bind_loopback(port_, host_);
   if (::listen(listen_fd_, 16) != 0) throw std::runtime_error("listen failed");
   thread_ = std::thread([this] { serve(); });
@@ -65,7 +65,8 @@ std::vector<RecordedRequest> LoopbackHttpServer::requests() const {
 
 void LoopbackHttpServer::serve() {
   asio::io_context io;
-  for (std::size_t served = 0;; ++served) {
+  std::size_t served = 0;
+  for (;;) {
     int fd = ::accept(listen_fd_, nullptr, nullptr);
     if (fd < 0) return;  // shut down
     {
@@ -74,55 +75,69 @@ void LoopbackHttpServer::serve() {
         ::close(fd);
         return;
       }
+      ++connections_;
     }
     tcp::socket socket(io);
     socket.assign(tcp::v4(), fd);
     beast::flat_buffer buffer;
-    http::request<http::string_body> request;
+    while (answer(socket, buffer, served++)) {
+    }
     beast::error_code ec;
-    http::read(socket, buffer, request, ec);
-    if (ec) continue;
-    RecordedRequest recorded;
-    recorded.method = std::string(request.method_string());
-    recorded.target = std::string(request.target());
-    for (const auto& field : request) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      recorded.headers[name] = std::string(field.value());
-    }
-    recorded.body = request.body();
-    {
-      std::lock_guard lock(mutex_);
-      requests_.push_back(std::move(recorded));
-    }
-    ScriptedResponse scripted = served < script_.size() ? script_[served] : ScriptedResponse{500, {}, "{\"error\":\"unscripted request\"}", {}};
-    if (scripted.delay.count() > 0) std::this_thread::sleep_for(scripted.delay);
-    if (scripted.before_answer) scripted.before_answer();
-    if (!scripted.chunks.empty()) {
-      http::response<http::empty_body> head{static_cast<http::status>(scripted.status), 11};
-      head.set(http::field::content_type, "application/json");
-      for (const auto& [name, value] : scripted.headers) head.set(name, value);
-      head.keep_alive(false);
-      head.chunked(true);
-      http::response_serializer<http::empty_body> serializer{head};
-      http::write_header(socket, serializer, ec);
-      for (std::size_t i = 0; i < scripted.chunks.size() && !ec; ++i) {
-        asio::write(socket, http::make_chunk(asio::buffer(scripted.chunks[i])), ec);
-        if (i == 0 && scripted.between_chunks) scripted.between_chunks();
-      }
-      if (!ec) asio::write(socket, http::make_chunk_last(), ec);
-      socket.shutdown(tcp::socket::shutdown_both, ec);
-      continue;
-    }
-    http::response<http::string_body> response{static_cast<http::status>(scripted.status), 11};
-    response.set(http::field::content_type, "application/json");
-    for (const auto& [name, value] : scripted.headers) response.set(name, value);
-    response.keep_alive(false);
-    response.body() = scripted.body;
-    response.prepare_payload();
-    http::write(socket, response, ec);
     socket.shutdown(tcp::socket::shutdown_both, ec);
   }
+}
+
+// Reads one request and answers it; true when the connection stays open for the next one.
+bool LoopbackHttpServer::answer(tcp::socket& socket, beast::flat_buffer& buffer, std::size_t served) {
+  http::request<http::string_body> request;
+  beast::error_code ec;
+  http::read(socket, buffer, request, ec);
+  if (ec) return false;
+  RecordedRequest recorded;
+  recorded.method = std::string(request.method_string());
+  recorded.target = std::string(request.target());
+  for (const auto& field : request) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    recorded.headers[name] = std::string(field.value());
+  }
+  recorded.body = request.body();
+  {
+    std::lock_guard lock(mutex_);
+    requests_.push_back(std::move(recorded));
+  }
+  ScriptedResponse scripted = served < script_.size() ? script_[served] : ScriptedResponse{500, {}, "{\"error\":\"unscripted request\"}", {}};
+  if (scripted.delay.count() > 0) std::this_thread::sleep_for(scripted.delay);
+  if (scripted.before_answer) scripted.before_answer();
+  const bool again = keep_alive_ && request.keep_alive();
+  if (!scripted.chunks.empty()) {
+    http::response<http::empty_body> head{static_cast<http::status>(scripted.status), 11};
+    head.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : scripted.headers) head.set(name, value);
+    head.keep_alive(again);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> serializer{head};
+    http::write_header(socket, serializer, ec);
+    for (std::size_t i = 0; i < scripted.chunks.size() && !ec; ++i) {
+      asio::write(socket, http::make_chunk(asio::buffer(scripted.chunks[i])), ec);
+      if (i == 0 && scripted.between_chunks) scripted.between_chunks();
+    }
+    if (!ec) asio::write(socket, http::make_chunk_last(), ec);
+    return again && !ec;
+  }
+  http::response<http::string_body> response{static_cast<http::status>(scripted.status), 11};
+  response.set(http::field::content_type, "application/json");
+  for (const auto& [name, value] : scripted.headers) response.set(name, value);
+  response.keep_alive(again);
+  response.body() = scripted.body;
+  response.prepare_payload();
+  http::write(socket, response, ec);
+  return again && !ec;
+}
+
+std::size_t LoopbackHttpServer::connections() const {
+  std::lock_guard lock(mutex_);
+  return connections_;
 }
 
 unsigned short refused_port() {

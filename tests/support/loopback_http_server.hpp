@@ -4,6 +4,9 @@
 // destroyed. Nothing leaves the machine.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -41,7 +44,9 @@ struct RecordedRequest {
 class LoopbackHttpServer {
  public:
   // `host`: another loopback address (127.0.0.2, say) for a test of where requests may go.
-  explicit LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host = "127.0.0.1");
+  // `keep_alive`: a connection stays open for the client's next request, as a real API's does
+  // (otherwise each answer closes it).
+  explicit LoopbackHttpServer(std::vector<ScriptedResponse> script, std::string host = "127.0.0.1", bool keep_alive = false);
   ~LoopbackHttpServer();
   LoopbackHttpServer(const LoopbackHttpServer&) = delete;
   LoopbackHttpServer& operator=(const LoopbackHttpServer&) = delete;
@@ -49,12 +54,17 @@ class LoopbackHttpServer {
   std::string base_url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   unsigned short port() const { return port_; }
   std::vector<RecordedRequest> requests() const;
+  // The connections accepted so far.
+  std::size_t connections() const;
 
  private:
   void serve();
+  bool answer(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer, std::size_t served);
 
   std::vector<ScriptedResponse> script_;
   std::string host_;
+  bool keep_alive_ = false;
+  std::size_t connections_ = 0;
   unsigned short port_ = 0;
   int listen_fd_ = -1;
   mutable std::mutex mutex_;
