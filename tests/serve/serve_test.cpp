@@ -608,6 +608,26 @@ TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {
   fs::remove_all(dir);
 }
 
+// What loads but exposes more than it should is said by validate, with its place: a listener
+// beyond loopback with no client tokens, plain http to another machine, and a relative archive
+// folder an MCP client started elsewhere would not find.
+TEST(Serve, ValidateWarnsAboutAnExposedListenerPlainHttpAndARelativeArchiveForMcp) {
+  fs::path dir = fresh_dir("warnings");
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\n"
+                                << "archive: {dir: archive, restore_via: mcp}\n"
+                                << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\npipeline:\n  - stage: snip\n"
+                                << "serve:\n  listen: 0.0.0.0:8088\n  upstreams: {openai: http://10.1.2.3:4000, anthropic: http://127.0.0.1:9}\n";
+  auto r = test::run_cli({"validate", "--config", "c.yaml"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string all = r.out + r.err;
+  for (const char* line : {"c.yaml:8:11: serve.listen: \"0.0.0.0:8088\" is beyond loopback and serve.clients names no client",
+                           "c.yaml:9:23: serve.upstreams.openai: \"http://10.1.2.3:4000\" is plain http to another machine",
+                           "c.yaml:3:16: archive.dir: \"archive\" is relative while archive.restore_via is mcp"})
+    EXPECT_NE(all.find(line), std::string::npos) << line << "\n" << all;
+  EXPECT_EQ(all.find("http://127.0.0.1:9\" is plain http"), std::string::npos) << "loopback over http is fine: " << all;
+  fs::remove_all(dir);
+}
+
 // Claude Code's requests: `role: "system"` entries inside messages and top-level fields Compactor
 // does not know. The entries go out verbatim and in order, the other fields as they came.
 TEST(Serve, ClaudeCodesSystemEntriesAreKeptInPlaceAndUnknownFieldsPassThrough) {

@@ -99,6 +99,7 @@ class ConfigLoader {
   std::optional<std::string> known_stages_;  // computed at the first unknown stage
   std::vector<YAML::Node> plugin_nodes_;
   std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens
+  SourceLocation archive_dir_at_;         // archive.dir, when written
   // checkers.enabled: each entry as read, and its nodes (for located errors).
   struct CheckerNodes {
     YAML::Node entry;
@@ -207,7 +208,10 @@ void ConfigLoader::read_archive(const YAML::Node& root) {
   auto archive = r_.member(root, "", "archive", false);
   if (!archive || !r_.check_mapping(*archive, "archive", {"dir", "restore_via"})) return;
   if (auto d = r_.member(*archive, "archive", "dir", true))
-    if (auto s = r_.string(*d, "archive.dir")) config_.archive_dir = *s;
+    if (auto s = r_.string(*d, "archive.dir")) {
+      config_.archive_dir = *s;
+      archive_dir_at_ = r_.location(*d);
+    }
   if (auto v = r_.member(*archive, "archive", "restore_via", false))
     if (auto s = r_.string(*v, "archive.restore_via")) {
       if (auto problem = restore_via_problem(*s)) r_.error(*v, "archive.restore_via", *problem);
@@ -222,7 +226,7 @@ void ConfigLoader::read_serve(const YAML::Node& root) {
   read_serve_config(r_, *serve, base_.string(), s, config_.warnings);
   // An MCP client started from another folder resolves a relative archive from there.
   if (config_.restore_via == "mcp" && fs::path(config_.archive_dir).is_relative())
-    warning(r_.location(*serve), "archive.dir",
+    warning(archive_dir_at_, "archive.dir",
             "\"" + config_.archive_dir + "\" is relative while archive.restore_via is mcp: `compactor mcp` started from another "
             "folder looks elsewhere; give an absolute folder");
   config_.serve = s;
