@@ -6,6 +6,7 @@
 
 #include "compactor/checker.hpp"
 #include "archive/file_system.hpp"
+#include "archive/run_archive.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"
 #include "compactor/summarizer.hpp"
@@ -24,6 +25,9 @@ struct RunOptions {
   std::string input_name;              // for the report
   FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
   std::optional<std::string> archive_dir;  // instead of the config's (benchmarks archive to scratch)
+  // The run's archive, when not the archive folder (a store beyond this machine, a tenant's
+  // namespace: store/store.hpp); given the file system above.
+  std::function<std::unique_ptr<RunArchive>(FileSystem&)> open_archive;
   // Called around every stage that runs (not a skipped one), so a supervisor knows which stage
   // and plugin to blame if the process dies or hangs (host/child_run.hpp).
   std::function<void(const std::string& stage, const std::string& plugin_file)> on_stage_start;

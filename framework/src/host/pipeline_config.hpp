@@ -4,6 +4,7 @@
 // line: `file:line:col: yaml.path: expected …, got …`.
 #pragma once
 
+#include "archive/store_config.hpp"
 #include "meter/meter_kinds.hpp"
 #include "compactor/param_schema.hpp"
 #include "loader/plugin_loader.hpp"
@@ -95,6 +96,7 @@ struct PipelineConfig {
   std::vector<PipelineEntryConfig> pipeline;
   std::vector<PipelineEntryConfig> on_prompt_too_long;
   std::optional<ServeConfig> serve;  // when the config has a `serve:` section
+  StoreConfig store;                 // `store:`: where state and blobs live (archive.dir by default)
   // What loads but is probably not meant (a safety checker left out), one located line each:
   // said when a pipeline is built from it (run, serve, validate).
   std::vector<std::string> warnings;
@@ -116,6 +118,7 @@ ConfigLoadResult load_pipeline_config(const std::string& file);
 struct ServeSettings {
   ServeConfig serve;
   std::string archive_dir = ".compactor/archive";
+  StoreConfig store;
 };
 struct ServeSettingsLoadResult {
   std::optional<ServeSettings> settings;  // set when there were no errors
@@ -135,6 +138,14 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 // config has none), read without validating the rest or loading any plugin (for `mcp`, which
 // only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
 Expected<std::string> config_archive_dir(const std::string& file);
+
+// What `restore`, `mcp` and `archive gc` read of a config: `archive.dir` and `store:`, validated
+// as the loader does, without loading any plugin. The first error, one located line.
+struct StoreSettings {
+  std::string archive_dir = ".compactor/archive";
+  StoreConfig store;
+};
+Expected<StoreSettings> config_store_settings(const std::string& file);
 
 // Params given as values (not YAML) checked as the config loader checks a section: no name the
 // schema does not declare, every value one its spec accepts, every required one given; defaults

@@ -1,6 +1,7 @@
 #include "serve/mcp_endpoint.hpp"
 
 #include "model/json_scanner.hpp"
+#include "store/store.hpp"
 
 #include <boost/json.hpp>
 
@@ -60,9 +61,26 @@ bool is_loopback_host(std::string_view host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
-McpEndpoint::McpEndpoint(std::string archive_dir, std::string version, std::string listen, bool loopback,
+McpEndpoint::McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, std::string listen, bool loopback,
                          std::optional<std::string> token)
-    : archive_(std::move(archive_dir), std::move(version)), listen_(std::move(listen)), loopback_(loopback), token_(std::move(token)) {}
+    : archive_dir_(std::move(archive_dir)), store_(std::move(store)), version_(std::move(version)), listen_(std::move(listen)),
+      loopback_(loopback), token_(std::move(token)) {}
+
+std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::string& tenant) {
+  constexpr std::size_t kKept = 16;
+  std::lock_guard lock(archives_mutex_);
+  for (auto it = archives_.begin(); it != archives_.end(); ++it)
+    if (it->first == tenant) {
+      archives_.splice(archives_.begin(), archives_, it);
+      return archives_.front().second;
+    }
+  const bool folder = store_.kind == StoreConfig::Kind::folder;
+  auto tools = std::make_unique<mcp::ArchiveTools>(store::open_store(store_, archive_dir_, tenant),
+                                                   folder ? store::tenant_folder(archive_dir_, tenant) : std::string());
+  archives_.emplace_front(tenant, std::make_shared<const mcp::ArchiveServer>(std::move(tools), version_));
+  if (archives_.size() > kKept) archives_.pop_back();
+  return archives_.front().second;
+}
 
 bool McpEndpoint::origin_allowed(std::string_view origin) const {
   if (origin.empty()) return true;  // not a browser
@@ -75,7 +93,7 @@ bool McpEndpoint::origin_allowed(std::string_view origin) const {
   return is_loopback_host(host);
 }
 
-void McpEndpoint::handle(ClientConnection& client, const http::request<http::string_body>& req) {
+void McpEndpoint::handle(ClientConnection& client, const http::request<http::string_body>& req, const std::string& tenant) {
   if (!loopback_) {
     if (!token_) {
       rpc_error(client, 403, -32001,
@@ -101,7 +119,10 @@ void McpEndpoint::handle(ClientConnection& client, const http::request<http::str
   const std::string id(header(req, "mcp-session-id"));
   if (req.method() == http::verb::delete_) {
     std::lock_guard lock(sessions_mutex_);
-    respond(client, sessions_.erase(id) > 0 ? 200 : 404, "", "application/json");
+    auto it = sessions_.find(id);
+    const bool ours = it != sessions_.end() && it->second.tenant == tenant;
+    if (ours) sessions_.erase(it);
+    respond(client, ours ? 200 : 404, "", "application/json");
     return;
   }
   if (req.method() != http::verb::post) {
@@ -123,23 +144,23 @@ void McpEndpoint::handle(ClientConnection& client, const http::request<http::str
   if (!id.empty()) {
     std::lock_guard lock(sessions_mutex_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
+    if (it == sessions_.end() || it->second.tenant != tenant) {
       rpc_error(client, 404, -32001, "no MCP session " + id + " (it ended, or this server restarted): initialize again");
       return;
     }
-    session = it->second;
+    session = it->second.session;
     session_id = id;
   } else if (initialize) {
     session_id = random_session_id();
   } else {
     session = mcp::McpSession::assumed(version.empty() ? "2025-03-26" : std::string(version));
   }
-  std::optional<std::string> answer = archive_.server().handle(req.body(), session);
+  std::optional<std::string> answer = archive_for(tenant)->server().handle(req.body(), session);
   Headers extra;
   if (!session_id.empty()) {
     std::lock_guard lock(sessions_mutex_);
     if (sessions_.size() >= kMaxSessions && sessions_.count(session_id) == 0) sessions_.erase(sessions_.begin());
-    if (!initialize || session.protocol_version) sessions_[session_id] = session;
+    if (!initialize || session.protocol_version) sessions_[session_id] = TenantSession{tenant, session};
     if (initialize && session.protocol_version) extra.emplace_back("mcp-session-id", session_id);
   }
   if (!answer) {

@@ -16,11 +16,14 @@
 
 #include "serve/client_connection.hpp"
 
+#include "archive/store_config.hpp"
 #include "mcp/archive_server.hpp"
 
 #include <boost/beast/http.hpp>
 
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,22 +32,38 @@ namespace compactor::serve {
 
 class McpEndpoint {
  public:
-  // `archive_dir` absolute; `listen` the HOST:PORT served; `token` the bearer token, when the
-  // listen address is not loopback (nullopt there: /mcp is closed).
-  McpEndpoint(std::string archive_dir, std::string version, std::string listen, bool loopback,
+  // `archive_dir` absolute; `store` the config's store (the archive folder, or Redis); `listen`
+  // the HOST:PORT served; `token` the bearer token, when the listen address is not loopback
+  // (nullopt there: /mcp is closed).
+  McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, std::string listen, bool loopback,
               std::optional<std::string> token);
 
-  void handle(ClientConnection& client, const boost::beast::http::request<boost::beast::http::string_body>& req);
+  // Serves one request on `tenant`'s archive (empty: the default namespace), which the caller
+  // chose for the client it authenticated: the tools read that tenant's receipts and no other's,
+  // and a session opened for one tenant is unknown (404) to a request for another.
+  void handle(ClientConnection& client, const boost::beast::http::request<boost::beast::http::string_body>& req,
+              const std::string& tenant = "");
 
  private:
   bool origin_allowed(std::string_view origin) const;
+  // The archive's MCP server over `tenant`'s namespace, made at its first request; the few most
+  // recently used are kept (each keeps a few blobs the model is paging through).
+  std::shared_ptr<const mcp::ArchiveServer> archive_for(const std::string& tenant);
 
-  mcp::ArchiveServer archive_;
+  std::string archive_dir_;
+  StoreConfig store_;
+  std::string version_;
+  std::mutex archives_mutex_;
+  std::list<std::pair<std::string, std::shared_ptr<const mcp::ArchiveServer>>> archives_;  // most recent first
   std::string listen_;
   bool loopback_;
   std::optional<std::string> token_;
   std::mutex sessions_mutex_;
-  std::map<std::string, mcp::McpSession> sessions_;  // by Mcp-Session-Id
+  struct TenantSession {
+    std::string tenant;
+    mcp::McpSession session;
+  };
+  std::map<std::string, TenantSession> sessions_;  // by Mcp-Session-Id
 };
 
 // True for 127.0.0.0/8, localhost and ::1.

@@ -110,7 +110,7 @@ LoadOutcome load(const ServeOptions& options) {
     if (const char* t = std::getenv(serve.mcp_token_env.c_str()); t != nullptr && *t != '\0') token = t;
   std::error_code ec;
   const std::string archive = std::filesystem::absolute(d->settings.archive_dir, ec).lexically_normal().string();
-  d->mcp = std::make_shared<McpEndpoint>(archive, options.version, serve.listen, is_loopback_host(host), token);
+  d->mcp = std::make_shared<McpEndpoint>(archive, d->settings.store, options.version, serve.listen, is_loopback_host(host), token);
   if (!is_loopback_host(host) && !token)
     fmt::print(stderr, "compactor serve: /mcp is closed: {} is not a loopback address and serve.mcp_token_env names no token\n",
                serve.listen);
@@ -191,6 +191,9 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
   metrics_.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
   metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
+  metrics_.describe("compactor_serve_store_seconds", "histogram", "The store's latency per operation: state_get, state_put, blobs_put.");
+  metrics_.describe("compactor_serve_store_errors_total", "counter", "Store operations that failed (the request went on without them).");
+  for (const char* op : {"state_get", "state_put", "blobs_put"}) metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
 }
 
 void Server::record(const JobRun& run, const std::string& route) {
@@ -205,6 +208,19 @@ void Server::record(const JobRun& run, const std::string& route) {
                  c.size_in > c.size_out ? static_cast<double>(c.size_in - c.size_out) : 0.0);
     metrics_.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
+  // The store: each operation's latency and failures; the first failure said once (a down store
+  // would otherwise say it on every request).
+  const JobOutcome::StoreReport& st = c.store;
+  for (const auto& [op, us, errors] : {std::tuple{"state_get", st.state_get_us, st.state_get_errors},
+                                        std::tuple{"state_put", st.state_put_us, st.state_put_errors},
+                                        std::tuple{"blobs_put", st.blobs_put_us, st.blob_errors}}) {
+    if (us >= 0) metrics_.observe("compactor_serve_store_seconds", fmt::format("kind=\"{}\",op=\"{}\"", st.kind, op), static_cast<double>(us) / 1e6);
+    if (errors > 0) metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), errors);
+  }
+  static std::atomic<bool> store_failure_said{false};
+  if (!st.error.empty() && !store_failure_said.exchange(true))
+    spdlog::warn("serve: the store failed, and requests go on without it (said once; compactor_serve_store_errors_total counts "
+                 "every failure): {}", st.error);
   if (c.peak_rss_kb > 0) metrics_.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
   for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
     const auto& [stage, status] = c.stage_statuses[i];
@@ -245,7 +261,7 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path, o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
     spdlog::warn("serve: POST {}: {}", path, o.warning);
-    if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure) {
+    if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure && !o.store_fault) {
       wire::ErrorReply e = format.error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
       respond(client, e.status, e.body, "application/json", {{"x-compactor-status", "failed"}});
       return;
