@@ -774,6 +774,22 @@ void expect_receipts_restore_anywhere(const fs::path& dir, const std::string& na
   std::printf("%s: %zu receipts restored from a folder with no archive and through /mcp on another replica\n", name.c_str(), seen.size());
 }
 
+// The replicas, a, b, c…: in `dir` itself on a shared folder, each in dir/<name> on Redis.
+std::vector<std::unique_ptr<ServeProcess>> start_replicas(const fs::path& dir, const std::string& config,
+                                                          const LoopbackHttpServer& upstream, Replicas replicas) {
+  std::vector<std::unique_ptr<ServeProcess>> servers;
+  for (std::size_t r = 0; r < replicas.count; ++r) {
+    const std::string label(1, static_cast<char>('a' + r));
+    if (replicas.redis == nullptr) {
+      servers.push_back(std::make_unique<ServeProcess>(dir, config, upstream.base_url(), label));
+      continue;
+    }
+    fs::create_directories(dir / label);
+    servers.push_back(std::make_unique<ServeProcess>(dir / label, "../" + config, upstream.base_url(), label));
+  }
+  return servers;
+}
+
 void replay_through_servers(const fs::path& dir, const std::string& name, const Conversation& session, std::size_t& compacted,
                             Replicas replicas = {}) {
   const std::string config = write_config(dir, replicas.redis != nullptr ? replicas.redis->store_yaml() : "");
@@ -797,16 +813,7 @@ void replay_through_servers(const fs::path& dir, const std::string& name, const 
 
   std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::anthropic_reply("ok")});
   LoopbackHttpServer upstream(script);
-  std::vector<std::unique_ptr<ServeProcess>> servers;
-  for (std::size_t r = 0; r < replicas.count; ++r) {
-    const std::string label(1, static_cast<char>('a' + r));
-    if (replicas.redis == nullptr) {
-      servers.push_back(std::make_unique<ServeProcess>(dir, config, upstream.base_url(), label));
-      continue;
-    }
-    fs::create_directories(dir / label);
-    servers.push_back(std::make_unique<ServeProcess>(dir / label, "../" + config, upstream.base_url(), label));
-  }
+  std::vector<std::unique_ptr<ServeProcess>> servers = start_replicas(dir, config, upstream, replicas);
   std::size_t call_index = 0;
   std::vector<bool> marked;
   for (std::size_t i = 1; i < session.size(); ++i) {
@@ -961,7 +968,8 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
     ++sessions;
     fs::remove_all(dir);
   }
-  std::printf("corpus: %zu sessions replayed through two servers, %zu compacted calls\n", sessions, compacted);
+  std::printf("corpus: %zu sessions replayed through %s, %zu compacted calls\n", sessions,
+              redis ? "three replicas sharing only Redis" : "two servers sharing a folder", compacted);
   EXPECT_GT(sessions, 0u);
 }
 
@@ -971,8 +979,8 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
 // adapter, must equal the bench replay's. The calls are found in the Chat array by the API's own
 // shape (a run of tool messages is one answer; system messages are not turns), not by the adapter.
 void replay_chat_through_two_servers(const fs::path& dir, const std::string& name, const json::array& history,
-                                     std::size_t& compacted, std::uint64_t limit = 50000) {
-  std::string config = write_config(dir, "");
+                                     std::size_t& compacted, std::uint64_t limit = 50000, Replicas replicas = {}) {
+  std::string config = write_config(dir, replicas.redis != nullptr ? replicas.redis->store_yaml() : "");
   if (limit != 50000) {
     std::string text = test::read_file((dir / config).string());
     text.replace(text.find("limit: 50000, target: 40000"), 27, "limit: " + std::to_string(limit) + ", target: " + std::to_string(limit * 4 / 5));
@@ -1021,10 +1029,10 @@ void replay_chat_through_two_servers(const fs::path& dir, const std::string& nam
   ASSERT_EQ(calls.size(), expected.size()) << name;
   std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::openai_reply("ok")});
   LoopbackHttpServer upstream(script);
-  ServeProcess a(dir, config, upstream.base_url(), "a"), b(dir, config, upstream.base_url(), "b");
+  std::vector<std::unique_ptr<ServeProcess>> servers = start_replicas(dir, config, upstream, replicas);
   for (std::size_t c = 0; c < calls.size(); ++c) {
     json::array prefix(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(calls[c]));
-    Reply r = call((c % 2 == 0 ? a : b).port(), "POST", "/v1/chat/completions",
+    Reply r = call(servers[c % servers.size()]->port(), "POST", "/v1/chat/completions",
                    json::serialize(json::object{{"model", "m"}, {"messages", std::move(prefix)}}));
     ASSERT_EQ(r.status, 200) << name << " call " << c + 1;
     ASSERT_NE(r.headers["x-compactor-status"], "refused") << name << " call " << c + 1 << ": " << r.headers["x-compactor-warning"];
@@ -1040,6 +1048,7 @@ void replay_chat_through_two_servers(const fs::path& dir, const std::string& nam
     for (const auto& m : (*sent)->conversation().messages()) messages += normalized(*m);
     EXPECT_EQ(messages, expected[c]) << name << " call " << c + 1 << " differs from the bench replay";
   }
+  if (replicas.redis != nullptr) expect_receipts_restore_anywhere(dir, name, config, got, servers);
 }
 
 TEST(Serve, OpenAiHistoriesReplayThroughTheChatRouteLikeTheBench) {
@@ -1065,6 +1074,8 @@ TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench
     if (e.is_regular_file() && e.path().extension() == ".traj") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::size_t sessions = 0, compacted = 0;
+  std::optional<test::RedisServer> redis;  // COMPACTOR_SERVE_CORPUS_REDIS=1: three replicas on Redis
+  if (std::getenv("COMPACTOR_SERVE_CORPUS_REDIS") != nullptr) redis.emplace();
   for (const auto& f : files) {
     fs::path dir = fresh_dir("chat-corpus");
     auto exported = test::run_cli({"import", "--input", f.string(), "--output-format", "openai", "--output", "-"});
@@ -1073,11 +1084,13 @@ TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench
       continue;
     }
     // A budget these trajectories cross (most stay under the default 50,000 chars).
-    replay_chat_through_two_servers(dir, f.filename().string(), json::parse(exported.out).as_array(), compacted, 20000);
+    replay_chat_through_two_servers(dir, f.filename().string(), json::parse(exported.out).as_array(), compacted, 20000,
+                                    redis ? Replicas{3, &*redis} : Replicas{});
     ++sessions;
     fs::remove_all(dir);
   }
-  std::printf("corpus: %zu OpenAI histories replayed through two servers' Chat route, %zu compacted calls\n", sessions, compacted);
+  std::printf("corpus: %zu OpenAI histories replayed through %s' Chat route, %zu compacted calls\n", sessions,
+              redis ? "three replicas sharing only Redis" : "two servers sharing a folder", compacted);
   EXPECT_GT(sessions, 0u);
 }
 

@@ -208,9 +208,11 @@ TEST(RedisStore, StateIsTheLongestKnownPrefixExpiresAndComesBackAfterAKill) {
   ASSERT_NE(redis.port(), 0);
   StoreConfig config = redis_config(redis);
   config.state_ttl_s = 3600;
+  config.superseded_ttl_s = 60;
   auto a = store::open_store(config, "", ""), b = store::open_store(config, "", ""), alice = store::open_store(config, "", "alice");
   ASSERT_TRUE(a->put_state(kKeyA, "short"));
-  ASSERT_TRUE(a->put_state(kKeyB, "long"));
+  ASSERT_TRUE(a->put_state(kKeyB, "long", kKeyA));  // continues A: A is needed only for a rewind now
+  EXPECT_LE(std::stol(redis.cli({"TTL", "{compactor}:s:" + kKeyA})), 60);
   auto found = b->longest_state({kKeyA, kKeyB, std::string(64, 'c')}, 3).value();
   ASSERT_TRUE(found);
   EXPECT_EQ(found->covered, 2u);

@@ -5,7 +5,8 @@ Replays one session's first CALLS calls (default 100) through `compactor serve`,
 against a loopback upstream, once with the folder store and once with a Redis server of the
 script's own (redis-server on a free loopback port, in a scratch folder), and prints what each
 store then holds: Redis's used memory before and after, its keys by kind with their MEMORY USAGE
-(blobs, continuity state, the gc index), and the folder's bytes on disk by kind (packs, state).
+(blobs, continuity state, superseded state that expires within the hour, the gc index), and the
+folder's bytes on disk by kind (packs, state).
 
 usage: store_cost.py COMPACTOR CONFIG CORPUS [--calls 100] [--session NAME]
   CORPUS: a folder of sessions `compactor import` reads; the first one with CALLS calls is used
@@ -113,13 +114,17 @@ def main():
         for key in redis_cli(redis_port, "--scan").split():
             kind = key.split(":")[1] if ":" in key else key
             kind = {"b": "blobs", "s": "state", "blobs": "gc index"}.get(kind, kind)
+            if kind == "state" and int(redis_cli(redis_port, "ttl", key).strip() or 0) <= 3600:
+                kind = "state superseded (gone within the hour)"
             usage = int(redis_cli(redis_port, "memory", "usage", key).strip() or 0)
             n, total = kinds.get(kind, (0, 0))
             kinds[kind] = (n + 1, total + usage)
         print(f"redis: {statuses}, {hits:.0f} state hits; used_memory +{(after - before) / 1e6:.2f} MB; "
               + ", ".join(f"{k}: {n} keys, {t / 1e6:.2f} MB" for k, (n, t) in sorted(kinds.items())))
         scale = 100 / len(bodies)
-        print(f"per 100 calls: redis +{(after - before) * scale / 1e6:.2f} MB used memory, folder {sum(f.values()) * scale / 1e6:.2f} MB")
+        lasting = sum(t for k, (n, t) in kinds.items() if "superseded" not in k)
+        print(f"per 100 calls: redis +{(after - before) * scale / 1e6:.2f} MB used memory, {lasting * scale / 1e6:.2f} MB of it "
+              f"kept past the hour (MEMORY USAGE); folder {sum(f.values()) * scale / 1e6:.2f} MB")
     finally:
         if redis:
             redis.send_signal(signal.SIGTERM)

@@ -21,6 +21,7 @@ struct StoreConfig {
   std::string prefix = "compactor";  // every key starts with {prefix…}: one Redis for several deployments
   std::int64_t timeout_ms = 500;     // connect, and each command's reply
   std::int64_t state_ttl_s = 7 * 24 * 3600;  // continuity state expires this long after it was written
+  std::int64_t superseded_ttl_s = 3600;      // and this long after a later call continued from it
 };
 
 // A tenant: the namespace of one client's state and archive. Empty is the default namespace;

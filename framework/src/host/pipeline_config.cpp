@@ -113,10 +113,11 @@ std::optional<std::string> parse_redis_url(const std::string& url, StoreConfig& 
   return std::nullopt;
 }
 
-// `store: {kind, url, username, password_env, tls, prefix, timeout_ms, state_ttl_s}`.
+// `store: {kind, url, username, password_env, tls, prefix, timeout_ms, state_ttl_s, superseded_ttl_s}`.
 void read_store(YamlReader& r, const YAML::Node& root, StoreConfig& config) {
   auto store = r.member(root, "", "store", false);
-  if (!store || !r.check_mapping(*store, "store", {"kind", "url", "username", "password_env", "tls", "prefix", "timeout_ms", "state_ttl_s"}))
+  if (!store || !r.check_mapping(*store, "store", {"kind", "url", "username", "password_env", "tls", "prefix", "timeout_ms", "state_ttl_s",
+                                                   "superseded_ttl_s"}))
     return;
   StoreConfig s;
   if (auto k = r.member(*store, "store", "kind", true))
@@ -158,6 +159,8 @@ void read_store(YamlReader& r, const YAML::Node& root, StoreConfig& config) {
     if (auto n = r.integer(*t, "store.timeout_ms", 1, 60000)) s.timeout_ms = *n;
   if (auto t = redis_only("state_ttl_s"))
     if (auto n = r.integer(*t, "store.state_ttl_s", 60, std::int64_t{10} * 365 * 24 * 3600)) s.state_ttl_s = *n;
+  if (auto t = redis_only("superseded_ttl_s"))
+    if (auto n = r.integer(*t, "store.superseded_ttl_s", 1, std::int64_t{10} * 365 * 24 * 3600)) s.superseded_ttl_s = *n;
   config = s;
 }
 
@@ -1098,7 +1101,7 @@ std::string print_pipeline(const PipelineConfig& c) {
     if (!st.username.empty()) out += "  username: " + quoted(st.username) + "\n";
     if (!st.password_env.empty()) out += "  password_env: " + quoted(st.password_env) + "\n";
     out += "  prefix: " + quoted(st.prefix) + "\n  timeout_ms: " + std::to_string(st.timeout_ms) +
-           "\n  state_ttl_s: " + std::to_string(st.state_ttl_s) + "\n";
+           "\n  state_ttl_s: " + std::to_string(st.state_ttl_s) + "\n  superseded_ttl_s: " + std::to_string(st.superseded_ttl_s) + "\n";
   }
   out += "limits:\n  stage_timeout_ms: " + std::to_string(c.stage_timeout_ms) + "\n";
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";

@@ -93,7 +93,7 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
     out.body = std::move(*written);
     o.result = JobOutcome::compacted;
   }
-  if (!keys.empty()) continuity.put(keys.back(), sent);
+  if (!keys.empty()) continuity.put(keys.back(), sent, o.state_hit ? keys[o.covered - 1] : std::string());
   o.write_us = us_since(t);
   return out;
 }

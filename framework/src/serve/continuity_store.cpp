@@ -56,8 +56,8 @@ std::optional<SentHistory> ContinuityStore::longest(const std::vector<std::strin
   return std::nullopt;
 }
 
-bool ContinuityStore::put(const std::string& key, const SentHistory& sent) const {
-  if (sent.unchanged) return store_.put_state(key, "=").ok();
+bool ContinuityStore::put(const std::string& key, const SentHistory& sent, const std::string& supersedes) const {
+  if (sent.unchanged) return store_.put_state(key, "=", supersedes).ok();
   std::string bytes;
   if (!sent.system_slots.empty()) {
     bytes = R"({"system_slots":[)";
@@ -71,7 +71,7 @@ bool ContinuityStore::put(const std::string& key, const SentHistory& sent) const
   }
   bytes += "]";
   if (!sent.system_slots.empty()) bytes += "}";
-  return store_.put_state(key, bytes).ok();
+  return store_.put_state(key, bytes, supersedes).ok();
 }
 
 }  // namespace compactor::serve

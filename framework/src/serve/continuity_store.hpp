@@ -29,7 +29,8 @@ class ContinuityStore {
 
   // Stores the history sent for the prefix named `key` (atomic, idempotent); false when the
   // store failed (counted there). An unchanged one is a one-byte marker (nothing to parse back).
-  bool put(const std::string& key, const SentHistory& sent) const;
+  // `supersedes`: the key of the state this call continued from (empty on a miss).
+  bool put(const std::string& key, const SentHistory& sent, const std::string& supersedes = "") const;
 
  private:
   store::Store& store_;

@@ -95,7 +95,8 @@ Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vecto
   return done(std::optional<StoredState>());
 }
 
-Expected<bool> FolderStore::put_state(const std::string& key, std::string_view bytes) {
+// A superseded state file stays until gc: files cost disk, not memory.
+Expected<bool> FolderStore::put_state(const std::string& key, std::string_view bytes, const std::string&) {
   const auto started = Clock::now();
   auto done = [&](Expected<bool> out) {
     counters_.state_put_us = us_since(started);

@@ -20,7 +20,7 @@ class FolderStore final : public Store {
   std::unique_ptr<RunArchive> open_run(FileSystem& fs) override;
   Expected<std::string> restore(std::string_view receipt) override;
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
-  Expected<bool> put_state(const std::string& key, std::string_view bytes) override;
+  Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
 
   const std::string& dir() const { return dir_; }

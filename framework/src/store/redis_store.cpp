@@ -177,14 +177,19 @@ Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector
   return out;
 }
 
-Expected<bool> RedisStore::put_state(const std::string& key, std::string_view bytes) {
+Expected<bool> RedisStore::put_state(const std::string& key, std::string_view bytes, const std::string& supersedes) {
   const auto started = Clock::now();
   Expected<bool> out = true;
   if (!is_state_key(key)) {
     out = Error{"\"" + key + "\" is not a state key"};
   } else {
-    const std::string ttl = std::to_string(config_.state_ttl_s);
-    auto replies = client_.run({{"SET", state_key(key), bytes, "EX", ttl}});
+    const std::string ttl = std::to_string(config_.state_ttl_s), shorter = std::to_string(config_.superseded_ttl_s);
+    const std::string name = state_key(key), previous = state_key(supersedes);  // the commands view them
+    std::vector<RedisClient::Command> commands{{"SET", name, bytes, "EX", ttl}};
+    // Each call's state holds the whole compacted history: the one it continued from is needed
+    // only by a retry or a rewind, so it goes sooner (LT: never later than it would have).
+    if (is_state_key(supersedes) && supersedes != key) commands.push_back({"EXPIRE", previous, shorter, "LT"});
+    auto replies = client_.run(commands);
     if (!replies) out = Error{"continuity state: " + replies.error().message};
   }
   counters_.state_put_us = us_since(started);

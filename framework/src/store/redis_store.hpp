@@ -25,7 +25,7 @@ class RedisStore final : public Store {
   std::unique_ptr<RunArchive> open_run(FileSystem& fs) override;
   Expected<std::string> restore(std::string_view receipt) override;
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
-  Expected<bool> put_state(const std::string& key, std::string_view bytes) override;
+  Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
 
   // Stores `blobs` (receipt, bytes) and marks them in the index, in one round trip.

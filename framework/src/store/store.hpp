@@ -58,7 +58,9 @@ class Store {
   // The state stored for the longest of `keys` (keys[i] names a prefix of i+1 messages; each
   // 64 lowercase hex digits); nothing on a miss, an error when the store could not answer.
   virtual Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) = 0;
-  virtual Expected<bool> put_state(const std::string& key, std::string_view bytes) = 0;
+  // `supersedes`, when not empty, names the state this one continues: a store that keeps state
+  // with a lifetime shortens that one's (only a rewind to it still needs it).
+  virtual Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") = 0;
   // Removes what was written more than `keep` ago (blobs, and state the store does not expire).
   virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) = 0;
 
