@@ -333,7 +333,7 @@ def main():
         print(f"{len(sessions)} agents x {a.calls} calls ({sum(len(b) for _, b in sessions)} calls), upstream delay "
               f"{a.delay_ms} ms, config {a.config}, {os.cpu_count()} cores", flush=True)
 
-        results["direct"] = run_phase(sessions, lambda: upstream_port)
+        results["direct"] = run_phase(sessions, lambda _call: upstream_port)
 
         def serve_phase(name, kill, kill_redis=False):
             d = os.path.join(work, name)
