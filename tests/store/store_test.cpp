@@ -13,10 +13,15 @@
 #include "host/stderr_logger.hpp"
 #include "serve/compaction_job.hpp"
 #include "serve/continuity_store.hpp"
+#include "serve/mcp_endpoint.hpp"
 #include "store/folder_store.hpp"
 #include "store/redis_store.hpp"
 #include "wire/anthropic_messages.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -173,6 +178,59 @@ TEST(Tenants, ARequestContinuesOnlyItsOwnTenantsConversation) {
   // Bob sending Alice's very history continues nothing of hers: his run starts from scratch.
   auto other = serve::run_compaction(pipeline, *bob, wire::anthropic_messages(), body_of(session, session.size()), false, nullptr, *log);
   EXPECT_FALSE(other.outcome.state_hit);
+}
+
+// One POST /mcp through McpEndpoint::handle for `tenant`, over a loopback socket pair.
+boost::beast::http::response<boost::beast::http::string_body> mcp_call(serve::McpEndpoint& endpoint, const std::string& tenant,
+                                                                       const boost::json::object& message, const std::string& session = "") {
+  namespace asio = boost::asio;
+  namespace http = boost::beast::http;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor(io, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket client(io), server(io);
+  client.connect(acceptor.local_endpoint());
+  acceptor.accept(server);
+  serve::ClientConnection connection{server};
+  http::request<http::string_body> req{http::verb::post, "/mcp", 11};
+  req.set("mcp-protocol-version", "2025-06-18");
+  if (!session.empty()) req.set("mcp-session-id", session);
+  req.body() = boost::json::serialize(message);
+  req.prepare_payload();
+  endpoint.handle(connection, req, tenant);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(client, buffer, res);
+  return res;
+}
+
+boost::json::object restore_call(const std::string& receipt) {
+  return {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+          {"params", boost::json::object{{"name", "restore"}, {"arguments", boost::json::object{{"receipt", receipt}}}}}};
+}
+
+TEST(Tenants, ServesMcpAnswersEachRequestFromItsTenantsArchiveOnly) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  const StoreConfig config = redis_config(redis);
+  auto receipt = archive_one(*store::open_store(config, "", "alice"), "\"alice's result\"");
+  ASSERT_TRUE(receipt);
+  serve::McpEndpoint endpoint("/nonexistent", config, "test", "127.0.0.1:0", true, std::nullopt);
+  auto mine = mcp_call(endpoint, "alice", restore_call(*receipt));
+  ASSERT_EQ(mine.result_int(), 200u) << mine.body();
+  EXPECT_NE(mine.body().find("alice's result"), std::string::npos) << mine.body();
+  for (const std::string other : {"bob", ""}) {
+    auto theirs = mcp_call(endpoint, other, restore_call(*receipt));
+    EXPECT_NE(theirs.body().find("\"isError\":true"), std::string::npos) << other << ": " << theirs.body();
+    EXPECT_EQ(theirs.body().find("alice's result"), std::string::npos) << other;
+  }
+  // A session alice opened is unknown to a request for bob.
+  auto init = mcp_call(endpoint, "alice", {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                                           {"params", boost::json::object{{"protocolVersion", "2025-06-18"}, {"capabilities", boost::json::object{}},
+                                                                          {"clientInfo", boost::json::object{{"name", "t"}, {"version", "1"}}}}}});
+  const std::string session(init["mcp-session-id"]);
+  ASSERT_FALSE(session.empty()) << init.body();
+  EXPECT_EQ(mcp_call(endpoint, "bob", restore_call(*receipt), session).result_int(), 404u);
+  EXPECT_EQ(mcp_call(endpoint, "alice", restore_call(*receipt), session).result_int(), 200u);
 }
 
 TEST(RedisStore, ABlobWrittenThroughOneReplicaRestoresThroughAnotherAndNoOtherTenant) {
