@@ -149,6 +149,12 @@ TEST(Tenants, AFolderTenantHasItsOwnArchiveAndStateAndReachesNoOther) {
   auto mine = archive_one(*plain, "default");
   ASSERT_TRUE(mine);
   EXPECT_EQ(restore_blob(archive, *mine).value(), "default");
+  // gc for every namespace at once: the default, then each tenant, a line each.
+  EXPECT_EQ(store::list_tenants(folder, archive).value(), std::vector<std::string>{"alice"});  // bob only read
+  auto gc = test::run_cli({"archive", "gc", "--keep-days", "1", "--archive", archive, "--every-tenant"});
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.out, "archive gc " + archive + ": removed 0 file(s) older than 1 day(s), kept 1\narchive gc " + archive +
+                        "/tenants/alice: removed 0 file(s) older than 1 day(s), kept 2\n");
   // A tenant id that is not one never becomes a path.
   auto sneaky = store::open_store(folder, archive, "../alice");
   EXPECT_FALSE(sneaky->restore(*receipt));
@@ -302,6 +308,7 @@ TEST(RedisStore, GcRemovesBlobsByAgePerTenant) {
   EXPECT_EQ(kept->removed, 1u);
   EXPECT_FALSE(plain->restore(*old));
   EXPECT_TRUE(alice->restore(*hers));  // another tenant's retention is its own
+  EXPECT_EQ(store::list_tenants(config, "").value(), std::vector<std::string>{"alice"});
   auto all = alice->collect_garbage(std::chrono::hours(0));
   ASSERT_TRUE(all);
   EXPECT_EQ(all->removed, 1u);

@@ -36,7 +36,7 @@ Exit 0, or 2 when the receipt is malformed, not in the archive, the blob does no
 the store cannot be reached.
 )";
 
-constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T]
+constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T | --every-tenant]
 
 Removes the blobs (and stale temporary files) of the archive whose last modification is more than
 N days old (0 to 36500), and at once the temporary files of a run whose process is gone. A run's
@@ -45,17 +45,19 @@ blobs are one pack, removed whole by its age. Only the archive's own files are t
 links are not followed. The continuity state `serve` keeps in <DIR>/serve-state (a file per
 compacted call) goes by the same age. A removed blob can no longer be restored: run it only for conversations you no longer
 need to recover, and keep N above the age of any conversation still in use. --tenant T collects
-tenant T's archive only (each tenant's retention is its own gc); --config F the store F names:
+tenant T's archive only (each tenant's retention is its own gc); --every-tenant the default
+namespace and every tenant's, one line each, with the same N; --config F the store F names:
 on Redis, the blobs put more than N days ago (continuity state expires there by itself, after
 store.state_ttl_s).
 )";
 
 // The store RECEIPT and gc work on: --config's, else the folder --archive names (the default's).
-Expected<std::unique_ptr<store::Store>> chosen_store(const ParsedArgs& args) {
+Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
   const std::string tenant = args.get("tenant").value_or("");
   if (args.has("tenant") && !is_tenant_id(tenant))
     return Error{"--tenant \"" + tenant + "\" is not a tenant id ([a-z0-9][a-z0-9_-]{0,63})"};
   if (args.has("config") && args.has("archive")) return Error{"give --archive DIR or --config F, not both"};
+  if (args.has("tenant") && args.has("every-tenant")) return Error{"give --tenant T or --every-tenant, not both"};
   StoreSettings settings;
   if (auto config = args.get("config")) {
     auto read = config_store_settings(*config);
@@ -64,7 +66,23 @@ Expected<std::unique_ptr<store::Store>> chosen_store(const ParsedArgs& args) {
   } else {
     settings.archive_dir = args.get("archive").value_or(kDefaultArchive);
   }
-  return store::open_store(settings.store, settings.archive_dir, tenant);
+  return settings;
+}
+
+// One namespace's gc, said in one line; false when it failed (said on stderr).
+bool collect_one(const StoreSettings& settings, const std::string& tenant, long days) {
+  auto chosen = store::open_store(settings.store, settings.archive_dir, tenant);
+  auto r = chosen->collect_garbage(std::chrono::hours(24 * days));
+  if (!r) {
+    fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
+    return false;
+  }
+  const auto* folder = dynamic_cast<const store::FolderStore*>(chosen.get());
+  fmt::print("archive gc {}: removed {} {} older than {} day(s){}{}, kept {}\n", folder ? folder->dir() : chosen->where(), r->removed,
+             folder ? "file(s)" : "blob(s)", days,
+             r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
+             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
+  return true;
 }
 
 }  // namespace
@@ -81,12 +99,12 @@ int restore_command(int argc, char** argv) {
     fmt::print(stderr, "compactor restore: {}\n{}", error, kRestoreHelp);
     return kExitBadInput;
   }
-  auto chosen = chosen_store(*args);
-  if (!chosen) {
-    fmt::print(stderr, "compactor restore: {}\n", chosen.error().message);
+  auto settings = chosen_settings(*args);
+  if (!settings) {
+    fmt::print(stderr, "compactor restore: {}\n", settings.error().message);
     return kExitBadInput;
   }
-  auto bytes = (*chosen)->restore(args->positional.front());
+  auto bytes = store::open_store(settings->store, settings->archive_dir, args->get("tenant").value_or(""))->restore(args->positional.front());
   if (!bytes) {
     fmt::print(stderr, "compactor restore: {}\n", bytes.error().message);
     return kExitBadInput;
@@ -105,7 +123,7 @@ int archive_command(int argc, char** argv) {
     return kExitBadInput;
   }
   std::string error;
-  auto args = parse_args(argc, argv, 3, {{"archive"}, {"keep-days"}, {"config"}, {"tenant"}}, error);
+  auto args = parse_args(argc, argv, 3, {{"archive"}, {"keep-days"}, {"config"}, {"tenant"}, {"every-tenant", false}}, error);
   if (args && args->help) {
     fmt::print("{}", kArchiveHelp);
     return kExitOk;
@@ -123,22 +141,23 @@ int archive_command(int argc, char** argv) {
     fmt::print(stderr, "compactor archive gc: {}\n{}", error, kArchiveHelp);
     return kExitBadInput;
   }
-  auto chosen = chosen_store(*args);
-  if (!chosen) {
-    fmt::print(stderr, "compactor archive gc: {}\n", chosen.error().message);
+  auto settings = chosen_settings(*args);
+  if (!settings) {
+    fmt::print(stderr, "compactor archive gc: {}\n", settings.error().message);
     return kExitBadInput;
   }
-  auto r = (*chosen)->collect_garbage(std::chrono::hours(24 * days));
-  if (!r) {
-    fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
-    return kExitBadInput;
+  std::vector<std::string> tenants{args->get("tenant").value_or("")};
+  if (args->has("every-tenant")) {
+    auto listed = store::list_tenants(settings->store, settings->archive_dir);
+    if (!listed) {
+      fmt::print(stderr, "compactor archive gc: {}\n", listed.error().message);
+      return kExitBadInput;
+    }
+    tenants.insert(tenants.end(), listed->begin(), listed->end());
   }
-  const auto* folder = dynamic_cast<const store::FolderStore*>(chosen->get());
-  fmt::print("archive gc {}: removed {} {} older than {} day(s){}{}, kept {}\n", folder ? folder->dir() : (*chosen)->where(), r->removed,
-             folder ? "file(s)" : "blob(s)", days,
-             r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
-             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
-  return kExitOk;
+  bool ok = true;
+  for (const std::string& tenant : tenants) ok = collect_one(*settings, tenant, days) && ok;
+  return ok ? kExitOk : kExitBadInput;
 }
 
 }  // namespace compactor::cli

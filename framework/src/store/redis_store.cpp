@@ -121,6 +121,26 @@ std::unique_ptr<RunArchive> RedisStore::open_run(FileSystem& fs) {
   return std::make_unique<RedisRunArchive>(*this, *spool, fs);
 }
 
+Expected<std::vector<std::string>> RedisStore::tenants(const StoreConfig& config) {
+  RedisClient client(config);
+  const std::string pattern = "{" + config.prefix + ":*}:blobs", head = "{" + config.prefix + ":";
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    auto replies = client.run({{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}});
+    if (!replies) return Error{replies.error().message};
+    const RedisReply& r = replies->front();
+    if (r.type != RedisReply::Type::array || r.elements.size() != 2) return Error{client.where() + ": SCAN answered something else"};
+    cursor = r.elements[0].text;
+    for (const RedisReply& key : r.elements[1].elements) {
+      const std::string& k = key.text;
+      std::string tenant = k.size() > head.size() + 7 ? k.substr(head.size(), k.size() - head.size() - 7) : "";
+      if (is_tenant_id(tenant)) out.push_back(tenant);
+    }
+  } while (cursor != "0");
+  return out;
+}
+
 Expected<bool> RedisStore::put_blobs(const std::vector<std::pair<std::string, std::string>>& blobs) {
   const auto started = Clock::now();
   const std::string now = unix_seconds(), index = index_key();

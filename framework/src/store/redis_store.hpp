@@ -28,6 +28,9 @@ class RedisStore final : public Store {
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
 
+  // The tenants with a gc index under config.prefix (SCAN of the node the URL names).
+  static Expected<std::vector<std::string>> tenants(const StoreConfig& config);
+
   // Stores `blobs` (receipt, bytes) and marks them in the index, in one round trip.
   Expected<bool> put_blobs(const std::vector<std::pair<std::string, std::string>>& blobs);
 

@@ -3,6 +3,7 @@
 #include "store/folder_store.hpp"
 #include "store/redis_store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -25,6 +26,24 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, const std::string& 
   const std::string checked = tenant.empty() || is_tenant_id(tenant) ? tenant : "invalid-tenant";
   if (config.kind == StoreConfig::Kind::redis) return std::make_unique<RedisStore>(config, checked);
   return std::make_unique<FolderStore>(tenant_folder(archive_dir, checked));
+}
+
+Expected<std::vector<std::string>> list_tenants(const StoreConfig& config, const std::string& archive_dir) {
+  std::vector<std::string> out;
+  if (config.kind == StoreConfig::Kind::redis) {
+    auto found = RedisStore::tenants(config);
+    if (!found) return found.error();
+    out = std::move(*found);
+  } else {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path folder = fs::path(archive_dir) / "tenants";
+    if (fs::is_symlink(folder, ec)) return Error{folder.string() + ": is a symbolic link; tenants' archives are folders of their own"};
+    for (const auto& e : fs::directory_iterator(folder, ec))
+      if (e.is_directory(ec) && !e.is_symlink(ec) && is_tenant_id(e.path().filename().string())) out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void remove_spools_of(pid_t pid) {

@@ -79,6 +79,11 @@ class Store {
 // workers each their own, after the fork). `archive_dir` is the folder store's root.
 std::unique_ptr<Store> open_store(const StoreConfig& config, const std::string& archive_dir, const std::string& tenant);
 
+// The tenants that have anything in the store `config` names (the folder's tenants/ folders, or
+// Redis's gc indexes, found with SCAN on the node `url` names), sorted; an error when the store
+// cannot be read.
+Expected<std::vector<std::string>> list_tenants(const StoreConfig& config, const std::string& archive_dir);
+
 // The folder of `tenant`'s archive under `archive_dir` (archive_dir itself for the default).
 std::string tenant_folder(const std::string& archive_dir, const std::string& tenant);
 
