@@ -3,7 +3,8 @@
 # tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
 # integrity-checked by the lock file, cached by npm). With --tests, also what the tests and
 # benchmarks need: GoogleTest, Google Benchmark, clang and libc++ (the loader's foreign-ABI
-# fixtures, the fuzz targets), clang-tidy (tools/check-source.sh), and the npm clients the serve tests drive (tests/serve). Without
+# fixtures, the fuzz targets), clang-tidy (tools/check-source.sh), redis-server (the store's tests
+# start their own), and the npm clients the serve tests drive (tests/serve). Without
 # it, a first build of the product installs no test tooling. Idempotent: a second run installs
 # nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and 1.81-dev
 # conflicts with 1.74-dev, so nothing here may pull in libboost1.74-dev.
@@ -21,12 +22,14 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libicu-dev nettle-dev libcurl4-openssl-dev
+  libhiredis-dev
 )
 if [ "$with_tests" -eq 1 ]; then
   packages+=(
     libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
     clang-tidy python3 openssl nginx-light systemd
+    redis-server
   )
 fi
 

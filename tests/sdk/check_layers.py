@@ -4,7 +4,7 @@ and a part of framework/src includes only its own and the parts below it (no cyc
 usage: check_layers.py FRAMEWORK_DIR [--print]"""
 import os, re, sys
 # Bottom to top. The SDK headers (include/compactor) are below every part.
-LAYERS = ['platform', 'model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'pricing', 'loader', 'host', 'wire',
+LAYERS = ['platform', 'model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'pricing', 'loader', 'host', 'store', 'wire',
           'session', 'mcp', 'bench', 'calibrate', 'serve']
 root = sys.argv[1]
 inc = re.compile(r'^#include "([^"]+)"', re.M)

@@ -2,6 +2,7 @@
 // built CLI runs as a separate process on a free port; each test's upstream records what it
 // received. Nothing leaves the machine.
 #include "support/loopback_http_server.hpp"
+#include "support/redis_server.hpp"
 #include "support/serve_process.hpp"
 #include "support/test_support.hpp"
 
@@ -12,6 +13,8 @@
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
 #include "wire/openai_chat.hpp"
+#include "archive/archive_store.hpp"
+#include "mcp/blob_view.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -33,6 +36,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <set>
 #include <thread>
 
 namespace compactor {
@@ -777,9 +782,63 @@ TEST(Serve, JoinedSystemEntriesAreStoredAndTheNextCallContinuesFromThem) {
 // Continuity: `session` replayed call by call, alternating between two servers that share one
 // archive folder; every call's forwarded messages must equal the bench replay's for the config
 // (cache_control aside), carry the client's moving breakpoint, and pass the checkers.
-void replay_through_two_servers(const fs::path& dir, const std::string& name, const Conversation& session,
-                                std::size_t& compacted) {
-  const std::string config = write_config(dir, "");
+// Where the replicas keep state and blobs: one archive folder they all share (in `dir`), or a
+// Redis server, each replica then in a folder of its own (dir/r0, dir/r1, …) sharing nothing else.
+struct Replicas {
+  std::size_t count = 2;
+  const test::RedisServer* redis = nullptr;
+};
+
+// Every receipt the replicas forwarded restores, byte for byte as the bench archived it, through
+// `compactor restore --config` from a folder with no archive (a laptop with the same config) and
+// through /mcp on a replica that did not write it.
+void expect_receipts_restore_anywhere(const fs::path& dir, const std::string& name, const std::string& config,
+                                      const std::vector<test::RecordedRequest>& got, std::vector<std::unique_ptr<ServeProcess>>& servers) {
+  fs::create_directories(dir / "laptop");
+  fs::copy_file(dir / config, dir / "laptop" / config, fs::copy_options::overwrite_existing);
+  std::set<std::string> seen;
+  for (std::size_t c = 0; c < got.size(); ++c)
+    for (const std::string& receipt : find_receipts(got[c].body)) {
+      if (!seen.insert(receipt).second) continue;
+      auto expected = restore_blob((dir / "bench-archive").string(), receipt);
+      ASSERT_TRUE(expected) << name << " " << receipt << ": " << expected.error().message;
+      auto restored = test::run_cli({"restore", receipt, "--config", (dir / "laptop" / config).string()});
+      EXPECT_EQ(restored.exit_code, 0) << name << " " << receipt << ": " << restored.err;
+      EXPECT_TRUE(restored.out == *expected) << name << " " << receipt << ": restored bytes differ";
+      const std::string rpc = json::serialize(json::object{
+          {"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+          {"params", json::object{{"name", "restore"}, {"arguments", json::object{{"receipt", receipt}, {"max_chars", 100000}}}}}});
+      Reply r = call(servers[(c + 1) % servers.size()]->port(), "POST", "/mcp", rpc, {{"mcp-protocol-version", "2025-06-18"}});
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json::object result = json::parse(r.body).at("result").as_object();
+      EXPECT_FALSE(result.at("isError").as_bool()) << name << " " << receipt << ": " << r.body.substr(0, 300);
+      auto view = mcp::BlobView::of(*expected);
+      ASSERT_TRUE(view);
+      const std::string page = std::string(result.at("content").as_array().at(0).at("text").as_string());
+      EXPECT_EQ(page.substr(0, 1000), view->text().substr(0, std::min<std::size_t>(1000, page.size()))) << name << " " << receipt;
+    }
+  std::printf("%s: %zu receipts restored from a folder with no archive and through /mcp on another replica\n", name.c_str(), seen.size());
+}
+
+// The replicas, a, b, c…: in `dir` itself on a shared folder, each in dir/<name> on Redis.
+std::vector<std::unique_ptr<ServeProcess>> start_replicas(const fs::path& dir, const std::string& config,
+                                                          const LoopbackHttpServer& upstream, Replicas replicas) {
+  std::vector<std::unique_ptr<ServeProcess>> servers;
+  for (std::size_t r = 0; r < replicas.count; ++r) {
+    const std::string label(1, static_cast<char>('a' + r));
+    if (replicas.redis == nullptr) {
+      servers.push_back(std::make_unique<ServeProcess>(dir, config, upstream.base_url(), label));
+      continue;
+    }
+    fs::create_directories(dir / label);
+    servers.push_back(std::make_unique<ServeProcess>(dir / label, "../" + config, upstream.base_url(), label));
+  }
+  return servers;
+}
+
+void replay_through_servers(const fs::path& dir, const std::string& name, const Conversation& session, std::size_t& compacted,
+                            Replicas replicas = {}) {
+  const std::string config = write_config(dir, replicas.redis != nullptr ? replicas.redis->store_yaml() : "");
   auto loaded = load_pipeline_config((dir / config).string());
   ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors.front());
   auto pipeline = Pipeline::build(std::move(*loaded.config));
@@ -800,7 +859,7 @@ void replay_through_two_servers(const fs::path& dir, const std::string& name, co
 
   std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::anthropic_reply("ok")});
   LoopbackHttpServer upstream(script);
-  ServeProcess a(dir, config, upstream.base_url(), "a"), b(dir, config, upstream.base_url(), "b");
+  std::vector<std::unique_ptr<ServeProcess>> servers = start_replicas(dir, config, upstream, replicas);
   std::size_t call_index = 0;
   std::vector<bool> marked;
   for (std::size_t i = 1; i < session.size(); ++i) {
@@ -808,7 +867,7 @@ void replay_through_two_servers(const fs::path& dir, const std::string& name, co
     // The agent sends its whole, uncompacted history; cache_control moves to the newest message.
     std::string body = request_body(session, i, false, false, true);
     marked.push_back(body.find("\"cache_control\"") != std::string::npos);
-    Reply r = call((call_index % 2 == 0 ? a : b).port(), "POST", "/v1/messages", body);
+    Reply r = call(servers[call_index % servers.size()]->port(), "POST", "/v1/messages", body);
     ASSERT_EQ(r.status, 200) << name << " call " << call_index + 1;
     if (r.headers["x-compactor-status"] == "compacted") ++compacted;
     ++call_index;
@@ -830,10 +889,18 @@ void replay_through_two_servers(const fs::path& dir, const std::string& name, co
     std::string err;
     EXPECT_EQ(check_file(dir / "sent.json", &err), 0) << name << " call " << c + 1 << ": " << err;
   }
-  std::string metrics_a = call(a.port(), "GET", "/metrics").body;
+  std::string metrics_b = call(servers[1]->port(), "GET", "/metrics").body;
   if (got.size() > 2) {
-    EXPECT_NE(metrics_a.find("compactor_serve_state_total{result=\"hit\"}"), std::string::npos) << metrics_a;
+    EXPECT_NE(metrics_b.find("compactor_serve_state_total{result=\"hit\"}"), std::string::npos) << metrics_b;
   }
+  if (replicas.redis != nullptr) {
+    EXPECT_EQ(metrics_b.find("compactor_serve_store_errors_total{op=\"state_put\"} 0"), metrics_b.find("compactor_serve_store_errors_total{op=\"state_put\"}"));
+    expect_receipts_restore_anywhere(dir, name, config, got, servers);
+  }
+}
+
+void replay_through_two_servers(const fs::path& dir, const std::string& name, const Conversation& session, std::size_t& compacted) {
+  replay_through_servers(dir, name, session, compacted);
 }
 
 TEST(Serve, CallByCallOutputsEqualTheBenchReplayAcrossTwoServersSharingAnArchive) {
@@ -842,6 +909,78 @@ TEST(Serve, CallByCallOutputsEqualTheBenchReplayAcrossTwoServersSharingAnArchive
   std::size_t compacted = 0;
   replay_through_two_servers(dir, session_file, test::load_or_die(test::data_path(session_file)), compacted);
   EXPECT_GT(compacted, 0u);
+  fs::remove_all(dir);
+}
+
+// The same with three replicas that share only a Redis server (each its own archive folder):
+// calls alternate across them and still equal the bench replay; every receipt restores from a
+// folder with no archive and through /mcp on a replica that did not write it.
+TEST(Serve, CallByCallOutputsEqualTheBenchReplayAcrossThreeReplicasSharingOnlyRedis) {
+  test::RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  fs::path dir = fresh_dir("replicas-redis");
+  std::size_t compacted = 0;
+  const std::string session_file = "cc-18240050-3ee8-41cd-a89a-0a5c4b709607.json";
+  replay_through_servers(dir, session_file, test::load_or_die(test::data_path(session_file)), compacted, Replicas{3, &redis});
+  EXPECT_GT(compacted, 0u);
+  EXPECT_GT(redis.cli({"ZCARD", "{compactor}:blobs"}), "0\n");  // the receipts restored were Redis's
+  EXPECT_FALSE(fs::exists(dir / "a" / "archive" / "pack"));
+  fs::remove_all(dir);
+}
+
+// Redis killed (kill -9) mid-conversation: every call is still answered (forwarded as it came, or
+// compacted without stored state), the failures are counted; once Redis is back from its
+// append-only file, the conversation continues from the state stored before the kill.
+TEST(Serve, RedisKilledMidRunEveryCallIsAnsweredAndStateComesBackFromItsAppendOnlyFile) {
+  test::RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  fs::path dir = fresh_dir("redis-killed");
+  const Conversation session = test::load_or_die(test::data_path(kSession));
+  const std::string config = write_config(dir, redis.store_yaml("timeout_ms: 300"));
+  std::vector<std::size_t> calls;
+  for (std::size_t i = 1; i < session.size(); ++i)
+    if (session[i].role() == Role::assistant) calls.push_back(i);
+  ASSERT_GE(calls.size(), 8u);
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(8, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  ServeProcess a(dir / "a", "../" + config, upstream.base_url(), "a"), b(dir / "b", "../" + config, upstream.base_url(), "b");
+  auto send = [&](std::size_t k) {
+    Reply r = call((k % 2 == 0 ? a : b).port(), "POST", "/v1/messages", request_body(session, calls[calls.size() - 8 + k]));
+    EXPECT_EQ(r.status, 200) << "call " << k << ": " << r.body;
+    return r;
+  };
+  for (std::size_t k = 0; k < 3; ++k) send(k);
+  redis.kill_hard();
+  for (std::size_t k = 3; k < 5; ++k) {
+    Reply r = send(k);
+    EXPECT_NE(r.headers["x-compactor-status"], "compacted") << "call " << k << ": compacted with no store to archive in";
+  }
+  auto errors = [](const std::string& metrics) {
+    std::size_t n = 0;
+    for (const char* op : {"state_get", "state_put", "blobs_put"}) {
+      const std::string line = std::string("compactor_serve_store_errors_total{op=\"") + op + "\"} ";
+      const std::size_t at = metrics.find(line);
+      if (at != std::string::npos) n += std::stoul(metrics.substr(at + line.size()));
+    }
+    return n;
+  };
+  EXPECT_GT(errors(call(a.port(), "GET", "/metrics").body) + errors(call(b.port(), "GET", "/metrics").body), 0u);
+  EXPECT_NE(a.stderr_text().find("the store failed") + b.stderr_text().find("the store failed"), 2 * std::string::npos);
+  ASSERT_TRUE(redis.restart());
+  auto hits = [&](ServeProcess& s) {
+    const std::string metrics = call(s.port(), "GET", "/metrics").body;
+    const std::string line = "compactor_serve_state_total{result=\"hit\"} ";
+    const std::size_t at = metrics.find(line);
+    return at == std::string::npos ? 0ul : std::stoul(metrics.substr(at + line.size()));
+  };
+  const std::size_t before = hits(a) + hits(b);
+  for (std::size_t k = 5; k < 8; ++k) send(k);
+  EXPECT_GT(hits(a) + hits(b), before) << "no state hit after Redis came back";
+  for (const auto& request : upstream.requests()) {
+    std::ofstream(dir / "sent.json") << request.body;
+    EXPECT_EQ(check_file(dir / "sent.json"), 0);
+  }
   fs::remove_all(dir);
 }
 
@@ -855,6 +994,9 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
     if (e.is_regular_file() && (e.path().extension() == ".jsonl" || e.path().extension() == ".json" || e.path().extension() == ".traj")) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::size_t sessions = 0, compacted = 0;
+  // COMPACTOR_SERVE_CORPUS_REDIS=1: three replicas sharing only a Redis server instead.
+  std::optional<test::RedisServer> redis;
+  if (std::getenv("COMPACTOR_SERVE_CORPUS_REDIS") != nullptr) redis.emplace();
   for (const auto& f : files) {
     fs::path dir = fresh_dir("corpus");
     auto imported = test::run_cli({"import", "--input", f.string(), "--output", (dir / "session.json").string()});
@@ -867,11 +1009,13 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
       std::printf("corpus: %s has %zu messages: no call to replay\n", f.filename().c_str(), session.size());
       continue;
     }
-    replay_through_two_servers(dir, f.filename().string(), session, compacted);
+    if (redis) replay_through_servers(dir, f.filename().string(), session, compacted, Replicas{3, &*redis});
+    else replay_through_two_servers(dir, f.filename().string(), session, compacted);
     ++sessions;
     fs::remove_all(dir);
   }
-  std::printf("corpus: %zu sessions replayed through two servers, %zu compacted calls\n", sessions, compacted);
+  std::printf("corpus: %zu sessions replayed through %s, %zu compacted calls\n", sessions,
+              redis ? "three replicas sharing only Redis" : "two servers sharing a folder", compacted);
   EXPECT_GT(sessions, 0u);
 }
 
@@ -881,8 +1025,8 @@ TEST(Serve, ACorpusFolderReplaysThroughTwoServersLikeTheBench) {
 // adapter, must equal the bench replay's. The calls are found in the Chat array by the API's own
 // shape (a run of tool messages is one answer; system messages are not turns), not by the adapter.
 void replay_chat_through_two_servers(const fs::path& dir, const std::string& name, const json::array& history,
-                                     std::size_t& compacted, std::uint64_t limit = 50000) {
-  std::string config = write_config(dir, "");
+                                     std::size_t& compacted, std::uint64_t limit = 50000, Replicas replicas = {}) {
+  std::string config = write_config(dir, replicas.redis != nullptr ? replicas.redis->store_yaml() : "");
   if (limit != 50000) {
     std::string text = test::read_file((dir / config).string());
     text.replace(text.find("limit: 50000, target: 40000"), 27, "limit: " + std::to_string(limit) + ", target: " + std::to_string(limit * 4 / 5));
@@ -931,10 +1075,10 @@ void replay_chat_through_two_servers(const fs::path& dir, const std::string& nam
   ASSERT_EQ(calls.size(), expected.size()) << name;
   std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::openai_reply("ok")});
   LoopbackHttpServer upstream(script);
-  ServeProcess a(dir, config, upstream.base_url(), "a"), b(dir, config, upstream.base_url(), "b");
+  std::vector<std::unique_ptr<ServeProcess>> servers = start_replicas(dir, config, upstream, replicas);
   for (std::size_t c = 0; c < calls.size(); ++c) {
     json::array prefix(history.begin(), history.begin() + static_cast<std::ptrdiff_t>(calls[c]));
-    Reply r = call((c % 2 == 0 ? a : b).port(), "POST", "/v1/chat/completions",
+    Reply r = call(servers[c % servers.size()]->port(), "POST", "/v1/chat/completions",
                    json::serialize(json::object{{"model", "m"}, {"messages", std::move(prefix)}}));
     ASSERT_EQ(r.status, 200) << name << " call " << c + 1;
     ASSERT_NE(r.headers["x-compactor-status"], "refused") << name << " call " << c + 1 << ": " << r.headers["x-compactor-warning"];
@@ -950,6 +1094,7 @@ void replay_chat_through_two_servers(const fs::path& dir, const std::string& nam
     for (const auto& m : (*sent)->conversation().messages()) messages += normalized(*m);
     EXPECT_EQ(messages, expected[c]) << name << " call " << c + 1 << " differs from the bench replay";
   }
+  if (replicas.redis != nullptr) expect_receipts_restore_anywhere(dir, name, config, got, servers);
 }
 
 TEST(Serve, OpenAiHistoriesReplayThroughTheChatRouteLikeTheBench) {
@@ -975,6 +1120,8 @@ TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench
     if (e.is_regular_file() && e.path().extension() == ".traj") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   std::size_t sessions = 0, compacted = 0;
+  std::optional<test::RedisServer> redis;  // COMPACTOR_SERVE_CORPUS_REDIS=1: three replicas on Redis
+  if (std::getenv("COMPACTOR_SERVE_CORPUS_REDIS") != nullptr) redis.emplace();
   for (const auto& f : files) {
     fs::path dir = fresh_dir("chat-corpus");
     auto exported = test::run_cli({"import", "--input", f.string(), "--output-format", "openai", "--output", "-"});
@@ -983,11 +1130,13 @@ TEST(Serve, ACorpusFolderOfOpenAiHistoriesReplaysThroughTheChatRouteLikeTheBench
       continue;
     }
     // A budget these trajectories cross (most stay under the default 50,000 chars).
-    replay_chat_through_two_servers(dir, f.filename().string(), json::parse(exported.out).as_array(), compacted, 20000);
+    replay_chat_through_two_servers(dir, f.filename().string(), json::parse(exported.out).as_array(), compacted, 20000,
+                                    redis ? Replicas{3, &*redis} : Replicas{});
     ++sessions;
     fs::remove_all(dir);
   }
-  std::printf("corpus: %zu OpenAI histories replayed through two servers' Chat route, %zu compacted calls\n", sessions, compacted);
+  std::printf("corpus: %zu OpenAI histories replayed through %s' Chat route, %zu compacted calls\n", sessions,
+              redis ? "three replicas sharing only Redis" : "two servers sharing a folder", compacted);
   EXPECT_GT(sessions, 0u);
 }
 

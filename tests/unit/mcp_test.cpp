@@ -543,7 +543,7 @@ TEST(McpCommand, TheArchiveMustBeAbsoluteTrustedAndAFolder) {
   EXPECT_EQ(test::run_cli({"mcp", "--archive", "/x", "--config", "/y"}).exit_code, 2);
   auto help = test::run_cli({"mcp", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_EQ(help.out.rfind("usage: compactor mcp (--config FILE | --archive DIR)\n", 0), 0u);
+  EXPECT_EQ(help.out.rfind("usage: compactor mcp (--config FILE | --archive DIR) [--tenant T | --tenant-key-env NAME]\n", 0), 0u);
 
   auto relative = test::run_cli({"mcp", "--archive", ".compactor/archive"});
   EXPECT_EQ(relative.exit_code, 2);

@@ -14,6 +14,7 @@
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
 #include "model/conversation_host.hpp"
+#include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/gemini.hpp"
 
@@ -49,7 +50,7 @@ class GeminiCarry : public ::testing::Test {
   }
 
   Compacted compact(Pipeline& p, const std::string& body) {
-    serve::ContinuityStore store((dir_ / "state").string());
+    store::FolderStore store((dir_ / "archive").string());  // the config's archive folder, as a worker opens it
     auto log = make_stderr_logger("");
     Compacted c{serve::run_compaction(p, store, wire::gemini(), body, false, nullptr, *log), ""};
     c.sent = c.result.outcome.result == serve::JobOutcome::compacted ? c.result.body : body;
@@ -317,7 +318,7 @@ TEST_F(GeminiCarry, ARouterCallAStructuredAnswerAndACachedContentPassThroughWith
     EXPECT_EQ(out.sent, body);
   }
   // Nothing was remembered for them.
-  EXPECT_TRUE(!fs::exists(dir_ / "state") || fs::is_empty(dir_ / "state"));
+  EXPECT_FALSE(fs::exists(dir_ / "archive" / "serve-state"));
 }
 
 TEST_F(GeminiCarry, AnAppendedHistoryContinuesAndOneTheClientMaskedItselfIsAMissNotAnError) {

@@ -11,6 +11,7 @@
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
+#include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/carried.hpp"
 #include "wire/openai_chat.hpp"
@@ -48,7 +49,7 @@ class ChatCarry : public ::testing::Test {
   }
 
   Compacted compact(Pipeline& p, const std::string& body) {
-    serve::ContinuityStore store((dir_ / "state").string());
+    store::FolderStore store((dir_ / "archive").string());  // the config's archive folder, as a worker opens it
     auto log = make_stderr_logger("");
     Compacted c{serve::run_compaction(p, store, wire::openai_chat(), body, false, nullptr, *log), ""};
     c.sent = c.result.outcome.result == serve::JobOutcome::compacted ? c.result.body : body;

@@ -13,6 +13,7 @@
 #include "host/pipeline_config.hpp"
 #include "host/stderr_logger.hpp"
 #include "model/conversation_host.hpp"
+#include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/openai_responses.hpp"
 
@@ -52,7 +53,7 @@ class ResponsesCarry : public ::testing::Test {
   }
 
   Compacted compact(Pipeline& p, const std::string& body) {
-    serve::ContinuityStore store((dir_ / "state").string());
+    store::FolderStore store((dir_ / "archive").string());  // the config's archive folder, as a worker opens it
     auto log = make_stderr_logger("");
     Compacted c{serve::run_compaction(p, store, wire::openai_responses(), body, false, nullptr, *log), ""};
     c.sent = c.result.outcome.result == serve::JobOutcome::compacted ? c.result.body : body;

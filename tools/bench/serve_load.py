@@ -14,7 +14,17 @@ its zygote's peak memory and the workers' peak (from /metrics); for the kill pha
 after the restart and whether any state file is torn. With --check every body the upstream got
 through the server is checked with `compactor check`.
 
+With --redis, the script starts a Redis server of its own (redis-server on a free loopback port,
+append-only file, in its scratch folder) and the servers keep state and blobs there
+(`store: {kind: redis}`); with --replicas N, N servers run, each in a folder of its own, and each
+agent's calls alternate across them (a load balancer without affinity). Then the kill phase kills
+one replica (kill -9) half-way and does not start it again (the others continue its
+conversations), and --kill-redis adds a phase that kills Redis half-way and starts it again from
+its append-only file two seconds later. The store's latency (state get and put, blobs) is printed
+from the servers' compactor_serve_store_seconds histograms, as the bucket that holds p50 and p99.
+
 usage: serve_load.py COMPACTOR CONFIG CORPUS [--agents 16] [--calls 30] [--delay-ms 200] [--kill] [--check]
+                     [--redis] [--replicas N] [--kill-redis]
   CORPUS: a folder of sessions `compactor import` reads (Claude Code logs, OpenAI histories); the
   first AGENTS sessions (sorted by path) with at least CALLS calls are used.
 """
@@ -146,16 +156,18 @@ class Agent(threading.Thread):
 
     def run(self):
         self.gate.wait()
-        conn = None
+        conns = {}  # a keep-alive connection per replica
         for k, body in enumerate(self.bodies):
             if self.on_call:
                 self.on_call(k)
             started = time.monotonic()
             deadline = started + 120
             while True:
+                port = self.port_of(k)
+                conn = conns.get(port)
                 try:
                     if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", self.port_of(), timeout=60)
+                        conn = conns[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                     conn.request("POST", "/v1/messages", body=body,
                                  headers={"content-type": "application/json", "x-api-key": "bench",
                                           "anthropic-version": "2023-06-01"})
@@ -177,13 +189,13 @@ class Agent(threading.Thread):
                 except (ConnectionError, http.client.HTTPException, OSError) as e:
                     if conn is not None:
                         conn.close()
-                    conn = None
+                    conns.pop(port, None)
                     self.retries += 1
                     if time.monotonic() > deadline:
                         self.errors.append(f"call {k + 1}: {e}")
                         break
                     time.sleep(0.1)
-        if conn is not None:
+        for conn in conns.values():
             conn.close()
 
 
@@ -219,6 +231,33 @@ def metric(text, name):
     for m in re.finditer(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M):
         total += float(m.group(1))
     return total
+
+
+def start_redis(workdir):
+    """A Redis server of the benchmark's own, on a free loopback port; its port and process."""
+    port = free_port()
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, "--save", "",
+                          "--appendonly", "yes", "--logfile", os.path.join(workdir, "redis.log")])
+    for _ in range(200):
+        if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() == "PONG":
+            return port, p
+        time.sleep(0.05)
+    raise SystemExit("redis-server did not start (apt-get install redis-server)")
+
+
+def bucket_pct(text, name, labels, q):
+    """The upper bound of the histogram bucket holding the q-quantile, summed over the servers' texts."""
+    counts = {}
+    for t in text:
+        for m in re.finditer(rf'^{name}_bucket\{{{labels},le="([^"]+)"\}} ([0-9.e+-]+)$', t, re.M):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + float(m.group(2))
+    if not counts:
+        return None
+    total = counts.get("+Inf", 0)
+    for le in sorted((k for k in counts if k != "+Inf"), key=float):
+        if total and counts[le] >= q * total:
+            return float(le) * 1000
+    return float("inf")
 
 
 def run_phase(sessions, port_of, on_call=None):
@@ -257,6 +296,9 @@ def main():
     ap.add_argument("--kill", action="store_true", help="add the kill -9 and restart phase")
     ap.add_argument("--check", action="store_true", help="check every forwarded body with compactor check")
     ap.add_argument("--max-concurrency", type=int, default=0, help="serve.max_concurrency (0: the config's)")
+    ap.add_argument("--redis", action="store_true", help="keep state and blobs in a Redis server of the script's own")
+    ap.add_argument("--replicas", type=int, default=1, help="servers the agents' calls alternate across")
+    ap.add_argument("--kill-redis", action="store_true", help="add a phase that kills Redis half-way (with --redis)")
     a = ap.parse_args()
     cli = os.path.abspath(a.cli)
 
@@ -279,15 +321,21 @@ def main():
     try:
         text = open(a.config).read()
         text = re.sub(r"(?m)^archive:.*(\n  dir:.*)?$", "archive: {dir: archive}", text)
+        redis = None
+        if a.redis:
+            redis_port, redis_proc = start_redis(work)
+            redis = {"port": redis_port, "proc": redis_proc}
+            text = re.sub(r"(?m)^store:.*(\n  .*)*", "", text) + f'\nstore: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0"}}\n'
+
         if a.max_concurrency:
             text = re.sub(r"(?m)^serve:.*(\n  .*)*", "", text)
             text += f"\nserve:\n  max_concurrency: {a.max_concurrency}\n"
         print(f"{len(sessions)} agents x {a.calls} calls ({sum(len(b) for _, b in sessions)} calls), upstream delay "
               f"{a.delay_ms} ms, config {a.config}, {os.cpu_count()} cores", flush=True)
 
-        results["direct"] = run_phase(sessions, lambda: upstream_port)
+        results["direct"] = run_phase(sessions, lambda _call: upstream_port)
 
-        def serve_phase(name, kill):
+        def serve_phase(name, kill, kill_redis=False):
             d = os.path.join(work, name)
             os.makedirs(d)
             cfg = os.path.join(d, "c.yaml")
@@ -295,52 +343,82 @@ def main():
             sent = os.path.join(d, "sent")
             os.makedirs(sent)
             record.value = sent.encode()
-            port = free_port()
-            state = {"proc": start_serve(cli, cfg, upstream, port, d, name), "killed": False, "peak": [0, 0]}
+            dirs = [d] if a.replicas == 1 else [os.path.join(d, f"r{i}") for i in range(a.replicas)]
+            for r_dir in dirs:
+                os.makedirs(r_dir, exist_ok=True)
+            ports = [free_port() for _ in dirs]
+            procs = [start_serve(cli, cfg, upstream, ports[i], dirs[i], f"{name}{i}") for i in range(len(dirs))]
+            state = {"procs": procs, "killed": False, "peak": [0, 0], "down": set()}
             lock = threading.Lock()
             total = sum(len(b) for _, b in sessions)
             done = [0]
 
             def sample():
                 while not state.get("stop"):
-                    p = state["proc"]
-                    state["peak"][0] = max(state["peak"][0], peak_kb(p.pid))
-                    for z in children(p.pid):
-                        state["peak"][1] = max(state["peak"][1], peak_kb(z))
+                    for p in state["procs"]:
+                        state["peak"][0] = max(state["peak"][0], peak_kb(p.pid))
+                        for z in children(p.pid):
+                            state["peak"][1] = max(state["peak"][1], peak_kb(z))
                     time.sleep(0.05)
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
 
+            def restart_redis():
+                time.sleep(2)
+                redis["proc"] = subprocess.Popen(["redis-server", "--port", str(redis["port"]), "--bind", "127.0.0.1",
+                                                  "--dir", work, "--save", "", "--appendonly", "yes",
+                                                  "--logfile", os.path.join(work, "redis.log")])
+
             def on_call(_):
                 with lock:
                     done[0] += 1
-                    if kill and not state["killed"] and done[0] >= total // 2:
-                        state["killed"] = True
-                        state["proc"].send_signal(signal.SIGKILL)
-                        state["proc"].wait()
-                        state["before_kill"] = state.get("metrics", "")
-                        state["proc"] = start_serve(cli, cfg, upstream, port, d, name)
+                    if state["killed"] or done[0] < total // 2 or not (kill or kill_redis):
+                        return
+                    state["killed"] = True
+                    if kill_redis:
+                        redis["proc"].send_signal(signal.SIGKILL)
+                        redis["proc"].wait()
+                        threading.Thread(target=restart_redis, daemon=True).start()
+                    elif len(procs) > 1:  # one replica gone for good: the others take its calls
+                        procs[0].send_signal(signal.SIGKILL)
+                        procs[0].wait()
+                        state["down"].add(ports[0])
+                    else:
+                        procs[0].send_signal(signal.SIGKILL)
+                        procs[0].wait()
+                        procs[0] = start_serve(cli, cfg, upstream, ports[0], d, name)
 
-            r = run_phase(sessions, lambda: port, on_call)
-            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60).read().decode()
+            def port_of(k):
+                live = [p for p in ports if p not in state["down"]]
+                return live[k % len(live)]
+
+            r = run_phase(sessions, port_of, on_call)
+            live = [i for i in range(len(ports)) if ports[i] not in state["down"]]
+            texts = [urllib.request.urlopen(f"http://127.0.0.1:{ports[i]}/metrics", timeout=60).read().decode() for i in live]
             state["stop"] = True
             sampler.join()
-            p = state["proc"]
             r["server_peak_mb"] = state["peak"][0] / 1024
             r["zygote_peak_mb"] = state["peak"][1] / 1024
-            r["worker_peak_mb"] = metric(metrics, "compactor_serve_worker_peak_rss_bytes") / 2**20
-            r["state_hits"] = metric(metrics, 'compactor_serve_state_total\\{result="hit"\\}')
-            r["state_misses"] = metric(metrics, 'compactor_serve_state_total\\{result="miss"\\}')
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=60)
+            r["worker_peak_mb"] = max(metric(t, "compactor_serve_worker_peak_rss_bytes") for t in texts) / 2**20
+            r["state_hits"] = sum(metric(t, 'compactor_serve_state_total\\{result="hit"\\}') for t in texts)
+            r["state_misses"] = sum(metric(t, 'compactor_serve_state_total\\{result="miss"\\}') for t in texts)
+            r["store_errors"] = sum(metric(t, "compactor_serve_store_errors_total") for t in texts)
+            kind = "redis" if redis else "folder"
+            r["store_ms"] = {op: (bucket_pct(texts, "compactor_serve_store_seconds", f'kind="{kind}",op="{op}"', 0.5),
+                                  bucket_pct(texts, "compactor_serve_store_seconds", f'kind="{kind}",op="{op}"', 0.99))
+                             for op in ("state_get", "state_put", "blobs_put")}
+            for i in live:
+                procs[i].send_signal(signal.SIGTERM)
+                procs[i].wait(timeout=60)
             # Torn state: every stored history must read back as JSON (atomic writes).
             torn = 0
-            state_dir = os.path.join(d, "archive", "serve-state")
-            files = os.listdir(state_dir) if os.path.isdir(state_dir) else []
-            for f in files:
-                path = os.path.join(state_dir, f)
-                if ".tmp." in f:
+            files = []
+            for r_dir in dirs:
+                state_dir = os.path.join(r_dir, "archive", "serve-state")
+                files += [os.path.join(state_dir, f) for f in (os.listdir(state_dir) if os.path.isdir(state_dir) else [])]
+            for path in files:
+                if ".tmp." in path:
                     continue
                 data = open(path, "rb").read()
                 if data != b"=":
@@ -350,7 +428,8 @@ def main():
                         torn += 1
             r["state_files"] = len([f for f in files if ".tmp." not in f])
             r["state_torn"] = torn
-            r["temp_left"] = sum(1 for root, _, names in os.walk(os.path.join(d, "archive")) for n in names if ".tmp." in n)
+            r["temp_left"] = sum(1 for r_dir in dirs for root, _, names in os.walk(os.path.join(r_dir, "archive"))
+                                 for n in names if ".tmp." in n)
             if a.check:
                 bad = []
                 for f in sorted(os.listdir(sent)):
@@ -365,8 +444,13 @@ def main():
         results["serve"] = serve_phase("serve", False)
         if a.kill:
             results["kill"] = serve_phase("kill", True)
+        if a.kill_redis and redis:
+            results["kill-redis"] = serve_phase("kill-redis", False, True)
     finally:
         stop.set()
+        if redis:
+            redis["proc"].send_signal(signal.SIGTERM)
+            redis["proc"].wait(timeout=30)
         upstream_proc.join(timeout=5)
         shutil.rmtree(work, ignore_errors=True)
 
@@ -376,7 +460,7 @@ def main():
     for name, r in results.items():
         print(f"| {name} | {r['calls']} | {r['rate']:.1f} | {r['p50']:.0f} | {r['p99']:.0f} | {r['ttfb50']:.0f} | "
               f"{r['ttfb99']:.0f} | {len(r['errors'])} | {r['overloaded']} |")
-    for name in ("serve", "kill"):
+    for name in ("serve", "kill", "kill-redis"):
         if name not in results:
             continue
         r = results[name]
@@ -385,6 +469,10 @@ def main():
               f"{' (after the restart)' if name == 'kill' else ''}; peak memory: server {r['server_peak_mb']:.1f} MB, "
               f"zygote {r['zygote_peak_mb']:.1f} MB, largest worker {r['worker_peak_mb']:.1f} MB; "
               f"{r['state_files']} state files, {r['state_torn']} torn, {r['temp_left']} temporary files left")
+        ms = lambda v: "-" if v is None else f"{v:g}"
+        print(f"{name}: store ({'redis' if a.redis else 'folder'}, {a.replicas} replica(s)): "
+              + ", ".join(f"{op} p50 <= {ms(p50)} ms, p99 <= {ms(p99)} ms" for op, (p50, p99) in r["store_ms"].items())
+              + f"; {r['store_errors']:.0f} store errors")
         if "checked" in r:
             print(f"{name}: {r['checked']} forwarded bodies checked, {len(r['check_failures'])} refused"
                   + "".join(f"\n  {x}" for x in r["check_failures"][:10]))

@@ -1,10 +1,14 @@
-// compactor restore RECEIPT [--archive DIR]; compactor archive gc --keep-days N [--archive DIR]
+// compactor restore RECEIPT [--archive DIR | --config F] [--tenant T];
+// compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T]
 #include "command_line.hpp"
 #include "commands.hpp"
 
 #include "archive/archive_gc.hpp"
 #include "archive/archive_store.hpp"
 #include "host/exit_code.hpp"
+#include "host/pipeline_config.hpp"
+#include "store/folder_store.hpp"
+#include "store/store.hpp"
 
 #include <fmt/core.h>
 
@@ -20,15 +24,19 @@ namespace {
 
 constexpr const char* kDefaultArchive = ".compactor/archive";
 
-constexpr const char* kRestoreHelp = R"(usage: compactor restore RECEIPT [--archive DIR]
+constexpr const char* kRestoreHelp = R"(usage: compactor restore RECEIPT [--archive DIR | --config F] [--tenant T]
 
 Prints the exact bytes archived under RECEIPT (sha256:<64 hex digits>), after verifying that they
 still hash to it: a tool_result's content as JSON, a message, or a JSONL snapshot of messages.
 DIR defaults to .compactor/archive (the default `archive.dir`, relative to the working folder).
-Exit 0, or 2 when the receipt is malformed, not in the archive, or the blob does not match it.
+--config reads the store the config names: a Redis store (store: {kind: redis, …}) from any
+machine that reaches it, else the config's archive.dir. --tenant T reads tenant T's archive
+(serve's client name, or key-<16 hex>), never another's; without it, the default namespace.
+Exit 0, or 2 when the receipt is malformed, not in the archive, the blob does not match it, or
+the store cannot be reached.
 )";
 
-constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR]
+constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T | --every-tenant]
 
 Removes the blobs (and stale temporary files) of the archive whose last modification is more than
 N days old (0 to 36500), and at once the temporary files of a run whose process is gone. A run's
@@ -36,14 +44,52 @@ blobs are one pack, removed whole by its age. Only the archive's own files are t
 <2 hex>/<64 hex> blobs, pack/<64 hex>.pack packs and their .tmp.<pid>.<n> temporaries; symbolic
 links are not followed. The continuity state `serve` keeps in <DIR>/serve-state (a file per
 compacted call) goes by the same age. A removed blob can no longer be restored: run it only for conversations you no longer
-need to recover, and keep N above the age of any conversation still in use.
+need to recover, and keep N above the age of any conversation still in use. --tenant T collects
+tenant T's archive only (each tenant's retention is its own gc); --every-tenant the default
+namespace and every tenant's, one line each, with the same N; --config F the store F names:
+on Redis, the blobs put more than N days ago (continuity state expires there by itself, after
+store.state_ttl_s).
 )";
+
+// The store RECEIPT and gc work on: --config's, else the folder --archive names (the default's).
+Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
+  const std::string tenant = args.get("tenant").value_or("");
+  if (args.has("tenant") && !is_tenant_id(tenant))
+    return Error{"--tenant \"" + tenant + "\" is not a tenant id ([a-z0-9][a-z0-9_-]{0,63})"};
+  if (args.has("config") && args.has("archive")) return Error{"give --archive DIR or --config F, not both"};
+  if (args.has("tenant") && args.has("every-tenant")) return Error{"give --tenant T or --every-tenant, not both"};
+  StoreSettings settings;
+  if (auto config = args.get("config")) {
+    auto read = config_store_settings(*config);
+    if (!read) return read.error();
+    settings = *read;
+  } else {
+    settings.archive_dir = args.get("archive").value_or(kDefaultArchive);
+  }
+  return settings;
+}
+
+// One namespace's gc, said in one line; false when it failed (said on stderr).
+bool collect_one(const StoreSettings& settings, const std::string& tenant, long days) {
+  auto chosen = store::open_store(settings.store, settings.archive_dir, tenant);
+  auto r = chosen->collect_garbage(std::chrono::hours(24 * days));
+  if (!r) {
+    fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
+    return false;
+  }
+  const auto* folder = dynamic_cast<const store::FolderStore*>(chosen.get());
+  fmt::print("archive gc {}: removed {} {} older than {} day(s){}{}, kept {}\n", folder ? folder->dir() : chosen->where(), r->removed,
+             folder ? "file(s)" : "blob(s)", days,
+             r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
+             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
+  return true;
+}
 
 }  // namespace
 
 int restore_command(int argc, char** argv) {
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"archive"}}, error);
+  auto args = parse_args(argc, argv, 2, {{"archive"}, {"config"}, {"tenant"}}, error);
   if (args && args->help) {
     fmt::print("{}", kRestoreHelp);
     return kExitOk;
@@ -53,7 +99,12 @@ int restore_command(int argc, char** argv) {
     fmt::print(stderr, "compactor restore: {}\n{}", error, kRestoreHelp);
     return kExitBadInput;
   }
-  auto bytes = restore_blob(args->get("archive").value_or(kDefaultArchive), args->positional.front());
+  auto settings = chosen_settings(*args);
+  if (!settings) {
+    fmt::print(stderr, "compactor restore: {}\n", settings.error().message);
+    return kExitBadInput;
+  }
+  auto bytes = store::open_store(settings->store, settings->archive_dir, args->get("tenant").value_or(""))->restore(args->positional.front());
   if (!bytes) {
     fmt::print(stderr, "compactor restore: {}\n", bytes.error().message);
     return kExitBadInput;
@@ -72,7 +123,7 @@ int archive_command(int argc, char** argv) {
     return kExitBadInput;
   }
   std::string error;
-  auto args = parse_args(argc, argv, 3, {{"archive"}, {"keep-days"}}, error);
+  auto args = parse_args(argc, argv, 3, {{"archive"}, {"keep-days"}, {"config"}, {"tenant"}, {"every-tenant", false}}, error);
   if (args && args->help) {
     fmt::print("{}", kArchiveHelp);
     return kExitOk;
@@ -90,16 +141,23 @@ int archive_command(int argc, char** argv) {
     fmt::print(stderr, "compactor archive gc: {}\n{}", error, kArchiveHelp);
     return kExitBadInput;
   }
-  const std::string dir = args->get("archive").value_or(kDefaultArchive);
-  auto r = collect_archive_garbage(dir, std::chrono::hours(24 * days));
-  if (!r) {
-    fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
+  auto settings = chosen_settings(*args);
+  if (!settings) {
+    fmt::print(stderr, "compactor archive gc: {}\n", settings.error().message);
     return kExitBadInput;
   }
-  fmt::print("archive gc {}: removed {} file(s) older than {} day(s){}{}, kept {}\n", dir, r->removed, days,
-             r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
-             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
-  return kExitOk;
+  std::vector<std::string> tenants{args->get("tenant").value_or("")};
+  if (args->has("every-tenant")) {
+    auto listed = store::list_tenants(settings->store, settings->archive_dir);
+    if (!listed) {
+      fmt::print(stderr, "compactor archive gc: {}\n", listed.error().message);
+      return kExitBadInput;
+    }
+    tenants.insert(tenants.end(), listed->begin(), listed->end());
+  }
+  bool ok = true;
+  for (const std::string& tenant : tenants) ok = collect_one(*settings, tenant, days) && ok;
+  return ok ? kExitOk : kExitBadInput;
 }
 
 }  // namespace compactor::cli

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "config_loading.hpp"
 
+#include "store/store.hpp"
 #include "host/atomic_file.hpp"
 #include "host/child_run.hpp"
 #include "model/conversation_reader.hpp"
@@ -112,6 +113,13 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   options.request = args.get("request");
   options.input_name = input_path == "-" ? "<stdin>" : input_path;
   options.rules = &rules;
+  // A config whose store is Redis archives there (connected here, in the child), so that its
+  // receipts restore from any machine with the same config.
+  std::unique_ptr<store::Store> store;
+  if (pipeline.config().store.kind == StoreConfig::Kind::redis) {
+    store = store::open_store(pipeline.config().store, pipeline.config().archive_dir, "");
+    options.open_archive = [&store](FileSystem& fs) { return store->open_run(fs); };
+  }
   auto log = make_stderr_logger("");
   RunReport report = pipeline.run(input, options, *log);
 

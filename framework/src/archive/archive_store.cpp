@@ -339,6 +339,11 @@ void remove_temp_blobs_of(const std::string& dir, pid_t pid) {
   if (dir.empty() || !fs::is_directory(dir, ec) || fs::is_symlink(dir, ec)) return;
   for (const auto& fan : fs::directory_iterator(dir, ec)) {
     if (!fan.is_directory(ec) || fan.is_symlink(ec)) continue;
+    if (fan.path().filename() == "tenants") {  // each tenant's archive folder (store/store.hpp)
+      for (const auto& tenant : fs::directory_iterator(fan.path(), ec))
+        if (tenant.is_directory(ec) && !tenant.is_symlink(ec)) remove_temp_blobs_of(tenant.path().string(), pid);
+      continue;
+    }
     for (const auto& f : fs::directory_iterator(fan.path(), ec)) {
       std::string name = f.path().filename().string();
       if (name.find(marker) != std::string::npos && f.is_regular_file(ec) && !f.is_symlink(ec)) fs::remove(f.path(), ec);
@@ -487,6 +492,13 @@ bool ArchiveStore::holds(std::string_view receipt, std::uint64_t offset, std::st
     at += n;
   }
   return true;
+}
+
+std::optional<std::string> ArchiveStore::bytes_of(std::string_view receipt) const {
+  auto it = manifest_.find(receipt);
+  if (it == manifest_.end()) return std::nullopt;
+  if (!it->second.packed) return it->second.bytes;
+  return read_back(receipt, it->second);
 }
 
 std::optional<std::string> ArchiveStore::read_back(std::string_view receipt, const Stored& stored) const {

@@ -22,6 +22,7 @@
 #include "compactor/archive.hpp"
 #include "compactor/error.hpp"
 #include "archive/file_system.hpp"
+#include "archive/run_archive.hpp"
 
 #include <cstdint>
 #include <map>
@@ -32,7 +33,7 @@
 
 namespace compactor {
 
-class ArchiveStore final : public Archive {
+class ArchiveStore final : public RunArchive {
  public:
   explicit ArchiveStore(std::string dir, FileSystem& fs = real_file_system());
   ~ArchiveStore();  // rolls back what was neither committed nor rolled back
@@ -51,17 +52,18 @@ class ArchiveStore final : public Archive {
   std::optional<std::uint64_t> size_of(std::string_view receipt) const override;
 
   // Makes every blob of this run durable and visible (see above).
-  Expected<bool> commit();
-  void rollback();
+  Expected<bool> commit() override;
+  void rollback() override;
 
   // What a stage wrote can be taken back when its candidate is not committed: mark() before the
   // stage runs, revert_to(mark) when it declines or is rejected.
-  struct Mark {
-    std::size_t pending = 0;
-    std::size_t receipts = 0;
-  };
-  Mark mark() const { return {pending_.size(), added_.size()}; }
-  void revert_to(Mark mark);
+  Mark mark() const override { return {pending_.size(), added_.size()}; }
+  void revert_to(Mark mark) override;
+
+  // The receipts this run keeps (put and not taken back), in the order they came, and the bytes
+  // of one, read back from the pack and not kept (a spool shipping them elsewhere reads each once).
+  const std::vector<std::string>& receipts() const { return added_; }
+  std::optional<std::string> bytes_of(std::string_view receipt) const;
 
   const std::string& dir() const { return dir_; }
   // Where a receipt's loose blob lives: <dir>/<first two hex digits>/<hex>.

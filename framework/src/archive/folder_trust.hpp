@@ -3,6 +3,8 @@
 // when they start, and the MCP server refuses to serve it.
 #pragma once
 
+#include "compactor/error.hpp"
+
 #include <optional>
 #include <string>
 
@@ -11,5 +13,9 @@ namespace compactor {
 // Nothing when `dir` is missing or trustworthy (owned by this user or root, not writable by every
 // user); otherwise one line starting with `dir` that says what is wrong and what to do.
 std::optional<std::string> archive_folder_distrust(const std::string& dir);
+
+// Makes `dir` and every missing folder above it, each 0700 (what the archive's own folders are);
+// an error names the folder that could not be made.
+Expected<bool> make_private_folder(const std::string& dir);
 
 }  // namespace compactor

@@ -107,7 +107,7 @@ RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options
 struct Pipeline::RunState {
   const RunOptions& options;
   StageLogger& log;
-  ArchiveStore& archive;
+  RunArchive& archive;
   std::vector<std::string> requests;
   std::vector<const Checker*> checkers;  // the config's and the API's rules, each once
   // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
@@ -185,7 +185,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
 
   // What the stage archives stays only if its candidate is committed (not declined, rejected
   // or unchanged).
-  const ArchiveStore::Mark archive_mark = run.archive.mark();
+  const RunArchive::Mark archive_mark = run.archive.mark();
   auto started = std::chrono::steady_clock::now();
   if (run.options.on_stage_start) run.options.on_stage_start(entry.stage, sr.plugin_file);
   auto result = run_stage(*s.instance, *entry.registered, committed, context);
@@ -254,8 +254,11 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
 
   // Every removal of this run goes through one archive; it is made durable (commit) before the
   // output can be written, and rolled back (by its destructor) when nothing will be written.
-  ArchiveStore archive(options.archive_dir.value_or(config_->archive_dir),
-                       options.file_system != nullptr ? *options.file_system : real_file_system());
+  FileSystem& fs = options.file_system != nullptr ? *options.file_system : real_file_system();
+  std::unique_ptr<RunArchive> opened = options.open_archive ? options.open_archive(fs) : nullptr;
+  std::optional<ArchiveStore> folder;
+  if (!opened) folder.emplace(options.archive_dir.value_or(config_->archive_dir), fs);
+  RunArchive& archive = opened ? *opened : static_cast<RunArchive&>(*folder);
   RunState run{options, log, archive,
                options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts,
                stage_checkers(checkers_, rules), input.size_in(budget.unit) > budget.limit};

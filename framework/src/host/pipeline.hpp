@@ -6,6 +6,7 @@
 
 #include "compactor/checker.hpp"
 #include "archive/file_system.hpp"
+#include "archive/run_archive.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"
 #include "compactor/summarizer.hpp"
@@ -24,6 +25,9 @@ struct RunOptions {
   std::string input_name;              // for the report
   FileSystem* file_system = nullptr;   // the archive's file system (tests inject faults); real if null
   std::optional<std::string> archive_dir;  // instead of the config's (benchmarks archive to scratch)
+  // The run's archive, when not the archive folder (a store beyond this machine, a tenant's
+  // namespace: store/store.hpp); given the file system above.
+  std::function<std::unique_ptr<RunArchive>(FileSystem&)> open_archive;
   // Called around every stage that runs (not a skipped one), so a supervisor knows which stage
   // and plugin to blame if the process dies or hangs (host/child_run.hpp).
   std::function<void(const std::string& stage, const std::string& plugin_file)> on_stage_start;
@@ -43,6 +47,10 @@ class Pipeline {
   RunReport run(const Conversation& input, const RunOptions& options, StageLogger& log);
 
   const PipelineConfig& config() const { return *config_; }
+
+  // The runs that follow archive for `tenant` (serve's worker, after its fork): the restore
+  // instruction they write names its namespace.
+  void archive_for_tenant(const std::string& tenant) { restore_phrase_ = restore_phrase(*config_, tenant); }
 
  private:
   RunReport run_stages(const Conversation& input, const RunOptions& options, StageLogger& log);

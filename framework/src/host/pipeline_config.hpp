@@ -4,6 +4,7 @@
 // line: `file:line:col: yaml.path: expected …, got …`.
 #pragma once
 
+#include "archive/store_config.hpp"
 #include "meter/meter_kinds.hpp"
 #include "compactor/param_schema.hpp"
 #include "loader/plugin_loader.hpp"
@@ -76,6 +77,7 @@ struct PipelineConfig {
   std::vector<PipelineEntryConfig> pipeline;
   std::vector<PipelineEntryConfig> on_prompt_too_long;
   std::optional<ServeConfig> serve;  // when the config has a `serve:` section
+  StoreConfig store;                 // `store:`: where state and blobs live (archive.dir by default)
   // What loads but is probably not meant (a safety checker left out), one located line each:
   // said when a pipeline is built from it (run, serve, validate).
   std::vector<std::string> warnings;
@@ -97,6 +99,7 @@ ConfigLoadResult load_pipeline_config(const std::string& file);
 struct ServeSettings {
   ServeConfig serve;
   std::string archive_dir = ".compactor/archive";
+  StoreConfig store;
   std::vector<std::string> warnings;  // as PipelineConfig::warnings
 };
 struct ServeSettingsLoadResult {
@@ -118,6 +121,14 @@ Expected<ConfigPluginPaths> config_plugin_paths(const std::string& file);
 // only reads the archive). An error is one line, `file:line:col: archive.dir: expected …`.
 Expected<std::string> config_archive_dir(const std::string& file);
 
+// What `restore`, `mcp` and `archive gc` read of a config: `archive.dir` and `store:`, validated
+// as the loader does, without loading any plugin. The first error, one located line.
+struct StoreSettings {
+  std::string archive_dir = ".compactor/archive";
+  StoreConfig store;
+};
+Expected<StoreSettings> config_store_settings(const std::string& file);
+
 // Params given as values (not YAML) checked as the config loader checks a section: no name the
 // schema does not declare, every value one its spec accepts, every required one given; defaults
 // filled in. The first problem is the error: "OWNER: params.NAME: expected …, got …".
@@ -128,9 +139,10 @@ Expected<ParamValues> validated_params(const ParamSchema& schema, const ParamVal
 inline constexpr std::size_t kMaxRestorePhraseChars = 300;
 std::optional<std::string> restore_via_problem(std::string_view value);
 // The instruction's phrase for a config, `{receipt}` where the receipt goes: cli names
-// `compactor restore` (with `--archive DIR` unless the archive is the default folder), mcp the
-// `restore` tool of the `compactor` MCP server, a template itself.
-std::string restore_phrase(const PipelineConfig& config);
+// `compactor restore` (with `--archive DIR` unless the archive is the default folder, and
+// `--tenant T` for a tenant's run), mcp the `restore` tool of the `compactor` MCP server (which
+// serves its caller's tenant), a template itself.
+std::string restore_phrase(const PipelineConfig& config, const std::string& tenant = "");
 
 // The normalized, resolved pipeline as YAML; fed back to load_pipeline_config it yields the same
 // pipeline, whatever folder the printed file is in and whatever the working folder: every plugin

@@ -11,7 +11,9 @@ constexpr const char* kInstructions =
 }  // namespace
 
 ArchiveServer::ArchiveServer(std::string dir, std::string version)
-    : tools_(std::make_unique<ArchiveTools>(std::move(dir))),
-      server_(ServerInfo{"compactor", "Compactor archive", std::move(version), kInstructions}, tools_->tools()) {}
+    : ArchiveServer(std::make_unique<ArchiveTools>(std::move(dir)), std::move(version)) {}
+
+ArchiveServer::ArchiveServer(std::unique_ptr<ArchiveTools> tools, std::string version)
+    : tools_(std::move(tools)), server_(ServerInfo{"compactor", "Compactor archive", std::move(version), kInstructions}, tools_->tools()) {}
 
 }  // namespace compactor::mcp

@@ -15,6 +15,8 @@ class ArchiveServer {
  public:
   // `dir`: the archive folder, absolute; `version`: the software's, for serverInfo.
   ArchiveServer(std::string dir, std::string version);
+  // Over `tools` (a store's, a tenant's).
+  ArchiveServer(std::unique_ptr<ArchiveTools> tools, std::string version);
 
   const McpServer& server() const { return server_; }
   const std::string& dir() const { return tools_->dir(); }

@@ -1,6 +1,7 @@
 #include "mcp/archive_tools.hpp"
 
 #include "archive/archive_store.hpp"
+#include "store/folder_store.hpp"
 #include "archive/folder_trust.hpp"
 #include "compactor/archive.hpp"
 #include "compactor/size_unit.hpp"
@@ -79,11 +80,14 @@ json::object receipt_schema() {
 
 }  // namespace
 
-ArchiveTools::ArchiveTools(std::string dir) : dir_(std::move(dir)) {}
+ArchiveTools::ArchiveTools(std::string dir) : dir_(std::move(dir)), store_(std::make_unique<store::FolderStore>(dir_)) {}
+
+ArchiveTools::ArchiveTools(std::unique_ptr<store::Store> store, std::string folder) : dir_(std::move(folder)), store_(std::move(store)) {}
 
 Expected<std::shared_ptr<const BlobView>> ArchiveTools::load(const std::string& receipt) const {
   // Checked at every call, not once: the folder may change hands while the server runs.
-  if (auto distrust = archive_folder_distrust(dir_)) return Error{"refused: the archive " + *distrust};
+  if (!dir_.empty())
+    if (auto distrust = archive_folder_distrust(dir_)) return Error{"refused: the archive " + *distrust};
   {
     std::lock_guard lock(mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
@@ -93,10 +97,14 @@ Expected<std::shared_ptr<const BlobView>> ArchiveTools::load(const std::string& 
       }
   }
   struct stat st {};
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (!dir_.empty() && (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
     return Error{"no archive at " + dir_ + " yet: nothing has been archived there (this server reads the archive.dir that "
                  "compactor serve writes)"};
-  auto bytes = restore_blob(dir_, receipt);
+  Expected<std::string> bytes = Error{""};
+  {
+    std::lock_guard lock(store_mutex_);
+    bytes = store_->restore(receipt);
+  }
   if (!bytes) return bytes.error();
   auto view = BlobView::of(*bytes);
   if (!view) return Error{receipt + " " + view.error().message};

@@ -9,6 +9,7 @@
 #include "compactor/error.hpp"
 #include "mcp/blob_view.hpp"
 #include "mcp/tool.hpp"
+#include "store/store.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,9 @@ class ArchiveTools {
 
   // `dir`: the archive folder, absolute.
   explicit ArchiveTools(std::string dir);
+  // Over any store (one tenant's namespace of it): a Redis store, a tenant's folder. `folder`:
+  // the store's folder when it has one (checked at every call as above), else empty.
+  ArchiveTools(std::unique_ptr<store::Store> store, std::string folder);
 
   ToolResult restore(const boost::json::object& arguments) const;
   ToolResult search(const boost::json::object& arguments) const;
@@ -45,6 +49,8 @@ class ArchiveTools {
   Expected<std::shared_ptr<const BlobView>> load(const std::string& receipt) const;
 
   std::string dir_;
+  std::unique_ptr<store::Store> store_;
+  mutable std::mutex store_mutex_;  // a store's connection serves one call at a time
   // A model reads a long blob page after page: its view is kept rather than read and hashed
   // again for every page. The few newest, within a memory bound.
   mutable std::mutex mutex_;

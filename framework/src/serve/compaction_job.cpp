@@ -17,8 +17,9 @@ std::string first_line(std::string_view text) { return std::string(text.substr(0
 
 }  // namespace
 
-CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store, const wire::WireFormat& format,
+CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const wire::WireFormat& format,
                                 std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log) {
+  const ContinuityStore continuity(store);
   CompactionResult out;
   JobOutcome& o = out.outcome;
   o.unit = std::string(to_string(pipeline.config().budget.unit));
@@ -40,7 +41,7 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
 
   t = Clock::now();
   const std::vector<std::string> keys = continuation.prefix_keys(format.name());
-  std::optional<SentHistory> stored = store.longest(keys);
+  std::optional<SentHistory> stored = continuity.longest(keys);
   if (stored && continuation.continues_from(*stored)) {
     o.state_hit = true;
     o.covered = stored->covered;
@@ -55,6 +56,7 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
   options.prompt_too_long = prompt_too_long;
   options.input_name = "request";
   options.rules = &rules;
+  options.open_archive = [&store](FileSystem& fs) { return store.open_run(fs); };
   if (progress != nullptr) {
     options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
     options.on_stage_end = [progress] { progress->stage_finished(); };
@@ -91,9 +93,26 @@ CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store
     out.body = std::move(*written);
     o.result = JobOutcome::compacted;
   }
-  if (!keys.empty()) store.put(keys.back(), sent);
+  if (!keys.empty()) continuity.put(keys.back(), sent, o.state_hit ? keys[o.covered - 1] : std::string());
   o.write_us = us_since(t);
   return out;
+}
+
+void report_store(JobOutcome& outcome, store::Store& store, std::string_view kind) {
+  const store::StoreCounters& c = store.counters();
+  JobOutcome::StoreReport& r = outcome.store;
+  r.kind = std::string(kind);
+  r.state_get_us = c.state_get_us;
+  r.state_put_us = c.state_put_us;
+  r.blobs_put_us = c.blobs_put_us;
+  r.state_get_errors = c.state_get_errors;
+  r.state_put_errors = c.state_put_errors;
+  r.blob_errors = c.blob_errors;
+  r.error = c.first_error;
+  if (outcome.result == JobOutcome::failed && c.blob_errors > 0) {
+    outcome.store_fault = true;
+    outcome.warning = "the store failed, forwarded as it came: " + first_line(c.first_error);
+  }
 }
 
 }  // namespace compactor::serve

@@ -21,8 +21,13 @@ struct CompactionResult {
   std::string body;  // what to forward when outcome.result is compacted (else the client's body)
 };
 
+// `store` is the tenant's: its state is read and written, and the run archives there.
 // `progress`, when given, hears each stage start and end (the server's time limit per stage).
-CompactionResult run_compaction(Pipeline& pipeline, const ContinuityStore& store, const wire::WireFormat& format,
+CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const wire::WireFormat& format,
                                 std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log);
+
+// What the store did, into the outcome: its times and failures; a request that failed because its
+// archive could not be stored is a store fault (forwarded as it came, never refused for it).
+void report_store(JobOutcome& outcome, store::Store& store, std::string_view kind);
 
 }  // namespace compactor::serve

@@ -3,13 +3,15 @@
 // the pipeline runs on that history plus the messages that arrived since, so successive calls
 // share a stable prefix and the prompt cache holds.
 //
-// The state is content-addressed files beside the archive (`<archive>/serve-state/<key>.json`,
-// written atomically), so server processes sharing one archive folder continue each other's
-// conversations. A stale or unreadable file is a miss: a full run, never a wrong answer.
-// `compactor archive gc` removes files older than its age limit.
+// The state lives in the tenant's store (store/store.hpp): files beside the archive
+// (`<archive>/serve-state/<key>.json`, 0600, written atomically) or Redis keys, so server
+// processes sharing one archive folder, or one Redis, continue each other's conversations. A
+// stale or unreadable entry is a miss: a full run, never a wrong answer. A store that fails is a
+// miss too (or a state not kept), counted in the store's counters: the request goes on.
 #pragma once
 
 #include "session/continuation.hpp"
+#include "store/store.hpp"
 
 #include <optional>
 #include <string>
@@ -19,24 +21,19 @@ namespace compactor::serve {
 
 class ContinuityStore {
  public:
-  explicit ContinuityStore(std::string dir) : dir_(std::move(dir)) {}
+  explicit ContinuityStore(store::Store& store) : store_(store) {}
 
   // The history stored for the longest prefix named in `keys` (keys[i] names i+1 messages), with
-  // `covered` set; nothing on a miss. One lstat per prefix length, longest first.
+  // `covered` set; nothing on a miss or when the store failed (counted there).
   std::optional<SentHistory> longest(const std::vector<std::string>& keys) const;
 
-  // Stores the history sent for the prefix named `key` (atomic, idempotent). An unchanged one is
-  // a one-byte marker (nothing to parse back).
-  bool put(const std::string& key, const SentHistory& sent) const;
-
-  const std::string& dir() const { return dir_; }
+  // Stores the history sent for the prefix named `key` (atomic, idempotent); false when the
+  // store failed (counted there). An unchanged one is a one-byte marker (nothing to parse back).
+  // `supersedes`: the key of the state this call continued from (empty on a miss).
+  bool put(const std::string& key, const SentHistory& sent, const std::string& supersedes = "") const;
 
  private:
-  std::string path_of(const std::string& key) const;
-  std::string dir_;
+  store::Store& store_;
 };
-
-// The folder of the continuity state of an archive folder.
-std::string continuity_dir(const std::string& archive_dir);
 
 }  // namespace compactor::serve

@@ -88,7 +88,7 @@ LoadOutcome load_deployment(const ServeOptions& options) {
   const std::string archive = std::filesystem::absolute(d->settings.archive_dir, ec).lexically_normal().string();
   McpAccess access{d->listen.host, d->listen.port, d->listen.loopback(), mcp_token(serve), serve.clients};
   if (access.listen_host.find(':') != std::string::npos) access.listen_host = "[" + access.listen_host + "]";
-  d->mcp = std::make_shared<McpEndpoint>(archive, options.version, std::move(access));
+  d->mcp = std::make_shared<McpEndpoint>(archive, d->settings.store, options.version, std::move(access));
   Zygote::StartFailure failure;
   d->zygote = Zygote::start(options.config_file, kLoadTimeout, failure);
   if (!d->zygote) {

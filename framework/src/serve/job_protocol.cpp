@@ -37,7 +37,11 @@ json::object JobOutcome::to_json() const {
                       {"stages", std::move(stages)}, {"parse_us", parse_us},  {"state_us", state_us},
                       {"stages_us", stages_us},      {"write_us", write_us},  {"messages", messages},
                       {"covered", covered},          {"state_hit", state_hit},
-                      {"peak_rss_kb", peak_rss_kb}};
+                      {"peak_rss_kb", peak_rss_kb},
+                      {"store", json::object{{"kind", store.kind}, {"get_us", store.state_get_us}, {"put_us", store.state_put_us},
+                                             {"blobs_us", store.blobs_put_us}, {"get_errors", store.state_get_errors},
+                                             {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
+                                             {"error", store.error}, {"fault", store_fault}}}};
 }
 
 std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
@@ -69,6 +73,18 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.covered = o.at("covered").to_number<std::size_t>();
     out.state_hit = o.at("state_hit").as_bool();
     out.peak_rss_kb = o.at("peak_rss_kb").to_number<std::int64_t>();
+    if (const json::value* store = o.if_contains("store")) {
+      const json::object& st = store->as_object();
+      out.store.kind = std::string(st.at("kind").as_string());
+      out.store.state_get_us = st.at("get_us").to_number<std::int64_t>();
+      out.store.state_put_us = st.at("put_us").to_number<std::int64_t>();
+      out.store.blobs_put_us = st.at("blobs_us").to_number<std::int64_t>();
+      out.store.state_get_errors = st.at("get_errors").to_number<int>();
+      out.store.state_put_errors = st.at("put_errors").to_number<int>();
+      out.store.blob_errors = st.at("blob_errors").to_number<int>();
+      out.store.error = std::string(st.at("error").as_string());
+      out.store_fault = st.at("fault").as_bool();
+    }
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -21,7 +21,9 @@ namespace compactor::serve {
 struct Job {
   std::string wire;              // the wire format's name
   bool prompt_too_long = false;  // run on_prompt_too_long (the upstream refused the context)
-  std::string tenant;            // whose state and archive (serve/tenant.hpp); "" the default
+  // Whose state and archive the worker reads and writes ([a-z0-9][a-z0-9_-]{0,63}; the server
+  // fills it); empty: the default namespace. No look-up of the worker leaves it.
+  std::string tenant;
 };
 
 // What became of one request's compaction: the worker's answer, or the server's account of a
@@ -39,6 +41,17 @@ struct JobOutcome {
   std::size_t messages = 0, covered = 0;  // request messages; those continued from a stored history
   bool state_hit = false;
   std::int64_t peak_rss_kb = 0;  // the worker's peak resident memory
+  // The store (continuity state and archived blobs): each operation's time (-1: not done), the
+  // failures by operation, the first one in a line. `store_fault`: the store failed where the
+  // request needed it (the archive could not be shipped), so it went upstream as it came; it is
+  // never refused for that, whatever serve.on_failure says.
+  struct StoreReport {
+    std::string kind;  // folder, redis
+    std::int64_t state_get_us = -1, state_put_us = -1, blobs_put_us = -1;
+    int state_get_errors = 0, state_put_errors = 0, blob_errors = 0;
+    std::string error;
+  } store;
+  bool store_fault = false;
 
   boost::json::object to_json() const;
   static std::optional<JobOutcome> from_json(std::string_view text);

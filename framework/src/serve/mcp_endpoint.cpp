@@ -3,6 +3,7 @@
 #include "host/listen_address.hpp"
 
 #include "model/json_scanner.hpp"
+#include "store/store.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
@@ -55,12 +56,12 @@ bool is_loopback_origin(std::string_view authority) {
 
 }  // namespace
 
-std::string tenant_archive_dir(const std::string& archive_dir, const std::string& tenant) {
-  return tenant.empty() ? archive_dir : (std::filesystem::path(archive_dir) / "tenants" / tenant).string();
-}
-
-McpEndpoint::McpEndpoint(std::string archive_dir, std::string version, McpAccess access)
-    : archive_dir_(std::move(archive_dir)), version_(std::move(version)), access_(std::move(access)), port_(access_.port) {}
+McpEndpoint::McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access)
+    : archive_dir_(std::move(archive_dir)),
+      store_(std::move(store)),
+      version_(std::move(version)),
+      access_(std::move(access)),
+      port_(access_.port) {}
 
 std::optional<std::string> McpEndpoint::closed_reason() const {
   if (access_.loopback || access_.token || !access_.clients.empty()) return std::nullopt;
@@ -96,10 +97,19 @@ std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenan
   return std::nullopt;
 }
 
-const mcp::McpServer& McpEndpoint::server_for(const std::string& tenant) {
-  auto& s = servers_[tenant];
-  if (!s) s = std::make_unique<mcp::ArchiveServer>(tenant_archive_dir(archive_dir_, tenant), version_);
-  return s->server();
+std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::string& tenant) {
+  constexpr std::size_t kKept = 16;
+  for (auto it = archives_.begin(); it != archives_.end(); ++it)
+    if (it->first == tenant) {
+      archives_.splice(archives_.begin(), archives_, it);
+      return archives_.front().second;
+    }
+  const bool folder = store_.kind == StoreConfig::Kind::folder;
+  auto tools = std::make_unique<mcp::ArchiveTools>(store::open_store(store_, archive_dir_, tenant),
+                                                   folder ? store::tenant_folder(archive_dir_, tenant) : std::string());
+  archives_.emplace_front(tenant, std::make_shared<const mcp::ArchiveServer>(std::move(tools), version_));
+  if (archives_.size() > kKept) archives_.pop_back();
+  return archives_.front().second;
 }
 
 Reply McpEndpoint::handle(const Request& req) {
@@ -140,9 +150,9 @@ Reply McpEndpoint::handle(const Request& req) {
   } else {
     session = mcp::McpSession::assumed(version.empty() ? "2025-03-26" : std::string(version));
   }
-  const mcp::McpServer& server = server_for(tenant);
+  auto archive = archive_for(tenant);
   lock.unlock();
-  std::optional<std::string> answer = server.handle(req.body(), session);
+  std::optional<std::string> answer = archive->server().handle(req.body(), session);
   Headers extra;
   if (!session_id.empty()) {
     lock.lock();

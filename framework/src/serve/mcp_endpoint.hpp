@@ -24,9 +24,11 @@
 #include "serve/reply.hpp"
 #include "serve/tenant.hpp"
 
+#include "archive/store_config.hpp"
 #include "mcp/archive_server.hpp"
 
 #include <atomic>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,8 +47,9 @@ struct McpAccess {
 
 class McpEndpoint {
  public:
-  // `archive_dir` absolute: the default tenant's archive; a tenant's is tenant_archive_dir().
-  McpEndpoint(std::string archive_dir, std::string version, McpAccess access);
+  // `archive_dir` absolute: the archive folder serve writes; `store` the config's store (that
+  // folder, or Redis), where each tenant's namespace is read.
+  McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access);
 
   // Thread-safe: requests are served on a small pool of their own (an archive read may block).
   Reply handle(const Request& req);
@@ -59,21 +62,22 @@ class McpEndpoint {
 
  private:
   std::optional<Reply> refused(const Request& req, std::string& tenant) const;
-  const mcp::McpServer& server_for(const std::string& tenant);
+  // The archive's MCP server over `tenant`'s namespace, made at its first request; the few most
+  // recently used are kept (each keeps a few blobs the model is paging through).
+  std::shared_ptr<const mcp::ArchiveServer> archive_for(const std::string& tenant);
 
-  std::string archive_dir_, version_;
+  std::string archive_dir_;
+  StoreConfig store_;
+  std::string version_;
   McpAccess access_;
   std::atomic<unsigned> port_;
   std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<mcp::ArchiveServer>> servers_;  // by tenant
+  std::list<std::pair<std::string, std::shared_ptr<const mcp::ArchiveServer>>> archives_;  // most recent first
   struct Session {
     std::string tenant;
     mcp::McpSession state;
   };
   std::map<std::string, Session> sessions_;  // by Mcp-Session-Id
 };
-
-// The archive folder of a tenant under the archive folder serve writes ("" is the folder itself).
-std::string tenant_archive_dir(const std::string& archive_dir, const std::string& tenant);
 
 }  // namespace compactor::serve

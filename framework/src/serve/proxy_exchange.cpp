@@ -9,7 +9,9 @@
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
+#include <tuple>
 
 namespace compactor::serve {
 namespace {
@@ -49,6 +51,21 @@ Headers answer_headers(const Headers& upstream, const Headers& extra) {
     if (!hop_by_hop(k) && header_value(extra, k).empty()) out.emplace_back(k, v);
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
+}
+
+// The store: each operation's latency and failures; the first failure said once (a store that is
+// down would otherwise say it on every request).
+void record_store(Metrics& m, const JobOutcome::StoreReport& st) {
+  for (const auto& [op, us, errors] : {std::tuple{"state_get", st.state_get_us, st.state_get_errors},
+                                        std::tuple{"state_put", st.state_put_us, st.state_put_errors},
+                                        std::tuple{"blobs_put", st.blobs_put_us, st.blob_errors}}) {
+    if (us >= 0) m.observe("compactor_serve_store_seconds", fmt::format("kind=\"{}\",op=\"{}\"", st.kind, op), static_cast<double>(us) / 1e6);
+    if (errors > 0) m.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), errors);
+  }
+  static std::atomic<bool> said{false};
+  if (!st.error.empty() && !said.exchange(true))
+    spdlog::warn("serve: the store failed, and requests go on without it (said once; compactor_serve_store_errors_total counts "
+                 "every failure): {}", st.error);
 }
 
 class Exchange final : public UpstreamListener, public StreamFeeder, public std::enable_shared_from_this<Exchange> {
@@ -180,6 +197,7 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
     m.add("compactor_serve_tenant_size_saved_total", fmt::format("tenant=\"{}\",{}", label_value(tenant), unit), saved);
     m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
+  record_store(m, c.store);
   if (c.peak_rss_kb > 0) m.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
   for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
     const auto& [stage, status] = c.stage_statuses[i];
@@ -199,7 +217,8 @@ void Exchange::on_compacted(JobRun run) {
   if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path_, o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
     spdlog::warn("serve: POST {}: {}", path_, o.warning);
-    if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure) {
+    // A store that failed is never a reason to refuse: the request goes on without it.
+    if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure && !o.store_fault) {
       wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
       session_->reply(Reply{e.status, e.body, "application/json", {{"x-compactor-status", "failed"}}});
       return;
@@ -373,6 +392,8 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_upstream_connections_total", "counter", "Upstream calls by connection: new, or a warm one reused.");
   m.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
   m.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
+  m.describe("compactor_serve_store_seconds", "histogram", "The store's latency per operation: state_get, state_put, blobs_put.");
+  m.describe("compactor_serve_store_errors_total", "counter", "Store operations that failed (the request went on without them).");
 }
 
 }  // namespace compactor::serve

@@ -153,6 +153,8 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_in_flight", "gauge", "Requests not yet answered (held streams included).");
   metrics_.describe("compactor_serve_pipelines_waiting", "gauge", "Requests waiting for a pipeline worker.");
   metrics_.describe("compactor_serve_mcp_requests_total", "counter", "/mcp requests by HTTP status.");
+  for (const char* op : {"state_get", "state_put", "blobs_put"})
+    metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
 }
 
 // Every configured client is in the metrics from the start, at zero.

@@ -36,6 +36,8 @@ std::string_view query_key(std::string_view target) {
 
 std::string sha256_hex(std::string_view text) { return receipt_of(text).substr(7); }
 
+std::string tenant_of_key(std::string_view key) { return "key-" + sha256_hex(key).substr(0, 16); }
+
 bool same_secret(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
@@ -62,7 +64,7 @@ Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, c
   if (key.empty()) key = bearer(headers);
   if (key.empty()) key = query_key(target);
   if (key.empty()) return std::string();
-  return "key-" + sha256_hex(key).substr(0, 16);
+  return tenant_of_key(key);
 }
 
 }  // namespace compactor::serve

@@ -29,6 +29,9 @@ struct TenantRefusal {
 Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, const boost::beast::http::fields& headers,
                                       std::string_view target, bool mcp);
 
+// The tenant of an API key: `key-` and 16 hex digits of its SHA-256.
+std::string tenant_of_key(std::string_view key);
+
 // The header that carries a client's token; serve never forwards it upstream.
 inline constexpr std::string_view kTokenHeader = "x-compactor-token";
 

@@ -1,5 +1,7 @@
 #include "serve/worker_pool.hpp"
 
+#include "store/store.hpp"
+
 #include "archive/archive_store.hpp"
 #include "model/json_scanner.hpp"
 
@@ -203,7 +205,10 @@ JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::millise
   ::close(reply);
   if (worker_pidfd >= 0) ::close(worker_pidfd);
   // A worker that did not answer may have left temporary archive files behind.
-  if (!answered && worker > 0) remove_temp_blobs_of(archive_dir_, worker);
+  if (!answered && worker > 0) {
+    remove_temp_blobs_of(archive_dir_, worker);
+    store::remove_spools_of(worker);
+  }
   return run;
 }
 

@@ -1,7 +1,7 @@
 #include "serve/worker_zygote.hpp"
 
 #include "serve/compaction_job.hpp"
-#include "serve/continuity_store.hpp"
+#include "store/store.hpp"
 #include "serve/job_protocol.hpp"
 
 #include "host/exit_code.hpp"
@@ -44,7 +44,7 @@ std::string describe_status(int status) {
 }
 
 // One worker: the job's request body is in `body_fd`; answers on `reply`; never returns.
-[[noreturn]] void work(Pipeline& pipeline, const ContinuityStore& store, const Job& job, int body_fd, int reply) {
+[[noreturn]] void work(Pipeline& pipeline, const Job& job, int body_fd, int reply) {
   int pidfd = pidfd_of_self();
   std::vector<int> fds;
   if (pidfd >= 0) fds.push_back(pidfd);
@@ -54,10 +54,18 @@ std::string describe_status(int status) {
   std::string body = read_whole(body_fd);
   ::close(body_fd);
   CompactionResult result;
-  if (const wire::WireFormat* format = wire::wire_format_named(job.wire)) {
+  const PipelineConfig& config = pipeline.config();
+  // The tenant's store, opened here, after the fork: a connection is never shared with the zygote.
+  std::unique_ptr<store::Store> store = store::open_store(config.store, config.archive_dir, job.tenant);
+  const wire::WireFormat* format = wire::wire_format_named(job.wire);
+  if (!job.tenant.empty() && !is_tenant_id(job.tenant)) {
+    result.outcome.warning = "pipeline failed, forwarded unchanged: \"" + job.tenant + "\" is not a tenant id";
+  } else if (format != nullptr) {
     ChildProgress progress(reply);
     auto log = make_stderr_logger("serve: ");
-    result = run_compaction(pipeline, store, *format, std::move(body), job.prompt_too_long, &progress, *log);
+    pipeline.archive_for_tenant(job.tenant);
+    result = run_compaction(pipeline, *store, *format, std::move(body), job.prompt_too_long, &progress, *log);
+    report_store(result.outcome, *store, config.store.kind == StoreConfig::Kind::redis ? "redis" : "folder");
   } else {
     result.outcome.warning = "pipeline failed, forwarded unchanged: no wire format named " + job.wire;
   }
@@ -138,7 +146,7 @@ LoadedPipeline load(const std::string& config_file) {
 // job's socket hears how it ended when it did not answer.
 class Zygote {
  public:
-  Zygote(Pipeline& pipeline, int control) : pipeline_(pipeline), control_(control), store_(continuity_dir(pipeline.config().archive_dir)) {
+  Zygote(Pipeline& pipeline, int control) : pipeline_(pipeline), control_(control) {
     sigemptyset(&chld_);
     sigaddset(&chld_, SIGCHLD);
     ::sigprocmask(SIG_BLOCK, &chld_, nullptr);
@@ -195,7 +203,7 @@ class Zygote {
       ::close(child_fd_);
       for (const auto& [other, fd] : replies_) ::close(fd);
       ::sigprocmask(SIG_UNBLOCK, &chld_, nullptr);
-      work(pipeline_, store_, *job, body_fd, reply);
+      work(pipeline_, *job, body_fd, reply);
     }
     ::close(body_fd);
     if (pid < 0) {
@@ -209,7 +217,6 @@ class Zygote {
 
   Pipeline& pipeline_;
   int control_;
-  const ContinuityStore store_;
   sigset_t chld_;
   int child_fd_ = -1;
   std::map<pid_t, int> replies_;  // each running worker's job socket (the zygote's copy)

@@ -117,8 +117,10 @@ async function phase(name, { files, steps, pipeline, mcp }) {
   const { child, port } = await startServe(cli, 'c.yaml', serveDir, { upstream: `http://127.0.0.1:${upstreamPort}` });
   try {
     const config = mcp === 'stdio'
-      ? { mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive] } } }
-      : { mcpServers: { compactor: { type: 'http', url: `http://127.0.0.1:${port}/mcp` } } };
+      // serve has no clients configured: the archive is the tenant of the API key the agent
+      // sends, which the MCP server is given the same way.
+      ? { mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive, '--tenant-key-env', 'ANTHROPIC_API_KEY'] } } }
+      : { mcpServers: { compactor: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, headers: { 'x-api-key': '${ANTHROPIC_API_KEY}' } } } };
     const mcpConfig = path.join(agentDir, 'mcp.json');
     fs.writeFileSync(mcpConfig, JSON.stringify(config));
     const r = await claudeCode(port, mcpConfig, `http://127.0.0.1:${await closedPort()}`, home, agentDir);

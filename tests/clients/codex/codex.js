@@ -139,7 +139,9 @@ function responsesRuleBreaks(input) {
 
 function writeConfig(home, baseUrl, compactorConfig, websockets = false) {
   const mcp = compactorConfig ? ['[mcp_servers.compactor]', `command = ${JSON.stringify(cli)}`,
-    `args = ["mcp", "--config", ${JSON.stringify(compactorConfig)}]`] : [];
+    `args = ["mcp", "--config", ${JSON.stringify(compactorConfig)}, "--tenant-key-env", "CODEX_TEST_KEY"]`,
+    // Codex gives an MCP server only the variables it names: the key, whose tenant serve archived for.
+    'env_vars = ["CODEX_TEST_KEY"]'] : [];
   fs.mkdirSync(home, { recursive: true });
   fs.writeFileSync(path.join(home, 'config.toml'), [
     'model = "gpt-5.1-codex"', 'model_provider = "local"', 'approval_policy = "never"', 'sandbox_mode = "danger-full-access"',

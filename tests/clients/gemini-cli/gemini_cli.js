@@ -82,7 +82,9 @@ async function main() {
   fs.writeFileSync(path.join(home, '.gemini', 'settings.json'), JSON.stringify({
     security: { auth: { selectedType: 'gemini-api-key' } },
     privacy: { usageStatisticsEnabled: false }, telemetry: { enabled: false }, general: { enableAutoUpdate: false },
-    mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive], trust: true } },
+    // Gemini CLI gives an MCP server the variables its `env` names: the key, whose tenant serve archived for.
+    mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive, '--tenant-key-env', 'GEMINI_API_KEY'],
+                               env: { GEMINI_API_KEY: '$GEMINI_API_KEY' }, trust: true } },
   }));
   const config = path.join(workDir, 'c.yaml');
   fs.writeFileSync(config, [

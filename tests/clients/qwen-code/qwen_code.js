@@ -101,7 +101,7 @@ async function main() {
   fs.mkdirSync(archive, { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(home, '.qwen', 'settings.json'), JSON.stringify({
     usageStatisticsEnabled: false, telemetry: { enabled: false }, autoUpdate: false, enableAutoUpdate: false,
-    mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive] } },
+    mcpServers: { compactor: { command: cli, args: ['mcp', '--archive', archive, '--tenant-key-env', 'OPENAI_API_KEY'] } },
   }));
   const config = path.join(workDir, 'c.yaml');
   fs.writeFileSync(config, [

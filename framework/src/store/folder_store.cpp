@@ -1,0 +1,116 @@
+#include "store/folder_store.hpp"
+
+#include "archive/archive_store.hpp"
+#include "archive/folder_trust.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace compactor::store {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t us_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+}
+
+// The regular file at `path` (no symbolic link followed, no FIFO waited on); nothing when there is
+// none, an error when it cannot be read.
+Expected<std::optional<std::string>> read_state_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return Error{"cannot read " + path + ": " + std::strerror(errno)};
+  }
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    out.emplace(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t done = 0;
+    while (done < out->size()) {
+      ssize_t n = ::read(fd, out->data() + done, out->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    out->resize(done);
+  }
+  ::close(fd);
+  return out;
+}
+
+// Written whole (a temporary renamed over the name), 0600, but not flushed to disk: a state file
+// is a cache of what was sent, and one that a power loss leaves empty or short reads as a miss (a
+// full run), never as a wrong history. Flushing it cost each compacted call about 3 ms.
+Expected<bool> write_whole(const std::string& path, std::string_view bytes) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + ".0";
+  ::unlink(temp.c_str());  // a temporary of a process that had this pid before
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{"cannot create " + temp + ": " + std::strerror(errno)};
+  int err = 0;
+  while (!bytes.empty() && err == 0) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
+  if (err == 0) return true;
+  ::unlink(temp.c_str());
+  return Error{"cannot write " + path + ": " + std::strerror(err)};
+}
+
+}  // namespace
+
+std::string FolderStore::state_dir() const { return dir_ + "/" + kContinuityFolder; }
+
+std::unique_ptr<RunArchive> FolderStore::open_run(FileSystem& fs) { return std::make_unique<ArchiveStore>(dir_, fs); }
+
+Expected<std::string> FolderStore::restore(std::string_view receipt) { return restore_blob(dir_, receipt); }
+
+Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vector<std::string>& keys, std::size_t count) {
+  const auto started = Clock::now();
+  auto done = [&](Expected<std::optional<StoredState>> out) {
+    counters_.state_get_us = us_since(started);
+    if (!out) failed(counters_.state_get_errors, out.error().message);
+    return out;
+  };
+  // Whoever else can write either folder could plant a history, which would be forwarded as the
+  // user's own: such a folder is not read.
+  for (const std::string& folder : {dir_, state_dir()})
+    if (auto distrust = archive_folder_distrust(folder)) return done(Error{"continuity state not read: " + *distrust});
+  for (std::size_t k = std::min(count, keys.size()); k > 0; --k) {
+    if (!is_state_key(keys[k - 1])) continue;
+    auto read = read_state_file(state_dir() + "/" + keys[k - 1] + ".json");
+    if (!read) return done(read.error());
+    if (*read) return done(std::optional<StoredState>(StoredState{k, std::move(**read)}));
+  }
+  return done(std::optional<StoredState>());
+}
+
+// A superseded state file stays until gc: files cost disk, not memory.
+Expected<bool> FolderStore::put_state(const std::string& key, std::string_view bytes, const std::string&) {
+  const auto started = Clock::now();
+  auto done = [&](Expected<bool> out) {
+    counters_.state_put_us = us_since(started);
+    if (!out) failed(counters_.state_put_errors, out.error().message);
+    return out;
+  };
+  if (!is_state_key(key)) return done(Error{"\"" + key + "\" is not a state key"});
+  // The archive's own folder rules: made 0700, refused when another user could write it.
+  if (auto made = make_private_folder(state_dir()); !made) return done(made.error());
+  for (const std::string& folder : {dir_, state_dir()})
+    if (auto distrust = archive_folder_distrust(folder)) return done(Error{"continuity state not written: " + *distrust});
+  return done(write_whole(state_dir() + "/" + key + ".json", bytes));
+}
+
+Expected<ArchiveGcResult> FolderStore::collect_garbage(std::chrono::hours keep) { return collect_archive_garbage(dir_, keep); }
+
+}  // namespace compactor::store

@@ -1,0 +1,49 @@
+// The `redis` store: one tenant's state and blobs on a Redis 7 server, shared by every replica
+// that names it. Keys (every one of a tenant under one hash tag, so that a Redis Cluster keeps a
+// tenant on one node and a call's keys in one slot):
+//
+//   {<prefix>}:b:<64 hex>          a blob, the exact bytes its receipt hashes; written once (SET NX)
+//   {<prefix>}:blobs               sorted set: each blob's hex by the time it was last put (gc's index)
+//   {<prefix>}:s:<64 hex>          continuity state for a prefix; expires store.state_ttl_s after it was written
+//
+// with {<prefix>:<tenant>} in place of {<prefix>} for a tenant. A run's blobs are spooled to a
+// private temporary folder as the folder store writes them (so a stage's checks read them back,
+// and what a declined stage put is taken back for nothing) and shipped at commit, before any
+// output can name their receipts: a blob that is not stored is never named.
+#pragma once
+
+#include "store/redis_client.hpp"
+#include "store/store.hpp"
+
+namespace compactor::store {
+
+class RedisStore final : public Store {
+ public:
+  RedisStore(const StoreConfig& config, const std::string& tenant);
+
+  std::string where() const override;
+  std::unique_ptr<RunArchive> open_run(FileSystem& fs) override;
+  Expected<std::string> restore(std::string_view receipt) override;
+  Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
+  Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
+  Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
+
+  // The tenants with a gc index under config.prefix (SCAN of the node the URL names).
+  static Expected<std::vector<std::string>> tenants(const StoreConfig& config);
+
+  // Stores `blobs` (receipt, bytes) and marks them in the index, in one round trip.
+  Expected<bool> put_blobs(const std::vector<std::pair<std::string, std::string>>& blobs);
+
+  // The key of a blob, state, or the index (for tests and docs).
+  std::string blob_key(std::string_view hex) const { return tag_ + ":b:" + std::string(hex); }
+  std::string state_key(std::string_view key) const { return tag_ + ":s:" + std::string(key); }
+  std::string index_key() const { return tag_ + ":blobs"; }
+
+ private:
+  StoreConfig config_;
+  std::string tenant_;
+  std::string tag_;  // {<prefix>} or {<prefix>:<tenant>}
+  RedisClient client_;
+};
+
+}  // namespace compactor::store

@@ -1,0 +1,97 @@
+// Where one tenant's continuity state and archived blobs live: the archive folder on this machine
+// (`folder`, the default) or a Redis server that replicas on machines sharing no disk all reach
+// (`redis`). Everything that reads or writes either goes through this interface: a run's archive
+// (the pipeline's puts, made durable at commit), restore by receipt (`compactor restore`,
+// `compactor mcp`, serve's /mcp), the continuity state serve keeps per conversation, and
+// `archive gc`.
+//
+// A store is one tenant's namespace and nothing outside it: the folder's is archive.dir (the
+// default tenant) or archive.dir/tenants/<tenant>; Redis's is every key under the hash tag
+// {<prefix>} or {<prefix>:<tenant>}. No call takes a name that reaches another namespace: a
+// receipt, a state key and a tenant id are all checked before they become a path or a key.
+//
+// Failures are values and are counted (counters()): a caller that can go on without the store
+// (serve: a state miss, a forwarded original) does, and says so once.
+#pragma once
+
+#include "archive/archive_gc.hpp"
+#include "archive/file_system.hpp"
+#include "archive/run_archive.hpp"
+#include "archive/store_config.hpp"
+#include "compactor/error.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace compactor::store {
+
+// A stored history for the longest known prefix: keys[covered - 1] named it.
+struct StoredState {
+  std::size_t covered = 0;
+  std::string bytes;
+};
+
+// What the store did for one process (serve's worker reports it in its JobOutcome).
+struct StoreCounters {
+  std::int64_t state_get_us = -1, state_put_us = -1, blobs_put_us = -1;  // -1: not done
+  int state_get_errors = 0, state_put_errors = 0, blob_errors = 0;
+  std::string first_error;  // one line, what and where
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "the archive folder /srv/a", "redis://10.0.0.5:6379/0 (tenant alice)": for messages.
+  virtual std::string where() const = 0;
+  // One run's archive; the folder's writes through `fs` (tests inject faults there).
+  virtual std::unique_ptr<RunArchive> open_run(FileSystem& fs) = 0;
+  // The bytes archived under `receipt` in this namespace, verified against it.
+  virtual Expected<std::string> restore(std::string_view receipt) = 0;
+  // The state stored for the longest of `keys` (keys[i] names a prefix of i+1 messages; each
+  // 64 lowercase hex digits); nothing on a miss, an error when the store could not answer.
+  virtual Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) = 0;
+  // `supersedes`, when not empty, names the state this one continues: a store that keeps state
+  // with a lifetime shortens that one's (only a rewind to it still needs it).
+  virtual Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") = 0;
+  // Removes what was written more than `keep` ago (blobs, and state the store does not expire).
+  virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) = 0;
+
+  StoreCounters& counters() { return counters_; }
+
+ protected:
+  void failed(int& counter, const std::string& what) {
+    ++counter;
+    if (counters_.first_error.empty()) counters_.first_error = what;
+  }
+  StoreCounters counters_;
+};
+
+// The store `config` names for `tenant` (empty: the default namespace). Opening connects to
+// nothing: a Redis store connects at its first call, in the process that makes it (serve's
+// workers each their own, after the fork). `archive_dir` is the folder store's root.
+std::unique_ptr<Store> open_store(const StoreConfig& config, const std::string& archive_dir, const std::string& tenant);
+
+// The tenants that have anything in the store `config` names (the folder's tenants/ folders, or
+// Redis's gc indexes, found with SCAN on the node `url` names), sorted; an error when the store
+// cannot be read.
+Expected<std::vector<std::string>> list_tenants(const StoreConfig& config, const std::string& archive_dir);
+
+// The folder of `tenant`'s archive under `archive_dir` (archive_dir itself for the default).
+std::string tenant_folder(const std::string& archive_dir, const std::string& tenant);
+
+// Removes the spool folders a process that is gone left behind (a Redis store's run spools its
+// blobs in $TMPDIR/compactor-spool.<pid>.*): serve calls it for a worker it had to stop.
+void remove_spools_of(pid_t pid);
+
+// Whether `key` can name stored state: 64 lowercase hex digits (Continuation's prefix keys).
+bool is_state_key(std::string_view key);
+
+}  // namespace compactor::store
