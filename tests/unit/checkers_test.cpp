@@ -38,6 +38,19 @@ std::string conv(std::initializer_list<std::string> messages) {
   return out + "]";
 }
 
+// A checker may build a violation in a variable and say where later: at() and with_ids() change
+// the variable (and chain), as they build a temporary.
+TEST(Violation, WhereIsSaidOnAVariableAsOnATemporary) {
+  Violation v = Violation::of("my_rule", "two results\nfor one call");
+  v.at(3).with_ids({"toolu_1"});
+  EXPECT_EQ(v.message_index, std::optional<std::size_t>(3));
+  EXPECT_EQ(v.ids, std::vector<std::string>{"toolu_1"});
+  EXPECT_EQ(v.to_string(), "my_rule: messages.3: two results\\nfor one call");
+  Violation t = Violation::of("my_rule", "x").at(1).with_ids({"a", "b"});
+  EXPECT_EQ(t.to_string(), "my_rule: messages.1: x");
+  EXPECT_EQ(t.ids.size(), 2u);
+}
+
 TEST(PairingChecker, AcceptsAnsweredCalls) {
   EXPECT_TRUE(check_one(conv({kAsk, kUse1, kRes1})).empty());
   // A text-only assistant message before the calling one is fine: only the calling message needs

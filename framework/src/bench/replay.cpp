@@ -115,7 +115,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
   }
   if (r.first_changed_message) call.compacted = true;
   sent = *r.output;
-  if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
+  if (sent.frame().meter != setup.meter) sent = ConversationHost::with_meter(sent, setup.meter);
   return std::string(to_string(r.status));
 }
 
@@ -177,7 +177,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   out.session = setup.session;
   out.model = setup.model;
   out.meter = setup.meter_name;
-  const Conversation original = session.with_meter(setup.meter);
+  const Conversation original = ConversationHost::with_meter(session, setup.meter);
   std::vector<std::size_t> answers;  // a model call happens before each of these
   for (std::size_t i = 1; i < original.size(); ++i)
     if (original[i].role() == Role::assistant) answers.push_back(i);

@@ -1,5 +1,6 @@
 // structure: what the API requires of the message sequence itself.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 #include "model/conversation_host.hpp"
 
 namespace compactor::detail {
@@ -7,7 +8,6 @@ namespace {
 
 class StructureChecker final : public Checker {
  public:
-  std::string_view name() const override { return "structure"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
     if (c.empty()) {
@@ -53,6 +53,6 @@ class StructureChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_structure_checker() { return std::make_unique<StructureChecker>(); }
+CheckerPtr make_structure_checker() { return CheckerHost::named(std::make_unique<StructureChecker>(), "structure"); }
 
 }  // namespace compactor::detail

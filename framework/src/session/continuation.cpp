@@ -83,7 +83,7 @@ MessagePtr cut_message(const MessagePtr& m) {
   std::optional<std::string> cut = cut_cache_control(m->raw());
   if (!cut) return m;
   auto buffer = std::make_shared<const std::string>(std::move(*cut));
-  auto built = Message::from_input(buffer, *buffer);
+  auto built = ConversationHost::message_from_input(buffer, *buffer);
   return built ? *built : m;
 }
 

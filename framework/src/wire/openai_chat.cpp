@@ -482,7 +482,7 @@ class OpenAiChat final : public WireFormat {
     }
     frame_layout.original = reader.messages();
     ConversationHost::set_layout(*frame, std::move(frame_layout));
-    Conversation conversation(frame, reader.messages());
+    Conversation conversation = ConversationHost::make(frame, reader.messages());
     for (std::size_t k = 0; k < conversation.system_slots().size(); ++k)
       if (conversation.system_slots()[k] == Conversation::kUnplaced)
         return Error{fmt::format("{}: messages.{}: a system message where compactor cannot keep it in place (it keeps one "
