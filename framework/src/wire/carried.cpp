@@ -3,6 +3,7 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>

@@ -233,7 +233,9 @@ Expected<ImportedSession> import_session(const std::string& path, std::optional<
   // A Chat history neither read faithfully nor repaired: the faithful reading's reason.
   if (!imported) return faithful ? *faithful : imported.error();
   ImportedSession s;
-  s.format = &anthropic_messages();
+  // A Codex session is a Responses history, with that API's rules (its model form carries what
+  // the Responses API has and the Messages API refuses).
+  s.format = f == ImportFormat::codex ? &openai_responses() : &anthropic_messages();
   s.result = std::move(*imported);
   return s;
 }
