@@ -24,6 +24,7 @@
 #include "archive/file_system.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ class ArchiveStore final : public Archive {
   };
   Mark mark() const { return {pending_.size(), added_.size()}; }
   void revert_to(Mark mark);
+  // The receipts put since `mark`, in the order they came (what a committed stage archived).
+  std::vector<std::string> receipts_since(Mark mark) const {
+    return {added_.begin() + static_cast<std::ptrdiff_t>(std::min(mark.receipts, added_.size())), added_.end()};
+  }
 
   const std::string& dir() const { return dir_; }
   // Where a receipt's loose blob lives: <dir>/<first two hex digits>/<hex>.

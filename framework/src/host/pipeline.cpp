@@ -5,6 +5,7 @@
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
+#include "host/archived_receipts.hpp"
 #include "host/stderr_logger.hpp"
 
 #include <algorithm>
@@ -229,6 +230,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
     sr.status = StageStatus::rejected;
     return sr;
   }
+  sr.archived = archived_receipts(run.archive.receipts_since(archive_mark), committed, candidate, run.archive);
   committed = std::move(candidate);
   sr.status = StageStatus::committed;
   sr.after = SizeSnapshot::of(committed);
