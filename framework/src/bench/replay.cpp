@@ -37,18 +37,11 @@ class NoSyncFileSystem final : public FileSystem {
   static FileSystem& real() { return real_file_system(); }
 };
 
-// The message's JSON without cache_control markers, serialized: what the prompt cache compares.
-std::string without_cache_control(const Message& m) {
-  json::object o = m.json();
-  if (auto* content = o.if_contains("content"); content != nullptr && content->is_array())
-    for (auto& block : content->get_array())
-      if (block.is_object()) block.get_object().erase("cache_control");
-  return json::serialize(o);
-}
-
+// Whether the prompt cache sees the same message: the same bytes once the breakpoints a client
+// moves are cut (session/continuation.hpp: on blocks, never inside a tool's input).
 bool same_for_cache(const MessagePtr& a, const MessagePtr& b) {
   if (a == b || a->raw() == b->raw()) return true;
-  return without_cache_control(*a) == without_cache_control(*b);
+  return without_breakpoints(a->raw()) == without_breakpoints(b->raw());
 }
 
 bool is_summary_stage(const std::string& stage) {
