@@ -2,7 +2,7 @@
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "serve/server.hpp"
-#include "serve/worker_zygote.hpp"
+#include "serve/zygote_main.hpp"
 
 #include "host/exit_code.hpp"
 #include "host/stderr_logger.hpp"

@@ -4,7 +4,7 @@
 #include "serve/mcp_endpoint.hpp"
 #include "serve/serve_metrics.hpp"
 #include "serve/upstream_client.hpp"
-#include "serve/worker_pool.hpp"
+#include "serve/zygote.hpp"
 #include "serve/worker_slots.hpp"
 
 #include "host/exit_code.hpp"

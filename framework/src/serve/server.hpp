@@ -1,7 +1,7 @@
 // `compactor serve`: an HTTP proxy in front of the model API that compacts each request's
 // conversation with the config's pipeline before forwarding it (docs/serve.md). Connections are
 // a thread each; every request a wire format handles (serve/../wire/wire_format.hpp) has its
-// compaction run by a worker (serve/worker_pool.hpp); everything else is passed through.
+// compaction run by a worker (serve/zygote.hpp); everything else is passed through.
 #pragma once
 
 #include <optional>

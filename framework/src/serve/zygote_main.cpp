@@ -1,4 +1,4 @@
-#include "serve/worker_zygote.hpp"
+#include "serve/zygote_main.hpp"
 
 #include "serve/compaction_job.hpp"
 #include "serve/continuity_store.hpp"

@@ -1,4 +1,4 @@
-#include "serve/worker_pool.hpp"
+#include "serve/zygote.hpp"
 
 #include "archive/archive_store.hpp"
 #include "model/json_scanner.hpp"
