@@ -19,21 +19,24 @@ constexpr const char* kHelp = R"HELP(usage: compactor serve --config FILE [--lis
                        [--openai-upstream URL] [--gemini-upstream URL]
 
 An HTTP proxy in front of the model API: POST /v1/messages (Anthropic Messages), POST
-/v1/chat/completions (OpenAI Chat Completions) and POST /v1beta/models/M:generateContent and
-:streamGenerateContent (Gemini) bodies have their conversation compacted by the config's
-pipeline (system and tools counted; what the conversation model has no place for carried as it
-came) and are forwarded with the client's headers; the upstream's response comes back unchanged,
-server-sent events chunk by chunk. A Gemini request that declares no functions, asks for a
-structured answer or names a cachedContent is passed through (docs/gemini.md); the Gemini API's
-other paths go to the Gemini upstream, and every other path is passed through. GET /healthz and
+/v1/chat/completions (OpenAI Chat Completions), POST /v1/responses (OpenAI Responses) and POST
+/v1beta/models/M:generateContent and :streamGenerateContent (Gemini) bodies have their
+conversation compacted by the config's pipeline (system and tools counted; what the conversation
+model has no place for carried as it came) and are forwarded with the client's headers; the
+upstream's response comes back unchanged, server-sent events chunk by chunk. A Gemini request that
+declares no functions, asks for a structured answer or names a cachedContent is passed through
+(docs/gemini.md); the Gemini API's other paths go to the Gemini upstream, and every other path is
+passed through. POST /mcp (the archive's restore and search tools, docs/mcp.md), GET /healthz and
 GET /metrics (Prometheus text) are answered by the server. Pipelines run in worker processes (at
 most serve.workers at once), never in the server itself (docs/serve.md).
 
 options:
   --config FILE          the pipeline, with its `serve:` section (listen, upstreams, limits)
   --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; port 0: any free port)
-  --upstream URL         overrides serve.upstream (Anthropic Messages API base URL)
-  --openai-upstream URL  overrides serve.openai_upstream (OpenAI-compatible base URL)
+  --upstream URL         overrides serve.upstream (Anthropic Messages API base URL; required,
+                         whatever the clients are)
+  --openai-upstream URL  overrides serve.openai_upstream (OpenAI-compatible base URL, for Chat
+                         Completions and Responses; default: the --upstream URL)
   --gemini-upstream URL  overrides serve.gemini_upstream (Gemini API base URL, default
                          https://generativelanguage.googleapis.com)
 
