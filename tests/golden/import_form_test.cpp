@@ -53,5 +53,20 @@ TEST(ImportForm, WhatChatCarriesIsLeftOutOfTheAnthropicFormAndSaid) {
   EXPECT_EQ(test::run_cli({"check", "--input", "out.json"}, "", dir.string()).exit_code, 0);
 }
 
+// A message that held only what the Chat adapter carried would be empty in the Anthropic form:
+// the import fails, saying what was left out and the rule it broke, and writes nothing.
+TEST(ImportForm, AMessageLeftEmptyIsRefusedAndNothingIsWritten) {
+  test::ScratchFolder dir("import-left-empty");
+  std::ofstream(dir / "history.json") << R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]},
+  {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+  {"role":"tool","tool_call_id":"c1","content":"ok"}])";
+  auto r = test::run_cli({"import", "--input", "history.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "FAIL history.json: the Anthropic form has no place for carried part image_url (1); without it, structure: "
+                   "messages.0: all messages must have non-empty content except for the optional final assistant message\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.json"));
+}
+
 }  // namespace
 }  // namespace compactor

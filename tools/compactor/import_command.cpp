@@ -171,10 +171,10 @@ std::optional<std::string> refusal_in_anthropic_form(const std::string& bytes, c
                                                      const std::string& output_format) {
   if (output_format != "anthropic" || left_out.empty()) return std::nullopt;
   auto read = read_conversation(bytes);
-  if (!read) return "in the Anthropic form: " + read.error().message;
+  if (!read) return "without it, " + read.error().message;
   auto v = run_checkers(make_input_checkers(), CheckInput{*read, *read, compute_protected_tail(*read, 0), {}});
   if (v.empty()) return std::nullopt;
-  return "without what the Anthropic form has no place for: " + v.front().to_string();
+  return "without it, " + v.front().to_string();
 }
 
 // One file: the conversation (--output), the report (--report), the verdict line.
@@ -207,16 +207,17 @@ int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, c
                            : c.format == &wire::openai_responses()     ? conversation.serialize()
                                                                        : wire::without_carried(conversation, left_out);
       // Said, never silent, once the output is written: what the output's form has no place for.
-      for (const auto& [what, n] : left_out) left_out_line += fmt::format("{}{} ({})", left_out_line.empty() ? "" : ", ", what, n);
-      if (!left_out_line.empty())
-        left_out_line = fmt::format("compactor import: the {} form has no place for {}; left out of {}",
-                                    output_format == "openai" ? "OpenAI" : "Anthropic", left_out_line,
-                                    *path == "-" ? std::string("the output") : *path);
+      std::string what_left;
+      for (const auto& [what, n] : left_out) what_left += fmt::format("{}{} ({})", what_left.empty() ? "" : ", ", what, n);
       if (auto refused = refusal_in_anthropic_form(conversation_bytes, left_out, output_format)) {
-        c.ok = false;
-        c.line = "FAIL " + *args->get("input") + ": " + *refused;
+        c.ok = false;  // nothing is written: the line says what was left out and what that broke
+        c.line = fmt::format("FAIL {}: the Anthropic form has no place for {}; {}", *args->get("input"), what_left, *refused);
       } else {
         files.insert(files.begin(), FileWrite{*path, conversation_bytes});
+        if (!what_left.empty())
+          left_out_line = fmt::format("compactor import: the {} form has no place for {}; left out of {}",
+                                      output_format == "openai" ? "OpenAI" : "Anthropic", what_left,
+                                      *path == "-" ? std::string("the output") : *path);
       }
     }
   }
