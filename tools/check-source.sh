@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Source hygiene, checked in CI: no function in framework/, plugins/ or tools/ longer than 100
 # lines (clang-tidy's readability-function-size over the build's compile_commands.json), and no
-# comment citing an issue number in their sources (the history lives in docs/design-notes.md).
+# comment citing an issue number in their sources (the history lives in the git log, the design in docs/design/).
 # Usage: tools/check-source.sh [BUILD_DIR]  (default build/, configured by the default preset)
 set -euo pipefail
 cd "$(dirname "$0")/.."

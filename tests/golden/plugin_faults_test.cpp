@@ -69,5 +69,24 @@ TEST(PluginFaults, AWellBehavedRunInTheChildWritesAsBefore) {
   fs::remove_all(dir);
 }
 
+// A factory that refuses the values it is given (an Error, not an exception) says the config is
+// wrong for it, like a value its schema refuses: exit 2, where a plugin that fails exits 3.
+TEST(PluginFaults, AFactorysOwnRefusalIsABadConfig) {
+  const std::string plugin = std::string(COMPACTOR_TEST_PLUGIN_DIR) + "/compactor_stage_params_probe.so";
+  test::ScratchFolder dir("factory-refusal");
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 100}\npipeline:\n  - stage: params_probe\n    plugin: "
+                                << plugin << "\n    params: {label: refuse}\n";
+  fs::copy_file(test::data_path("cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json"), dir / "in.json");
+  const std::string line = "c.yaml:4:5: pipeline[0]: stage params_probe (" + fs::canonical(plugin).string() +
+                           "): label \"refuse\" is one this stage refuses\n";
+  auto validated = test::run_cli({"validate", "--config", "c.yaml"}, "", dir.string());
+  EXPECT_EQ(validated.exit_code, 2);
+  EXPECT_EQ(validated.err, line);
+  auto run = test::run_cli({"run", "--config", "c.yaml", "--input", "in.json", "--output", "out.json"}, "", dir.string());
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err, line);
+  EXPECT_FALSE(fs::exists(dir / "out.json"));
+}
+
 }  // namespace
 }  // namespace compactor

@@ -50,5 +50,26 @@ TEST(PrintPipeline, IsAFixedPointFromAnyFolder) {
   EXPECT_EQ(again.out, printed.out);
 }
 
+// Under `replace_builtins: true` the Messages API's rules still run, so print-pipeline lists them
+// with the checkers named, and says what validate says about the safety checkers left out.
+TEST(PrintPipeline, ReplaceBuiltinsListsTheRulesThatRunAndWarns) {
+  test::ScratchFolder dir("print-pipeline-replace-builtins");
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {unit: chars, limit: 5000}\n"
+                                   "checkers: {enabled: [pairing, no_growth], replace_builtins: true}\npipeline: []\n";
+  auto printed = test::run_cli({"print-pipeline", "--config", "p.yaml"}, "", dir.string());
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  EXPECT_NE(printed.out.find("checkers:\n  enabled: [structure, unique_ids, cache_control, pairing, no_growth]\n"
+                             "  replace_builtins: true\n"),
+            std::string::npos)
+      << printed.out;
+  EXPECT_NE(printed.err.find("p.yaml:3:21: checkers.enabled: replace_builtins leaves out the built-in safety checkers "
+                             "pairs_unchanged, thinking_unchanged, recent_intact, request_kept, archived, order: a stage that "
+                             "breaks their rules is committed"),
+            std::string::npos)
+      << printed.err;
+  auto validated = test::run_cli({"validate", "--config", "p.yaml"}, "", dir.string());
+  EXPECT_EQ(validated.err, printed.err);
+}
+
 }  // namespace
 }  // namespace compactor

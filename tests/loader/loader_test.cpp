@@ -4,6 +4,7 @@
 
 #include "compactor/build_fingerprint.hpp"
 
+#include "host/pipeline_config.hpp"
 #include "loader/plugin_discovery.hpp"
 #include "loader/plugin_loader.hpp"
 #include "archive/archive_store.hpp"
@@ -93,7 +94,7 @@ TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
 TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
   fs::remove(marker("fixture_wrong_api"));
   EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
-            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 9; rebuild the plugin against this Compactor");
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 10; rebuild the plugin against this Compactor");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
   auto probe = probe_plugin(fixture("fixture_wrong_api"));
   EXPECT_FALSE(probe.loadable);
@@ -237,7 +238,7 @@ TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
 TEST(Loader, ListingPluginsRunsNoPluginCode) {
   fs::remove(marker("fixture_good"));
   auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
-  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 9\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 10\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 
@@ -323,6 +324,27 @@ TEST(Loader, APluginRegisteringOtherThanItDeclaresIsRefused) {
   EXPECT_EQ(load_error(file), file + ": plugin fixture_undeclared declares \"stage:fixture_declared\" in COMPACTOR_PLUGIN but "
                                      "registers \"stage:fixture_undeclared\"");
   EXPECT_EQ(PluginRegistry::instance().find_stage("fixture_undeclared"), nullptr);
+}
+
+// A file found for `micro` by its name (compactor_stage_micro.so in the config's plugins/) that
+// declares only `stage:ctor` is refused from its declaration, before it is loaded: its static
+// constructor never runs.
+TEST(Loader, AFileThatDeclaresAnotherStageIsRefusedBeforeItIsLoaded) {
+  fs::remove(marker("fixture_misdeclared"));
+  test::ScratchFolder dir("loader-misdeclared");
+  fs::create_directories(dir / "plugins");
+  const fs::path planted = dir / "plugins" / "compactor_stage_micro.so";
+  fs::copy_file(std::string(FIXTURE_DIR) + "/misdeclared/compactor_stage_fixture_misdeclared.so", planted);
+  std::ofstream(dir / "p.yaml") << "version: 1\nbudget: {unit: chars, limit: 1000}\npipeline:\n  - stage: micro\n";
+  ConfigLoadResult loaded = load_pipeline_config((dir / "p.yaml").string());
+  ASSERT_FALSE(loaded.config.has_value());
+  ASSERT_EQ(loaded.errors.size(), 1u);
+  EXPECT_NE(loaded.errors[0].find(planted.string() + ": plugin fixture_misdeclared declares \"stage:ctor\", not stage:micro; "
+                                  "refused before loading it (none of its code ran)"),
+            std::string::npos)
+      << loaded.errors[0];
+  EXPECT_FALSE(fs::exists(marker("fixture_misdeclared"))) << "the refused plugin's static constructor ran";
+  EXPECT_EQ(PluginRegistry::instance().find_stage("ctor"), nullptr);
 }
 
 // A stage that builds its candidate in a fresh frame (a bare messages array) still cannot drop

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The framework's parts and who includes whom: the public SDK headers include only SDK headers,
-and a part of framework/src includes only its own and the parts below it (no cycle).
-usage: check_layers.py FRAMEWORK_DIR [--print]"""
+and a part of framework/src includes only its own and the parts below it (no cycle). With
+--readme README.md, the README's layout section names every part (`part/`).
+usage: check_layers.py FRAMEWORK_DIR [--print] [--readme README.md]"""
 import os, re, sys
 # Bottom to top. The SDK headers (include/compactor) are below every part.
 LAYERS = ['platform', 'model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'pricing', 'loader', 'host', 'store', 'wire',
@@ -36,6 +37,13 @@ if '--print' in sys.argv:
     for part in LAYERS:
         below = sorted(edges.get(part, set()) - {part}, key=LAYERS.index)
         print(f'{part:<11} includes: SDK' + (', ' + ', '.join(below) if below else ''))
+if '--readme' in sys.argv:
+    readme = open(sys.argv[sys.argv.index('--readme') + 1]).read()
+    layout = readme[readme.index('## Layout'):]
+    layout = layout[:layout.index('\n## ', 1)] if '\n## ' in layout[1:] else layout
+    for part in LAYERS:
+        if not re.search(r'\b' + part + '/', layout):
+            problems.append(f"README.md's layout section does not name the part {part}/")
 for p in problems:
     print('FAIL:', p, file=sys.stderr)
 sys.exit(1 if problems else 0)

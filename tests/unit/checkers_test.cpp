@@ -38,6 +38,38 @@ std::string conv(std::initializer_list<std::string> messages) {
   return out + "]";
 }
 
+// A checker may build a violation in a variable and say where later: at() and with_ids() change
+// the variable (and chain), as they build a temporary.
+TEST(Violation, WhereIsSaidOnAVariableAsOnATemporary) {
+  Violation v = Violation::of("my_rule", "two results\nfor one call");
+  v.at(3).with_ids({"toolu_1"});
+  EXPECT_EQ(v.message_index, std::optional<std::size_t>(3));
+  EXPECT_EQ(v.ids, std::vector<std::string>{"toolu_1"});
+  EXPECT_EQ(v.to_string(), "my_rule: messages.3: two results\\nfor one call");
+  Violation t = Violation::of("my_rule", "x").at(1).with_ids({"a", "b"});
+  EXPECT_EQ(t.to_string(), "my_rule: messages.1: x");
+  EXPECT_EQ(t.ids.size(), 2u);
+}
+
+// A violation from a built-in rule carries the rule's name (Checker::name() is the name a checker
+// was made under).
+TEST(StructureChecker, AMemberTheApiRefusesInABlockIsNamedWithItsRule) {
+  Conversation c = test::parse_or_die(R"([{"role":"user","content":[{"type":"text","text":"hi","name":"ana"}]},
+    {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{},"index":0,"caller":{"type":"direct"}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok","extra":1}]},
+      {"type":"server_tool_use_of_the_future","anything":true}]}])");
+  auto v = run_checkers(make_input_checkers(), CheckInput{c, c, compute_protected_tail(c, 0), {}});
+  std::vector<std::string> lines;
+  for (const Violation& x : v) lines.push_back(x.to_string());
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "structure: messages.0: content.0.text.name: Extra inputs are not permitted (rule: a text block has "
+                       "only type, text, cache_control and citations)",
+                       "structure: messages.1: content.0.tool_use.index: Extra inputs are not permitted (rule: a tool_use "
+                       "block has only type, id, name, input, cache_control and caller)",
+                       "structure: messages.2: content.0.content.0.text.extra: Extra inputs are not permitted (rule: a text "
+                       "block has only type, text, cache_control and citations)"}));
+}
+
 TEST(PairingChecker, AcceptsAnsweredCalls) {
   EXPECT_TRUE(check_one(conv({kAsk, kUse1, kRes1})).empty());
   // A text-only assistant message before the calling one is fine: only the calling message needs

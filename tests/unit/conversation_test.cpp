@@ -136,7 +136,7 @@ TEST(Conversation, SystemEntriesCountLikeTheTopLevelSystem) {
   EXPECT_EQ(with.sizes().chars - without.sizes().chars, entry.size());
   EXPECT_EQ(with.sizes().bytes - without.sizes().bytes, entry.size());
   auto meter = std::make_shared<CharMeter>();
-  EXPECT_EQ(with.with_meter(meter).sizes().tokens - without.with_meter(meter).sizes().tokens, 9u + 2u);  // "plan mode", "on"
+  EXPECT_EQ(ConversationHost::with_meter(with, meter).sizes().tokens - ConversationHost::with_meter(without, meter).sizes().tokens, 9u + 2u);  // "plan mode", "on"
 }
 
 // The host's placement: an entry follows the message it followed while that one is kept; when a

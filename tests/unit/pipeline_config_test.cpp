@@ -49,8 +49,10 @@ TEST_F(ConfigTest, ValidConfigResolvesEverything) {
   EXPECT_EQ(c.budget.limit, 1000u);
   EXPECT_EQ(c.budget.target, 1000u);  // defaults to the limit
   EXPECT_EQ(c.recent_exchanges, 2u);
-  ASSERT_EQ(c.checkers.size(), 1u);
-  EXPECT_EQ(c.checkers[0].name, "pairing");
+  // The API's own rules run whatever the list says, so they are among the checkers that run.
+  ASSERT_EQ(c.checkers.size(), 4u);
+  EXPECT_EQ(c.checkers[0].name, "structure");
+  EXPECT_EQ(c.checkers[3].name, "pairing");
   EXPECT_EQ(c.warnings, std::vector<std::string>{at(5, 21) + "checkers.enabled: replace_builtins leaves out the built-in safety "
                                                  "checkers pairs_unchanged, thinking_unchanged, recent_intact, request_kept, "
                                                  "archived, order: a stage that breaks their rules is committed"});
@@ -166,7 +168,7 @@ TEST_F(ConfigTest, PluginRefusedByTheLoaderIsAPluginFailure) {
   std::string file = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_wrong_api.so";
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: fixture_wrong_api\n    plugin: \"" + file + "\"\n");
   EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: " + file +
-                                               ": plugin API version 999, but this host implements version 9; rebuild the plugin against this Compactor"});
+                                               ": plugin API version 999, but this host implements version 10; rebuild the plugin against this Compactor"});
   EXPECT_TRUE(r.plugin_failure);
 }
 
@@ -350,7 +352,8 @@ TEST_F(ConfigTest, EnablingACheckerAddsItToTheBuiltInOnes) {
 
   auto replaced = load(std::string(kBudget) + "checkers: {enabled: [structure, keeps_first, order], replace_builtins: true}\npipeline: []\n");
   ASSERT_TRUE(replaced.config) << replaced.errors.front();
-  EXPECT_EQ(checker_names(*replaced.config), (std::vector<std::string>{"structure", "keeps_first", "order"}));
+  EXPECT_EQ(checker_names(*replaced.config),
+            (std::vector<std::string>{"pairing", "unique_ids", "cache_control", "structure", "keeps_first", "order"}));
   ASSERT_EQ(replaced.config->warnings.size(), 1u);
   EXPECT_NE(replaced.config->warnings[0].find("leaves out the built-in safety checkers pairs_unchanged, thinking_unchanged, "
                                               "recent_intact, request_kept, archived: "),
@@ -370,7 +373,7 @@ TEST_F(ConfigTest, ACheckerIsFoundByPluginWithItsParamsLikeAStage) {
   EXPECT_EQ(e.registered->file(), fs::canonical(file).string());
   EXPECT_EQ(e.params.integer("head"), 2);
   EXPECT_NE(print_pipeline(*r.config).find("    - order\n    - checker: \"keeps_first\"\n      plugin: \"" + fs::canonical(file).string() +
-                                           "\"  # plugin keeps_first 0.1.0, API 9\n      params:\n        head: 2\n  on_violation: abort\n"),
+                                           "\"  # plugin keeps_first 0.1.0, API 10\n      params:\n        head: 2\n  on_violation: abort\n"),
             std::string::npos)
       << print_pipeline(*r.config);
 
@@ -385,7 +388,9 @@ TEST_F(ConfigTest, ACheckerIsFoundByPluginWithItsParamsLikeAStage) {
   auto elsewhere = load(std::string(kBudget) + "checkers: {enabled: [{checker: keeps_first, plugin: \"" + std::string(COMPACTOR_TEST_PLUGIN_DIR) +
                         "/compactor_stage_split_pair.so\"}]}\npipeline: []\n", false);
   ASSERT_EQ(elsewhere.errors.size(), 1u);
-  EXPECT_NE(elsewhere.errors[0].find("compactor_stage_split_pair.so does not register a checker \"keeps_first\" (it provides: )"),
+  // Its declaration says so before it is loaded.
+  EXPECT_NE(elsewhere.errors[0].find("compactor_stage_split_pair.so: plugin split_pair declares \"stage:split_pair\", not "
+                                     "checker:keeps_first; refused before loading it (none of its code ran)"),
             std::string::npos) << elsewhere.errors[0];
 }
 

@@ -332,7 +332,7 @@ TEST(ResponsesPlacement, EntriesMaySitAnywhereOutsideAToolPairAndShareASlot) {
   ConversationHost::set_layout(*frame, std::move(layout));
   static const std::string entries = R"({"role":"developer","content":"a"}{"role":"developer","content":"b"})";
   frame->system_entries = {SystemEntry{std::string_view(entries).substr(0, 34), 0, ""}, SystemEntry{std::string_view(entries).substr(34), 0, ""}};
-  Conversation c(frame, m);
+  Conversation c = ConversationHost::make(frame, m);
   EXPECT_EQ(c.system_slots(), (std::vector<std::size_t>{0, 0}));
   // Dropping the first exchange keeps both entries first, still two of them (never joined).
   Conversation later = c.with_messages({result, answer});

@@ -11,7 +11,7 @@
 #include "support/test_support.hpp"
 
 #include "serve/server.hpp"
-#include "serve/worker_zygote.hpp"
+#include "serve/zygote_main.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>

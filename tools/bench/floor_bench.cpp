@@ -6,7 +6,11 @@
 // floor's median, the run's median and the median of the per-round ratios run/floor. The run is
 // the real CLI process (start, dynamic linking, config, plugins, read, the pipeline child, write,
 // archive syncs): what a caller pays.
-// COMPACTOR_BENCH_CLI names another `compactor` binary to run (an older build, to compare).
+// COMPACTOR_BENCH_CLI names another `compactor` binary to run. COMPACTOR_BENCH_BASELINE_CLI names a
+// second one (an older build) that each round also runs, right after the first, on the same
+// session (with COMPACTOR_BENCH_BASELINE_CONFIG, its own tree's config, when given): the counters
+// then give the baseline's median and the median of the per-round ratios run/baseline, the
+// before-and-after figure of one run.
 //
 // BM_PerCall splits one call on a ~1 MB session (COMPACTOR_BENCH_SESSION: another file) into
 // what `compactor run` does in turn: start (a process that only prints its version: exec and
@@ -57,6 +61,11 @@ const fs::path& work_dir() {
 std::string cli() {
   const char* other = std::getenv("COMPACTOR_BENCH_CLI");
   return other != nullptr && *other != '\0' ? other : COMPACTOR_CLI;
+}
+
+std::string environment_or(const char* name, std::string fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
 }
 
 // Starts every measured process from a process forked while this one was still small. A child
@@ -239,6 +248,9 @@ void BM_RunVsFloor(benchmark::State& state) {
   // Wall time is what a caller waits; CPU time (user + system) is what the machine spends, and
   // is the steadier figure when other work shares the cores.
   std::vector<double> floors, runs, ratios, floor_cpus, run_cpus, cpu_ratios, rss;
+  const std::string baseline = environment_or("COMPACTOR_BENCH_BASELINE_CLI", "");
+  const std::string baseline_config = environment_or("COMPACTOR_BENCH_BASELINE_CONFIG", config.string());
+  std::vector<double> baselines, baseline_ratios, baseline_cpu_ratios;
   int round = 0;
   for (auto _ : state) {
     // Each round runs in a fresh folder, so the archive's blobs are really written.
@@ -248,6 +260,21 @@ void BM_RunVsFloor(benchmark::State& state) {
     auto t0 = Clock::now();
     floor_once(in, cwd / "floor.json");
     double floor = seconds_since(t0), floor_cpu = cpu_seconds() - c0;
+    // The baseline runs in the same round, before the run in every other round, so that neither
+    // build always finds the other's pages in the cache.
+    double base = 0, base_cpu = 0;
+    auto run_baseline = [&] {
+      auto t2 = Clock::now();
+      const int c = run_process({baseline, "run", "--config", baseline_config, "--input", in.string(), "--output",
+                                 (cwd / "baseline.json").string()},
+                                cwd, &base_cpu);
+      base = seconds_since(t2);
+      return c <= 1;
+    };
+    if (!baseline.empty() && round % 2 == 0 && !run_baseline()) {
+      state.SkipWithError("the baseline's compactor run failed");
+      break;
+    }
     double run_cpu = 0, run_rss = 0;
     auto t1 = Clock::now();
     int code = run_process({cli(), "run", "--config", config.string(), "--input", in.string(), "--output",
@@ -257,6 +284,15 @@ void BM_RunVsFloor(benchmark::State& state) {
     if (code > 1) {
       state.SkipWithError("compactor run failed");
       break;
+    }
+    if (!baseline.empty() && round % 2 == 1 && !run_baseline()) {
+      state.SkipWithError("the baseline's compactor run failed");
+      break;
+    }
+    if (!baseline.empty()) {
+      baselines.push_back(base);
+      baseline_ratios.push_back(run / base);
+      baseline_cpu_ratios.push_back(run_cpu / base_cpu);
     }
     state.SetIterationTime(run);
     floors.push_back(floor);
@@ -279,6 +315,11 @@ void BM_RunVsFloor(benchmark::State& state) {
   // Peak memory of the run (its largest process) over the input's size.
   state.counters["peak_MB"] = median(rss);
   state.counters["peak_ratio"] = median(rss) / (static_cast<double>(fs::file_size(in)) / 1e6);
+  if (!baselines.empty()) {
+    state.counters["baseline_ms"] = median(baselines) * 1e3;
+    state.counters["vs_baseline"] = median(baseline_ratios);
+    state.counters["cpu_vs_baseline"] = median(baseline_cpu_ratios);
+  }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * fs::file_size(in)));
 }
 // Exchanges giving sessions of 3.76, 12.9 and 57.0 MB with seed 17.

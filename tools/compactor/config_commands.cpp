@@ -5,6 +5,7 @@
 
 #include "host/exit_code.hpp"
 #include "host/pipeline.hpp"
+#include "host/stderr_logger.hpp"
 
 #include <fmt/core.h>
 
@@ -16,8 +17,8 @@ constexpr const char* kValidateHelp = R"(usage: compactor validate --config FILE
 
 Loads the config, loads every plugin it names, validates every stage's params against the schema
 the stage declares and builds every stage, without processing anything. Prints OK and exits 0,
-or prints every error (file:line:col: yaml.path: what) and exits 2 (3 when a plugin is refused or
-fails).
+or prints every error (file:line:col: yaml.path: what) and exits 2 (a value a schema or a
+factory refuses included; 3 when a plugin is refused or fails).
 )";
 
 constexpr const char* kPrintHelp = R"(usage: compactor print-pipeline --config FILE
@@ -49,10 +50,11 @@ int validate_command(int argc, char** argv) {
   auto config = load_config_or_print_errors(*file, exit_code);
   if (!config) return exit_code;
   std::size_t stages = config->pipeline.size() + config->on_prompt_too_long.size();
-  auto pipeline = Pipeline::build(std::move(*config));
+  ExitCode failure = kExitPluginError;
+  auto pipeline = Pipeline::build(std::move(*config), &failure);
   if (!pipeline) {
     fmt::print(stderr, "{}\n", pipeline.error().message);
-    return kExitPluginError;
+    return failure;
   }
   fmt::print("OK {}: {} stage(s) built\n", *file, stages);
   return kExitOk;
@@ -64,6 +66,8 @@ int print_pipeline_command(int argc, char** argv) {
   if (!file) return exit_code;
   auto config = load_config_or_print_errors(*file, exit_code);
   if (!config) return exit_code;
+  // Said here too, as `run`, `serve` and `validate` say it: what the printed pipeline leaves out.
+  for (const std::string& warning : config->warnings) make_stderr_logger("")->warn(warning);
   fmt::print("{}", print_pipeline(*config));
   return kExitOk;
 }

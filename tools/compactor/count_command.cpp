@@ -85,7 +85,7 @@ int count_command(int argc, char** argv) {
     }
     if (!fixed_part.empty()) {
       boost::json::object line{{"fixed", fixed_part}};
-      for (std::size_t k = 0; k < meters.size(); ++k) line[kinds[k]] = conversation->with_meter(meters[k]).frame().fixed.tokens;
+      for (std::size_t k = 0; k < meters.size(); ++k) line[kinds[k]] = ConversationHost::with_meter(*conversation, meters[k]).frame().fixed.tokens;
       fmt::print("{}\n", boost::json::serialize(line));
     }
     return kExitOk;
@@ -93,7 +93,7 @@ int count_command(int argc, char** argv) {
   std::string source = *input == "-" ? "<stdin>" : *input;
   fmt::print("{}: {}, {} chars\n", source, counted(conversation->size(), "message", "messages"), conversation->sizes().chars);
   for (std::size_t k = 0; k < meters.size(); ++k) {
-    Conversation metered = conversation->with_meter(meters[k]);
+    Conversation metered = ConversationHost::with_meter(*conversation, meters[k]);
     std::uint64_t fixed = metered.frame().fixed.tokens;
     const std::uint64_t tokens = metered.sizes().tokens - fixed;
     fmt::print("  {:<14} {:>10} {}{}\n", kinds[k], tokens, tokens == 1 ? "token" : "tokens",

@@ -2,10 +2,13 @@
 // compactor import --corpus DIR [--report F] [--sidechains include|skip]
 #include "command_line.hpp"
 
+#include "wire/carried.hpp"
 #include "wire/input_document.hpp"
+#include "wire/openai_responses.hpp"
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
+#include "model/conversation_reader.hpp"
 #include "host/atomic_file.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "host/exit_code.hpp"
@@ -162,6 +165,18 @@ int import_command(int argc, char** argv) {
 
 namespace {
 
+// What leaving out another API's carried data broke (a message that held nothing else is left
+// empty): the Messages API's rule, or nothing.
+std::optional<std::string> refusal_in_anthropic_form(const std::string& bytes, const std::map<std::string, std::size_t>& left_out,
+                                                     const std::string& output_format) {
+  if (output_format != "anthropic" || left_out.empty()) return std::nullopt;
+  auto read = read_conversation(bytes);
+  if (!read) return "without it, " + read.error().message;
+  auto v = run_checkers(make_input_checkers(), CheckInput{*read, *read, compute_protected_tail(*read, 0), {}});
+  if (v.empty()) return std::nullopt;
+  return "without it, " + v.front().to_string();
+}
+
 // One file: the conversation (--output), the report (--report), the verdict line.
 int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, const std::string& output_format) {
   const ParsedArgs* args = &args_ref;
@@ -188,13 +203,22 @@ int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, c
     if (auto path = args->get("output")) {
       const Conversation& conversation = *c.result->conversation;
       std::map<std::string, std::size_t> left_out;
-      conversation_bytes = output_format == "openai" ? export_openai(conversation, &left_out) : conversation.serialize();
-      // Said, never silent, once the output is written: what the OpenAI form has no place for.
-      for (const auto& [what, n] : left_out) left_out_line += fmt::format("{}{} ({})", left_out_line.empty() ? "" : ", ", what, n);
-      if (!left_out_line.empty())
-        left_out_line = fmt::format("compactor import: the OpenAI form has no place for {}; left out of {}", left_out_line,
-                                    *path == "-" ? std::string("the output") : *path);
-      files.insert(files.begin(), FileWrite{*path, conversation_bytes});
+      conversation_bytes = output_format == "openai"                   ? export_openai(conversation, &left_out)
+                           : c.format == &wire::openai_responses()     ? conversation.serialize()
+                                                                       : wire::without_carried(conversation, left_out);
+      // Said, never silent, once the output is written: what the output's form has no place for.
+      std::string what_left;
+      for (const auto& [what, n] : left_out) what_left += fmt::format("{}{} ({})", what_left.empty() ? "" : ", ", what, n);
+      if (auto refused = refusal_in_anthropic_form(conversation_bytes, left_out, output_format)) {
+        c.ok = false;  // nothing is written: the line says what was left out and what that broke
+        c.line = fmt::format("FAIL {}: the Anthropic form has no place for {}; {}", *args->get("input"), what_left, *refused);
+      } else {
+        files.insert(files.begin(), FileWrite{*path, conversation_bytes});
+        if (!what_left.empty())
+          left_out_line = fmt::format("compactor import: the {} form has no place for {}; left out of {}",
+                                      output_format == "openai" ? "OpenAI" : "Anthropic", what_left,
+                                      *path == "-" ? std::string("the output") : *path);
+      }
     }
   }
   // The verdict is printed once the outputs are in place: an "OK" is never followed by a failure.

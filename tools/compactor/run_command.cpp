@@ -11,6 +11,7 @@
 #include "host/exit_code.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
+#include "model/conversation_host.hpp"
 
 #include <fmt/core.h>
 
@@ -76,10 +77,11 @@ int run_command(int argc, char** argv) {
 
   auto config = load_config_or_print_errors(*args->get("config"), exit_code);
   if (!config) return exit_code;
-  auto pipeline = Pipeline::build(std::move(*config));
+  ExitCode failure = kExitPluginError;
+  auto pipeline = Pipeline::build(std::move(*config), &failure);
   if (!pipeline) {
     fmt::print(stderr, "{}\n", pipeline.error().message);
-    return kExitPluginError;
+    return failure;
   }
   // The pipeline runs in a child process: a plugin that crashes, hangs past
   // limits.stage_timeout_ms or ends the process is reported (exit 3) and nothing is written.
@@ -147,7 +149,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   if (output && report.output && report.exit_code() != kExitBadInput && report.exit_code() != kExitPluginError) {
     FileWrite file{*output, {}};
     if (doc->format == &wire::anthropic_messages()) {
-      file.parts = report.output->pieces();
+      file.parts = ConversationHost::pieces(*report.output);
     } else {
       auto back = doc->request->write(*report.output);
       if (!back) {

@@ -3,7 +3,7 @@
 #include "commands.hpp"
 #include "serve/server.hpp"
 #include "serve/tenant.hpp"
-#include "serve/worker_zygote.hpp"
+#include "serve/zygote_main.hpp"
 
 #include "host/exit_code.hpp"
 #include "host/listen_address.hpp"

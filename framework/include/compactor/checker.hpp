@@ -29,17 +29,19 @@ struct CheckInput {
   const Archive* archive = nullptr;       // this run's archive (its manifest), when there is one
 };
 
+class CheckerHost;  // the host's: names each checker it makes
+
 class Checker {
  public:
   virtual ~Checker() = default;
-  // The rule's name, what `checkers.enabled` names and every violation starts with. A plugin's
-  // checker need not say it again: it is the name the plugin registered it under.
-  virtual std::string_view name() const { return registered_name_; }
+  // The rule's name, what `checkers.enabled` names and every violation starts with: always the
+  // name the checker was registered under (a plugin's by its CheckerInfo, never by the checker).
+  std::string_view name() const { return name_; }
   virtual void check(const CheckInput& input, std::vector<Violation>& out) const = 0;
 
  private:
-  friend class PluginRegistry;  // sets the registered name when it makes the checker
-  std::string registered_name_;
+  friend class CheckerHost;
+  std::string name_;
 };
 
 using CheckerPtr = std::unique_ptr<const Checker>;

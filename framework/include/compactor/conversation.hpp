@@ -51,7 +51,6 @@ class Conversation {
  public:
   // A bare messages array around already-built messages.
   static Conversation from_messages(std::vector<MessagePtr> messages);
-  Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages);
 
   // The same frame around other messages: how a stage returns its candidate. The system entries
   // are placed again (see system_slots()); the host places them from the committed conversation
@@ -77,21 +76,18 @@ class Conversation {
   const std::vector<std::size_t>& system_slots() const { return slots_; }
   bool system_entries_placed() const;
 
-  // The same messages in a frame that counts tokens with `meter`.
-  Conversation with_meter(std::shared_ptr<const Meter> meter) const;
-
   // The document to write: the input bytes when unchanged, else the frame around each
   // message's own bytes, with the system entries at their slots.
   std::string serialize() const;
-  // The same document as views in order (into the frame and the messages), for a writer that
-  // needs no joined copy (writev).
-  std::vector<std::string_view> pieces() const;
   // Messages [begin, end) as JSONL, each one's own bytes and a "\n", as views: the snapshot a
   // stage archives (HashedBlob) without joining it.
   std::vector<std::string_view> jsonl_pieces(std::size_t begin, std::size_t end) const;
 
  private:
   friend class ConversationHost;
+  Conversation(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages);
+  std::vector<std::string_view> pieces() const;
+
   std::shared_ptr<const ConversationFrame> frame_;
   std::vector<MessagePtr> messages_;
   // Sets where the entries go, and the sizes with entries that share a slot counted as the one

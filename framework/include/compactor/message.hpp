@@ -35,13 +35,6 @@ class Message {
   // objects with a string "type".
   static Expected<MessagePtr> from_json(boost::json::object object);
 
-  // From a span of input bytes that the caller has already validated as JSON. `buffer` keeps
-  // the bytes alive; `raw` must point into it.
-  static Expected<MessagePtr> from_input(std::shared_ptr<const std::string> buffer, std::string_view raw);
-  // The same when the reader already parsed `raw` into `parsed` while validating it (one pass).
-  static Expected<MessagePtr> from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
-                                         boost::json::value parsed);
-
   Role role() const { return role_; }
   const boost::json::object& json() const { return object_; }
   const std::vector<Block>& blocks() const { return blocks_; }
@@ -71,6 +64,7 @@ class Message {
   Message(Private, boost::json::object object, Role role);  // use the factories
 
  private:
+  friend class ConversationHost;  // reads messages from input bytes (ConversationHost::message_from_input)
   static Expected<MessagePtr> build(boost::json::object object, std::shared_ptr<const std::string> buffer,
                                     std::string_view raw);
 

@@ -20,8 +20,12 @@ struct Violation {
   std::string what;                          // what is wrong, in the API's words where it has them
 
   static Violation of(std::string_view checker, std::string what);
+  // Where: on a temporary, the violation itself (`Violation::of(…).at(3)`); on a variable, that
+  // variable, changed (`v.at(3).with_ids({"toolu_1"})`).
   Violation at(std::size_t index) &&;
+  Violation& at(std::size_t index) &;
   Violation with_ids(std::vector<std::string> tool_use_ids) &&;
+  Violation& with_ids(std::vector<std::string> tool_use_ids) &;
 
   // "pairing: messages.3: tool_use ids were found without tool_result blocks immediately after:
   // toolu_1", on one line whatever the message holds.

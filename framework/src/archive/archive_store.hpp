@@ -25,6 +25,7 @@
 #include "archive/run_archive.hpp"
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,9 @@ class ArchiveStore final : public RunArchive {
   // of one, read back from the pack and not kept (a spool shipping them elsewhere reads each once).
   const std::vector<std::string>& receipts() const { return added_; }
   std::optional<std::string> bytes_of(std::string_view receipt) const;
+  std::vector<std::string> receipts_since(Mark mark) const override {
+    return {added_.begin() + static_cast<std::ptrdiff_t>(std::min(mark.receipts, added_.size())), added_.end()};
+  }
 
   const std::string& dir() const { return dir_; }
   // Where a receipt's loose blob lives: <dir>/<first two hex digits>/<hex>.

@@ -22,6 +22,9 @@ class RunArchive : public Archive {
   };
   virtual Mark mark() const = 0;
   virtual void revert_to(Mark mark) = 0;
+  // The receipts put since `mark` and kept, in the order they came (what a committed stage
+  // archived, for the run report).
+  virtual std::vector<std::string> receipts_since(Mark mark) const = 0;
   // Makes every blob of this run durable and visible; an error says what failed and where.
   virtual Expected<bool> commit() = 0;
   virtual void rollback() = 0;

@@ -37,18 +37,11 @@ class NoSyncFileSystem final : public FileSystem {
   static FileSystem& real() { return real_file_system(); }
 };
 
-// The message's JSON without cache_control markers, serialized: what the prompt cache compares.
-std::string without_cache_control(const Message& m) {
-  json::object o = m.json();
-  if (auto* content = o.if_contains("content"); content != nullptr && content->is_array())
-    for (auto& block : content->get_array())
-      if (block.is_object()) block.get_object().erase("cache_control");
-  return json::serialize(o);
-}
-
+// Whether the prompt cache sees the same message: the same bytes once the breakpoints a client
+// moves are cut (session/continuation.hpp: on blocks, never inside a tool's input).
 bool same_for_cache(const MessagePtr& a, const MessagePtr& b) {
   if (a == b || a->raw() == b->raw()) return true;
-  return without_cache_control(*a) == without_cache_control(*b);
+  return without_breakpoints(a->raw()) == without_breakpoints(b->raw());
 }
 
 bool is_summary_stage(const std::string& stage) {
@@ -115,7 +108,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
   }
   if (r.first_changed_message) call.compacted = true;
   sent = *r.output;
-  if (sent.frame().meter != setup.meter) sent = sent.with_meter(setup.meter);
+  if (sent.frame().meter != setup.meter) sent = ConversationHost::with_meter(sent, setup.meter);
   return std::string(to_string(r.status));
 }
 
@@ -177,7 +170,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
   out.session = setup.session;
   out.model = setup.model;
   out.meter = setup.meter_name;
-  const Conversation original = session.with_meter(setup.meter);
+  const Conversation original = ConversationHost::with_meter(session, setup.meter);
   std::vector<std::size_t> answers;  // a model call happens before each of these
   for (std::size_t i = 1; i < original.size(); ++i)
     if (original[i].role() == Role::assistant) answers.push_back(i);

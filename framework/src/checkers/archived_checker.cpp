@@ -4,6 +4,7 @@
 // is paired, in order, with the added message of the same shape (role, block kinds and ids) that
 // replaced it; a removed message with no such partner was dropped.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
@@ -30,7 +31,6 @@ void collect_receipts(const Message& m, std::unordered_set<std::string>& out) {
 
 class ArchivedChecker final : public Checker {
  public:
-  std::string_view name() const override { return "archived"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
@@ -144,6 +144,6 @@ class ArchivedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_archived_checker() { return std::make_unique<ArchivedChecker>(); }
+CheckerPtr make_archived_checker() { return CheckerHost::named(std::make_unique<ArchivedChecker>(), "archived"); }
 
 }  // namespace compactor::detail

@@ -2,6 +2,7 @@
 // did not inherit), and the number of breakpoints never grows past 4 (the API's limit). Checked
 // on its own, a conversation with more than 4 is one the API refuses.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 namespace compactor::detail {
 namespace {
@@ -15,7 +16,6 @@ std::size_t breakpoints(const Message& m) {
 
 class CacheControlChecker final : public Checker {
  public:
-  std::string_view name() const override { return "cache_control"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     std::size_t before = 0, after = 0;
     if (same_messages(in)) {
@@ -47,6 +47,6 @@ class CacheControlChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_cache_control_checker() { return std::make_unique<CacheControlChecker>(); }
+CheckerPtr make_cache_control_checker() { return CheckerHost::named(std::make_unique<CacheControlChecker>(), "cache_control"); }
 
 }  // namespace compactor::detail

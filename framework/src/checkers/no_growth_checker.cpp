@@ -1,12 +1,12 @@
 // no_growth: a candidate is not larger than its input, unless its stage declares it may be.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 namespace compactor::detail {
 namespace {
 
 class NoGrowthChecker final : public Checker {
  public:
-  std::string_view name() const override { return "no_growth"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (in.may_grow || same_messages(in)) return;
     SizeUnit unit = in.unit;
@@ -22,6 +22,6 @@ class NoGrowthChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_no_growth_checker() { return std::make_unique<NoGrowthChecker>(); }
+CheckerPtr make_no_growth_checker() { return CheckerHost::named(std::make_unique<NoGrowthChecker>(), "no_growth"); }
 
 }  // namespace compactor::detail

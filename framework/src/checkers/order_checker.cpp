@@ -3,6 +3,7 @@
 // message stays in its place because whatever is around it keeps its order. Swapping two whole
 // tool exchanges passes every pairing rule, and changes what the model reads happened first.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <optional>
 #include <string_view>
@@ -13,7 +14,6 @@ namespace {
 
 class OrderChecker final : public Checker {
  public:
-  std::string_view name() const override { return "order"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
     const auto& before = in.before.messages();
@@ -59,6 +59,6 @@ class OrderChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_order_checker() { return std::make_unique<OrderChecker>(); }
+CheckerPtr make_order_checker() { return CheckerHost::named(std::make_unique<OrderChecker>(), "order"); }
 
 }  // namespace compactor::detail

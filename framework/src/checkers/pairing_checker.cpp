@@ -4,6 +4,7 @@
 // split over two assistant messages before one results message, are refused even though the API
 // joins consecutive same-role messages for ordinary content.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <unordered_map>
 
@@ -15,7 +16,6 @@ constexpr std::string_view kUnexpected =
 
 class PairingChecker final : public Checker {
  public:
-  std::string_view name() const override { return "pairing"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
@@ -122,6 +122,6 @@ class PairingChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_pairing_checker() { return std::make_unique<PairingChecker>(); }
+CheckerPtr make_pairing_checker() { return CheckerHost::named(std::make_unique<PairingChecker>(), "pairing"); }
 
 }  // namespace compactor::detail

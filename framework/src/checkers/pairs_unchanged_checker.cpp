@@ -2,6 +2,7 @@
 // name and input and the result's tool_use_id and is_error stay. Only messages the stage
 // replaced are looked at.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <unordered_map>
 
@@ -10,7 +11,6 @@ namespace {
 
 class PairsUnchangedChecker final : public Checker {
  public:
-  std::string_view name() const override { return "pairs_unchanged"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
     MessageIdentity kept(in.before);
@@ -57,6 +57,6 @@ class PairsUnchangedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_pairs_unchanged_checker() { return std::make_unique<PairsUnchangedChecker>(); }
+CheckerPtr make_pairs_unchanged_checker() { return CheckerHost::named(std::make_unique<PairsUnchangedChecker>(), "pairs_unchanged"); }
 
 }  // namespace compactor::detail

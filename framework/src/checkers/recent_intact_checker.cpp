@@ -2,6 +2,7 @@
 // may only replace tool_result content there (with a receipt marker; the archived checker
 // verifies the receipt).
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 namespace compactor::detail {
 namespace {
@@ -38,7 +39,6 @@ bool equal_but_result_content(const Message& a, const Message& b) {
 
 class RecentIntactChecker final : public Checker {
  public:
-  std::string_view name() const override { return "recent_intact"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
     std::size_t length = in.tail.length(in.before);
@@ -67,6 +67,6 @@ class RecentIntactChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_recent_intact_checker() { return std::make_unique<RecentIntactChecker>(); }
+CheckerPtr make_recent_intact_checker() { return CheckerHost::named(std::make_unique<RecentIntactChecker>(), "recent_intact"); }
 
 }  // namespace compactor::detail

@@ -1,6 +1,7 @@
 // request_kept: each text of the active request survives verbatim, as a message of its own or
 // quoted whole in a summary.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 namespace compactor::detail {
 namespace {
@@ -18,7 +19,6 @@ bool contains(const Conversation& c, std::string_view request) {
 
 class RequestKeptChecker final : public Checker {
  public:
-  std::string_view name() const override { return "request_kept"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (in.requests.empty() || same_messages(in)) return;
     for (const std::string& request : in.requests) {
@@ -37,6 +37,6 @@ class RequestKeptChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_request_kept_checker() { return std::make_unique<RequestKeptChecker>(); }
+CheckerPtr make_request_kept_checker() { return CheckerHost::named(std::make_unique<RequestKeptChecker>(), "request_kept"); }
 
 }  // namespace compactor::detail

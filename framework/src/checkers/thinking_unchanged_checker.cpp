@@ -2,6 +2,7 @@
 // modified ones). They may leave with their whole message from old turns, but the last assistant
 // turn of an open tool loop keeps them.
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <unordered_map>
 
@@ -17,7 +18,6 @@ std::string_view thinking_key(const Block& b) {
 
 class ThinkingUnchangedChecker final : public Checker {
  public:
-  std::string_view name() const override { return "thinking_unchanged"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     if (same_messages(in)) return;
     MessageIdentity kept(in.before);
@@ -71,6 +71,6 @@ class ThinkingUnchangedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_thinking_unchanged_checker() { return std::make_unique<ThinkingUnchangedChecker>(); }
+CheckerPtr make_thinking_unchanged_checker() { return CheckerHost::named(std::make_unique<ThinkingUnchangedChecker>(), "thinking_unchanged"); }
 
 }  // namespace compactor::detail

@@ -1,6 +1,7 @@
 // unique_ids: every tool_use has an id, unique in the conversation, matching the API's pattern
 // ^[a-zA-Z0-9_-]+$ (histories carried over from other providers break this).
 #include "checkers/checker_support.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <unordered_map>
 
@@ -18,7 +19,6 @@ bool matches_id_pattern(std::string_view id) {
 
 class UniqueIdsChecker final : public Checker {
  public:
-  std::string_view name() const override { return "unique_ids"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
     std::unordered_map<std::string_view, std::size_t> seen;
@@ -46,6 +46,6 @@ class UniqueIdsChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_unique_ids_checker() { return std::make_unique<UniqueIdsChecker>(); }
+CheckerPtr make_unique_ids_checker() { return CheckerHost::named(std::make_unique<UniqueIdsChecker>(), "unique_ids"); }
 
 }  // namespace compactor::detail

@@ -5,6 +5,7 @@
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
+#include "host/archived_receipts.hpp"
 #include "host/stderr_logger.hpp"
 
 #include <algorithm>
@@ -47,9 +48,15 @@ std::string join_lines(const std::vector<Violation>& vs) {
 
 }  // namespace
 
-Expected<Pipeline> Pipeline::build(PipelineConfig config) {
+Expected<Pipeline> Pipeline::build(PipelineConfig config, ExitCode* failure) {
   Pipeline p;
   p.config_ = std::make_unique<PipelineConfig>(std::move(config));
+  bool refused = false;  // a factory refused its params: the config is wrong for it
+  if (failure != nullptr) *failure = kExitPluginError;
+  auto fail = [&](Error e) -> Expected<Pipeline> {
+    if (failure != nullptr && refused) *failure = kExitBadInput;
+    return e;
+  };
   for (const CheckerEntryConfig& entry : p.config_->checkers) {
     if (entry.registered == nullptr) {
       CheckerPtr builtin = make_builtin_checker(entry.name);
@@ -57,27 +64,27 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config) {
       p.checkers_.push_back(std::move(builtin));
       continue;
     }
-    auto checker = create_guarded_checker(*entry.registered, entry.params);
-    if (!checker) return Error{entry.location.to_string() + ": " + entry.yaml_path + ": " + checker.error().message};
+    auto checker = create_guarded_checker(*entry.registered, entry.params, &refused);
+    if (!checker) return fail(Error{entry.location.to_string() + ": " + entry.yaml_path + ": " + checker.error().message});
     p.checkers_.push_back(std::move(checker).value());
   }
   p.default_rules_ = make_input_checkers();
   p.restore_phrase_ = restore_phrase(*p.config_);
   if (p.config_->summarizer != nullptr) {
-    auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params);
-    if (!s) return s.error();
+    auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params, &refused);
+    if (!s) return fail(s.error());
     p.summarizer_ = std::move(s).value();
   }
-  auto build_list = [](std::vector<PipelineEntryConfig>& entries, std::vector<BuiltStage>& out) -> std::optional<Error> {
+  auto build_list = [&refused](std::vector<PipelineEntryConfig>& entries, std::vector<BuiltStage>& out) -> std::optional<Error> {
     for (auto& e : entries) {
-      auto instance = create_stage(*e.registered, e.params);
+      auto instance = create_stage(*e.registered, e.params, &refused);
       if (!instance) return Error{e.location.to_string() + ": " + e.yaml_path + ": " + instance.error().message};
       out.push_back({&e, std::move(instance).value()});
     }
     return std::nullopt;
   };
-  if (auto e = build_list(p.config_->pipeline, p.pipeline_)) return *e;
-  if (auto e = build_list(p.config_->on_prompt_too_long, p.on_prompt_too_long_)) return *e;
+  if (auto e = build_list(p.config_->pipeline, p.pipeline_)) return fail(*e);
+  if (auto e = build_list(p.config_->on_prompt_too_long, p.on_prompt_too_long_)) return fail(*e);
   // The store refuses a folder others could write at its first put, and every stage that archives
   // then declines with that reason in the report: said once here, when `run`, `serve` or
   // `validate` starts, so that it is not found only by reading declines.
@@ -223,6 +230,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
     sr.status = StageStatus::rejected;
     return sr;
   }
+  sr.archived = archived_receipts(run.archive.receipts_since(archive_mark), committed, candidate, run.archive);
   committed = std::move(candidate);
   sr.status = StageStatus::committed;
   sr.after = SizeSnapshot::of(committed);
@@ -233,7 +241,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   const Budget& budget = config_->budget;
   // Under budget.unit: tokens every conversation of the run counts through the config's meter.
   const bool metered = budget.unit == SizeUnit::tokens && config_->meter != nullptr;
-  const Conversation input = metered ? unmetered.with_meter(config_->meter) : unmetered;
+  const Conversation input = metered ? ConversationHost::with_meter(unmetered, config_->meter) : unmetered;
   RunReport report;
   report.config_file = config_->file;
   report.input = options.input_name;

@@ -40,8 +40,10 @@ struct RunOptions {
 
 class Pipeline {
  public:
-  // Creates every stage (guarded calls into plugin code). An error names stage and file.
-  static Expected<Pipeline> build(PipelineConfig config);
+  // Creates every stage, checker and summarizer (guarded calls into plugin code). An error names
+  // it and its file; `failure`, when given, says which exit it calls for: kExitBadInput when a
+  // factory refused its params (the config is wrong for it), kExitPluginError when a plugin failed.
+  static Expected<Pipeline> build(PipelineConfig config, ExitCode* failure = nullptr);
 
   // Under `budget.unit: tokens` the input, and every candidate, counts through the config's meter.
   RunReport run(const Conversation& input, const RunOptions& options, StageLogger& log);

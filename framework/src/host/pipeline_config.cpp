@@ -500,7 +500,7 @@ void ConfigLoader::resolve_checkers() {
     const YAML::Node& at = nodes.plugin ? *nodes.plugin : nodes.entry;
     const std::string at_path = nodes.plugin ? join_path(entry.yaml_path, "plugin") : entry.yaml_path;
     if (file) {
-      auto loaded = registry.load(*file);
+      auto loaded = registry.load_for(*file, "checker", entry.name);
       if (!loaded) {
         r_.error(at, at_path, loaded.error().message);
         plugin_failure_ = true;
@@ -549,6 +549,15 @@ void ConfigLoader::settle_checkers() {
     if (!listed(n)) left_out.emplace_back(n);
   std::set<std::string> seen;
   if (config_.replace_builtin_checkers) {
+    // The API's own rules run whatever the list says: they are among the checkers that run, so
+    // print-pipeline shows them.
+    for (std::string_view n : messages_api_rule_names())
+      if (!listed(n)) {
+        CheckerEntryConfig rule;
+        rule.name = std::string(n);
+        seen.insert(rule.name);
+        config_.checkers.push_back(std::move(rule));
+      }
     for (const CheckerEntryConfig& e : checker_entries_)
       if (seen.insert(e.name).second) config_.checkers.push_back(e);
     std::vector<std::string> safety;
@@ -619,7 +628,7 @@ void ConfigLoader::read_summarizer(const YAML::Node& root) {
     file = find_provider("summarizer", config_.summarizer_kind, search_dirs());
   }
   if (file) {
-    auto loaded = registry.load(*file);
+    auto loaded = registry.load_for(*file, "summarizer", config_.summarizer_kind);
     if (!loaded) {
       r_.error(plugin_node ? r_.location(*plugin_node) : r_.location(*kind_node), plugin_node ? "summarizer.plugin" : "summarizer.kind",
                loaded.error().message);
@@ -761,7 +770,7 @@ void ConfigLoader::resolve_stage(PipelineEntryConfig& entry, const std::optional
       r_.error(*plugin_node, path, "no such plugin file: " + file);
       return;
     }
-    auto loaded = registry.load(file);
+    auto loaded = registry.load_for(file, "stage", entry.stage);
     if (!loaded) {
       r_.error(*plugin_node, path, loaded.error().message);
       plugin_failure_ = true;
@@ -777,7 +786,7 @@ void ConfigLoader::resolve_stage(PipelineEntryConfig& entry, const std::optional
     return;
   }
   if (auto found_file = find_provider("stage", entry.stage, search_dirs())) {
-    auto loaded = registry.load(*found_file);
+    auto loaded = registry.load_for(*found_file, "stage", entry.stage);
     if (!loaded) {
       r_.error(entry.location, join_path(entry.yaml_path, "stage"), loaded.error().message);
       plugin_failure_ = true;

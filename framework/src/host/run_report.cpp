@@ -2,6 +2,8 @@
 #include "platform/counted.hpp"
 
 #include <boost/json.hpp>
+
+#include <map>
 #include <fmt/core.h>
 
 namespace compactor {
@@ -107,11 +109,59 @@ void pretty(const json::value& v, std::string& out, int indent) {
 
 }  // namespace
 
+namespace {
+
+// A stage's receipts counted: how many, their bytes, and how many of each kind.
+json::object archived_counts(const StageRunReport& s) {
+  json::object kinds;
+  std::uint64_t bytes = 0;
+  for (const ArchivedReceipt& a : s.archived) {
+    bytes += a.bytes;
+    kinds[a.kind] = kinds.contains(a.kind) ? kinds[a.kind].as_int64() + 1 : 1;
+  }
+  return json::object{{"receipts", s.archived.size()}, {"bytes", bytes}, {"kinds", std::move(kinds)}};
+}
+
+// A kind counted for people: "14 tool results", "1 summary snapshot".
+std::string kind_count(const std::string& kind, std::size_t n) {
+  static const std::map<std::string, std::string> words = {{"tool_result", "tool result"},
+                                                           {"persisted_output", "persisted output"},
+                                                           {"summary_snapshot", "summary snapshot"},
+                                                           {"messages", "messages snapshot"},
+                                                           {"unnamed", "unnamed blob"}};
+  auto it = words.find(kind);
+  return std::to_string(n) + " " + (it == words.end() ? kind : it->second) + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string RunReport::archived_line() const {
+  std::size_t receipts = 0;
+  std::uint64_t bytes = 0;
+  std::string per_stage;
+  for (const auto& s : stages) {
+    if (s.archived.empty()) continue;
+    std::map<std::string, std::size_t> kinds;
+    std::uint64_t stage_bytes = 0;
+    for (const ArchivedReceipt& a : s.archived) ++kinds[a.kind], stage_bytes += a.bytes;
+    std::string counts;
+    for (const auto& [kind, n] : kinds) counts += (counts.empty() ? "" : ", ") + kind_count(kind, n);
+    per_stage += fmt::format("{}{}: {}, {} bytes", per_stage.empty() ? "" : "; ", s.stage, counts, stage_bytes);
+    receipts += s.archived.size();
+    bytes += stage_bytes;
+  }
+  if (receipts == 0) return "";
+  return fmt::format("archived: {}, {} bytes ({})\n", counted(receipts, "receipt", "receipts"), bytes, per_stage);
+}
+
 std::string RunReport::to_json() const {
   json::array stages_json;
+  json::array archived_json;
   for (const auto& s : stages) {
     json::array violations_json;
     for (const auto& v : s.violation_lines()) violations_json.push_back(json::string(v));
+    for (const ArchivedReceipt& a : s.archived)
+      archived_json.push_back(json::object{{"receipt", a.receipt}, {"stage", s.stage}, {"kind", a.kind}, {"bytes", a.bytes}});
     json::object o{{"stage", s.stage},
                    {"plugin", s.plugin_file},
                    {"plugin_version", s.plugin_version},
@@ -120,7 +170,8 @@ std::string RunReport::to_json() const {
                    {"violations", violations_json},
                    {"before", size_json(s.before, budget.unit)},
                    {"after", size_json(s.after, budget.unit)},
-                   {"wall_us", s.wall_us}};
+                   {"wall_us", s.wall_us},
+                   {"archived", archived_counts(s)}};
     stages_json.push_back(o);
   }
   json::object root{
@@ -133,6 +184,7 @@ std::string RunReport::to_json() const {
       {"output_size", size_json(output_size, budget.unit)},
       {"first_changed_message", first_changed_message ? json::value(*first_changed_message) : json::value(nullptr)},
       {"stages", stages_json},
+      {"archived", archived_json},
       {"status", to_string(status)},
       {"error", error},
       {"exit_code", static_cast<int>(exit_code())},
@@ -190,6 +242,7 @@ std::string RunReport::summary() const {
     out += fmt::format("output: {}, {} {}; first changed message: {}\n", counted(output_size.messages, "message", "messages"),
                        output_size.sizes.in(budget.unit), unit,
                        first_changed_message ? "messages." + std::to_string(*first_changed_message) : std::string("none"));
+    out += archived_line();
   }
   if (!summarizer_calls.empty()) {
     std::uint64_t in = 0, out_tokens = 0, failed = 0, retries = 0;

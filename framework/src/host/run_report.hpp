@@ -40,6 +40,17 @@ struct SizeSnapshot {
   static SizeSnapshot of(const Conversation& c) { return {c.size(), c.sizes()}; }
 };
 
+// A blob a committed stage archived: its receipt, what it holds and its size. The kind is read
+// from where the stage's output names the receipt: `tool_result` (a result's content, replaced by
+// a marker), `persisted_output` (a result's content of which the marker keeps a preview),
+// `summary_snapshot` (the messages a summary message stands for) or `messages` (messages a
+// marker stands for, or a message whose other blocks changed); `unnamed` when nothing names it.
+struct ArchivedReceipt {
+  std::string receipt;
+  std::string kind;
+  std::uint64_t bytes = 0;
+};
+
 struct StageRunReport {
   std::string stage;
   std::string plugin_file;     // "<built-in>" for in-process stages
@@ -53,6 +64,7 @@ struct StageRunReport {
   SizeSnapshot before;
   SizeSnapshot after;
   std::int64_t wall_us = 0;  // microseconds
+  std::vector<ArchivedReceipt> archived;  // what it archived, when committed, in the order it did
 };
 
 // A summarizer's model call with its price, when the config's price table has the model.
@@ -80,6 +92,9 @@ struct RunReport {
 
   std::string to_json() const;
   std::string summary() const;  // a few lines for people
+  // "archived: 15 receipts, 197304 bytes (micro: 14 tool results, 71261 bytes; summarize: 1
+  // summary snapshot, 126043 bytes)"; empty when nothing was archived.
+  std::string archived_line() const;
 };
 
 }  // namespace compactor

@@ -1,5 +1,7 @@
 #include "import/importers.hpp"
 
+#include "checkers/block_members.hpp"
+
 #include "import/codex_session.hpp"
 #include "import/gemini_chat.hpp"
 #include "import/import_drafts.hpp"
@@ -206,9 +208,29 @@ bool rename_reused_ids(std::vector<Draft>& messages, ImportReport& report) {
   return changed;
 }
 
+// A member of `block` (and of the blocks of its content) the Messages API refuses in a block of
+// its type is left out, counted: a log's own bookkeeping (`invut`, a client's extra field).
+void drop_refused_members(json::value& block, std::size_t line, ImportReport& report) {
+  json::object* o = block.if_object();
+  const json::value* type = o != nullptr ? o->if_contains("type") : nullptr;
+  const std::vector<std::string_view>* members = type != nullptr && type->is_string() ? api_block_members(type->get_string()) : nullptr;
+  if (members == nullptr) return;
+  const std::string kind(type->get_string());
+  std::vector<std::string> refused;
+  for (const auto& kv : *o)
+    if (std::find(members->begin(), members->end(), kv.key()) == members->end()) refused.emplace_back(kv.key());
+  for (const std::string& key : refused) {
+    o->erase(key);
+    report.repairs.push_back({"block_member_dropped", line, "a " + kind + " block's member " + key + " (" + block_members_rule(kind) + ")"});
+  }
+  if (json::value* content = o->if_contains("content"); content != nullptr && content->is_array())
+    for (json::value& inner : content->get_array()) drop_refused_members(inner, line, report);
+}
+
 // The repairs every importer needs so that the API accepts what it produced: blank text blocks
-// and empty messages dropped, a leading assistant message dropped, orphan and duplicate results
-// dropped, and every tool_use left without a result answered by an is_error result saying so.
+// and empty messages dropped, members the API refuses in a block left out, a leading assistant
+// message dropped, orphan and duplicate results dropped, and every tool_use left without a result
+// answered by an is_error result saying so.
 void repair(std::vector<Draft>& messages, ImportReport& report, std::string_view unit) {
   for (Draft& d : messages) {
     json::array kept;
@@ -217,6 +239,7 @@ void repair(std::vector<Draft>& messages, ImportReport& report, std::string_view
         report.repairs.push_back({"blank_text_dropped", d.line, "a text block with no text"});
         continue;
       }
+      drop_refused_members(b, d.line, report);
       kept.push_back(std::move(b));
     }
     d.content = std::move(kept);

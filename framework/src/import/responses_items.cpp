@@ -305,7 +305,7 @@ Expected<ResponsesHistory> read_responses_items(std::shared_ptr<const std::strin
   }
   layout.original = reader.messages;
   ConversationHost::set_layout(*frame, std::move(layout));
-  Conversation conversation(frame, reader.messages);
+  Conversation conversation = ConversationHost::make(frame, reader.messages);
   for (std::size_t k = 0; k < conversation.system_slots().size(); ++k)
     if (conversation.system_slots()[k] == Conversation::kUnplaced)
       return Error{fmt::format("{}.{}: an instruction or context item inside a tool pair (between a call and its output), "

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <dlfcn.h>
 #include <unistd.h>
 
 namespace compactor {
@@ -29,14 +30,30 @@ std::vector<std::string> env_plugin_dirs() {
   return dirs;
 }
 
+// The folder of the shared framework library this code is in: a test linking the test kit finds
+// the stages of the tree or prefix it was built against, as the CLI of that tree does.
+fs::path framework_library_dir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&default_plugin_dirs), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code ec;
+  fs::path library = fs::canonical(info.dli_fname, ec);
+  return ec ? fs::path() : library.parent_path();
+}
+
 std::vector<std::string> default_plugin_dirs() {
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  fs::path bin = exe.parent_path();
+  std::vector<fs::path> candidates;
+  if (fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
+    fs::path prefix = exe.parent_path().parent_path();  // build/bin → build, PREFIX/bin → PREFIX
+    candidates.insert(candidates.end(), {prefix / "plugins", prefix / "lib" / "compactor" / "plugins"});
+  }
+  // build/lib → build/plugins; PREFIX/lib → PREFIX/lib/compactor/plugins (or a multiarch libdir's parent's).
+  if (fs::path lib = framework_library_dir(); !lib.empty())
+    candidates.insert(candidates.end(), {lib.parent_path() / "plugins", lib / "compactor" / "plugins", lib.parent_path() / "compactor" / "plugins"});
   std::vector<std::string> dirs;
-  for (fs::path candidate : {bin.parent_path() / "plugins", bin.parent_path() / "lib" / "compactor" / "plugins"})
-    if (fs::is_directory(candidate, ec)) dirs.push_back(candidate.string());
+  for (const fs::path& candidate : candidates)
+    if (fs::is_directory(candidate, ec) && std::find(dirs.begin(), dirs.end(), candidate.lexically_normal().string()) == dirs.end())
+      dirs.push_back(candidate.lexically_normal().string());
   return dirs;
 }
 

@@ -20,7 +20,8 @@ std::optional<std::string> find_plugin_file(const std::string& file_name, const 
 // The folders in the environment variable COMPACTOR_PLUGIN_PATH (colon-separated), in order.
 std::vector<std::string> env_plugin_dirs();
 
-// The build tree's `build/plugins` (beside `build/bin`), or an install's `lib/compactor/plugins`.
+// The build tree's `build/plugins` (beside `build/bin`), or an install's `lib/compactor/plugins`:
+// beside the running binary, then beside the framework library (what a test kit test finds).
 std::vector<std::string> default_plugin_dirs();
 
 // The first `compactor_stage_<stage>.so` in `dirs`, or nothing.

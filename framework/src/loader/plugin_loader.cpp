@@ -1,5 +1,7 @@
 #include "loader/plugin_loader.hpp"
 
+#include "checkers/checker_host.hpp"
+
 #include "checkers/builtin_checkers.hpp"
 #include "loader/plugin_discovery.hpp"
 
@@ -90,19 +92,18 @@ class CollectingRegistrar final : public PluginRegistrar {
 class GuardedChecker final : public Checker {
  public:
   GuardedChecker(CheckerPtr inner, std::string name, std::string who)
-      : inner_(std::move(inner)), name_(std::move(name)), who_(std::move(who)) {}
-  std::string_view name() const override { return name_; }
+      : inner_(std::move(inner)), rule_(std::move(name)), who_(std::move(who)) {}
   void check(const CheckInput& input, std::vector<Violation>& out) const override {
     try {
       std::vector<Violation> found;
       inner_->check(input, found);
       for (Violation& v : found) {
-        v.checker = name_;  // reported under the name the config enabled
+        v.checker = rule_;  // reported under the name the config enabled
         out.push_back(std::move(v));
       }
     } catch (...) {
       Violation v;
-      v.checker = name_;
+      v.checker = rule_;
       v.what = who_ + " threw: " + describe_exception(std::current_exception());
       out.push_back(std::move(v));
     }
@@ -110,7 +111,7 @@ class GuardedChecker final : public Checker {
 
  private:
   CheckerPtr inner_;
-  std::string name_, who_;
+  std::string rule_, who_;
 };
 
 // Every call into a backend's code is caught here and becomes an Error naming it.
@@ -495,6 +496,18 @@ Expected<const LoadedPlugin*> PluginRegistry::load(const std::string& file) {
   return &l.plugin;
 }
 
+Expected<const LoadedPlugin*> PluginRegistry::load_for(const std::string& file, std::string_view kind, const std::string& name) {
+  PluginProbe probe = probe_plugin(file);
+  if (!probe.loadable) return Error{probe.refusal};
+  if (!probe.provides.empty() && !probe.provides_named(kind, name)) {
+    std::string declared;
+    for (const std::string& p : probe.provides) declared += (declared.empty() ? "" : " ") + p;
+    return Error{file + ": plugin " + probe.name + " declares \"" + declared + "\", not " + std::string(kind) + ":" + name +
+                 "; refused before loading it (none of its code ran)"};
+  }
+  return load(file);
+}
+
 template <class Info>
 Expected<const Registered<Info>*> PluginRegistry::add_builtin(Info info) {
   if constexpr (std::is_same_v<Info, CheckerInfo>)
@@ -510,27 +523,30 @@ template Expected<const RegisteredChecker*> PluginRegistry::add_builtin(CheckerI
 
 Expected<std::unique_ptr<Checker>> PluginRegistry::make_checker(const RegisteredChecker& checker, const ParamValues& params) {
   auto created = checker.info->create(params);
-  if (created && created.value() != nullptr) created.value()->registered_name_ = checker.info->name;
-  return created;
+  if (!created) return created;
+  return CheckerHost::named(std::move(created).value(), checker.info->name);
 }
 
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params) {
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params, bool* refused) {
   std::string who = "checker " + checker.info->name + " (" + checker.file() + ")";
   try {
     auto created = PluginRegistry::make_checker(checker, params);
+    if (refused != nullptr) *refused = !created;
     if (!created) return Error{who + ": " + created.error().message};
     if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
-    return CheckerPtr(std::make_unique<GuardedChecker>(CheckerPtr(std::move(created).value()), checker.info->name, who));
+    return CheckerPtr(CheckerHost::named(std::make_unique<GuardedChecker>(CheckerPtr(std::move(created).value()), checker.info->name, who),
+                                         checker.info->name));
   } catch (...) {
     return Error{who + ": create threw: " + describe_exception(std::current_exception())};
   }
 }
 
 Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer,
-                                                                const ParamValues& params) {
+                                                                const ParamValues& params, bool* refused) {
   std::string who = "summarizer " + summarizer.info->name + " (" + summarizer.file() + ")";
   try {
     auto created = summarizer.info->create(params);
+    if (refused != nullptr) *refused = !created;
     if (!created) return Error{who + ": " + created.error().message};
     if (created.value() == nullptr) return Error{who + ": the factory returned nothing"};
     return std::unique_ptr<Summarizer>(std::make_unique<GuardedSummarizer>(std::move(created).value(), who));
@@ -539,10 +555,11 @@ Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const Registered
   }
 }
 
-Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params) {
+Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params, bool* refused) {
   std::string who = "stage " + stage.info->name + " (" + stage.file() + ")";
   try {
     auto created = stage.info->create(params);
+    if (refused != nullptr) *refused = !created;
     if (!created) return Error{who + ": " + created.error().message};
     if (created.value() == nullptr) return Error{who + ": the factory returned no stage"};
     return std::move(created).value();

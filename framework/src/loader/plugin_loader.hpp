@@ -73,6 +73,10 @@ class PluginRegistry {
   // Loads the library (once per real path) and registers what it provides. Refusals and
   // failures are one line naming the file.
   Expected<const LoadedPlugin*> load(const std::string& file);
+  // The same for the `kind` ("stage", "summarizer", "checker") `name` a config asks of the file:
+  // a file whose declared names (read without loading it) leave it out is refused before it is
+  // loaded, so none of its code runs (not even a static constructor).
+  Expected<const LoadedPlugin*> load_for(const std::string& file, std::string_view kind, const std::string& name);
 
   // For stages, summarizers and checkers compiled into the host or a test program (Info is
   // StageInfo, SummarizerInfo or CheckerInfo). A second in-process one of the same name replaces
@@ -123,19 +127,23 @@ class PluginRegistry {
   std::tuple<Shelf<StageInfo>, Shelf<SummarizerInfo>, Shelf<CheckerInfo>> shelves_;
 };
 
+// Each factory below sets `*refused` when the factory itself refused its params (it returned an
+// Error: a config the plugin cannot take, exit 2), and leaves it false when the plugin failed
+// (threw or returned nothing: exit 3).
+
 // A plugin checker made from its validated params, every call guarded: an exception becomes a
 // violation naming it and its file (the candidate is rejected: a rule that cannot be evaluated
 // does not pass).
-Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params);
+Expected<CheckerPtr> create_guarded_checker(const RegisteredChecker& checker, const ParamValues& params, bool* refused = nullptr);
 
 // Guarded calls into stage code: exceptions become Errors naming stage and file.
-Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params);
+Expected<std::unique_ptr<Stage>> create_stage(const RegisteredStage& stage, const ParamValues& params, bool* refused = nullptr);
 Expected<StageResult> run_stage(Stage& instance, const RegisteredStage& stage, const Conversation& committed,
                                 const StageContext& context);
 
 // The summarizer a stage is handed: the backend, with every call guarded so that an exception in
 // it becomes an Error naming the backend and its file, which the stage turns into a decline.
 Expected<std::unique_ptr<Summarizer>> create_guarded_summarizer(const RegisteredSummarizer& summarizer,
-                                                                const ParamValues& params);
+                                                                const ParamValues& params, bool* refused = nullptr);
 
 }  // namespace compactor

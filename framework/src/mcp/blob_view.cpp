@@ -52,10 +52,7 @@ std::optional<std::vector<json::value>> json_values(std::string_view bytes) {
   json::parser parser(json::storage_ptr(), options);
   std::vector<json::value> out;
   std::size_t pos = 0;
-  auto skip_space = [&] {
-    while (pos < bytes.size() && (bytes[pos] == ' ' || bytes[pos] == '\n' || bytes[pos] == '\r' || bytes[pos] == '\t')) ++pos;
-  };
-  for (skip_space(); pos < bytes.size(); skip_space()) {
+  for (pos = detail::skip_json_space(bytes, pos); pos < bytes.size(); pos = detail::skip_json_space(bytes, pos)) {
     parser.reset();
     boost::system::error_code ec;
     // The rest of the text is all there is: the parser stops after one value, or at the end.

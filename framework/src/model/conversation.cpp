@@ -143,14 +143,18 @@ void Conversation::set_system_slots(std::vector<std::size_t> slots) {
                     chars4(fixed_chars + static_cast<std::uint64_t>(chars_before));
 }
 
-Conversation Conversation::with_meter(std::shared_ptr<const Meter> meter) const {
-  auto frame = std::make_shared<ConversationFrame>(*frame_);
+Conversation ConversationHost::make(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages) {
+  return Conversation(std::move(frame), std::move(messages));
+}
+
+Conversation ConversationHost::with_meter(const Conversation& in, std::shared_ptr<const Meter> meter) {
+  auto frame = std::make_shared<ConversationFrame>(*in.frame_);
   frame->fixed.tokens = 0;
   if (meter)
     for (std::string_view json : ConversationHost::layout(*frame).fixed_json) frame->fixed.tokens += fixed_tokens(*meter, json);
   frame->meter = std::move(meter);
-  Conversation c(std::move(frame), messages_);
-  c.set_system_slots(slots_);  // the entries stay where they are
+  Conversation c(std::move(frame), in.messages_);
+  c.set_system_slots(in.slots_);  // the entries stay where they are
   return c;
 }
 

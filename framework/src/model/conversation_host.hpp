@@ -8,6 +8,8 @@
 #include "compactor/conversation.hpp"
 #include "compactor/stage.hpp"
 
+#include <boost/json/value.hpp>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +40,20 @@ struct FrameLayout {
 
 class ConversationHost {
  public:
+  // `messages` in `frame`: how a reader builds what it read.
+  static Conversation make(std::shared_ptr<const ConversationFrame> frame, std::vector<MessagePtr> messages);
+  // A message from a span of input bytes the caller has already validated as JSON: `buffer`
+  // keeps the bytes alive and `raw` points into it; `parsed`, when the reader parsed `raw` while
+  // validating it (one pass).
+  static Expected<MessagePtr> message_from_input(std::shared_ptr<const std::string> buffer, std::string_view raw);
+  static Expected<MessagePtr> message_from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
+                                                 boost::json::value parsed);
+  // The same messages in a frame that counts tokens with `meter`.
+  static Conversation with_meter(const Conversation& c, std::shared_ptr<const Meter> meter);
+  // The document serialize() writes, as views in order (into the frame and the messages), for a
+  // writer that needs no joined copy (writev).
+  static std::vector<std::string_view> pieces(const Conversation& c) { return c.pieces(); }
+
   // The frame's layout; a frame built in memory has a bare Messages API array's.
   static const FrameLayout& layout(const ConversationFrame& frame);
   static void set_layout(ConversationFrame& frame, FrameLayout value);

@@ -270,7 +270,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
       frame_layout.fixed_json.push_back(raw);
       continue;
     }
-    auto message = fast[i] ? Message::from_input(buffer_, raw, std::move(values[i])) : Message::from_input(buffer_, raw);
+    auto message = fast[i] ? ConversationHost::message_from_input(buffer_, raw, std::move(values[i])) : ConversationHost::message_from_input(buffer_, raw);
     if (message) {
       at_element[i] = message.value().get();
       messages.push_back(std::move(message.value()));
@@ -287,7 +287,7 @@ Expected<Conversation> Reader::build(InputFormat format, const std::vector<JsonS
   if (messages.empty()) return at(empty_at, "the conversation has no messages besides system entries", true);
   frame_layout.original = messages;
   ConversationHost::set_layout(*frame, std::move(frame_layout));
-  return Conversation(std::move(frame), std::move(messages));
+  return ConversationHost::make(std::move(frame), std::move(messages));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <deque>
 #include <utility>
 
@@ -340,13 +341,16 @@ bool JsonScanner::literal(std::string_view word) {
   return true;
 }
 
-namespace {
+std::size_t skip_json_space(std::string_view t, std::size_t pos) {
+  while (pos < t.size() && is_ws(t[pos])) ++pos;
+  return pos;
+}
 
-// Past the value that starts at `pos` in valid JSON.
-std::size_t skip_string(std::string_view t, std::size_t pos) {
+std::size_t skip_json_string(std::string_view t, std::size_t pos) {
   // memchr to each '"'; it closes the string unless an odd run of backslashes precedes it.
   std::size_t from = pos + 1;
   for (;;) {
+    if (from >= t.size()) return t.size();
     const void* q = std::memchr(t.data() + from, '"', t.size() - from);
     if (q == nullptr) return t.size();
     std::size_t at = static_cast<std::size_t>(static_cast<const char*>(q) - t.data());
@@ -357,16 +361,16 @@ std::size_t skip_string(std::string_view t, std::size_t pos) {
   }
 }
 
-std::size_t skip_value(std::string_view t, std::size_t pos) {
-  if (pos >= t.size()) return t.size();  // truncated input: find_value_span reads any bytes
+std::size_t skip_json_value(std::string_view t, std::size_t pos) {
+  if (pos >= t.size()) return t.size();  // truncated input: callers read any bytes
   char c = t[pos];
-  if (c == '"') return skip_string(t, pos);
+  if (c == '"') return skip_json_string(t, pos);
   if (c == '{' || c == '[') {
     int depth = 0;
     for (; pos < t.size(); ++pos) {
       char d = t[pos];
       if (d == '"') {
-        pos = skip_value(t, pos) - 1;
+        pos = skip_json_string(t, pos) - 1;
       } else if (d == '{' || d == '[') {
         ++depth;
       } else if ((d == '}' || d == ']') && --depth == 0) {
@@ -379,10 +383,41 @@ std::size_t skip_value(std::string_view t, std::size_t pos) {
   return pos;
 }
 
-std::size_t skip_ws(std::string_view t, std::size_t pos) {
-  while (pos < t.size() && is_ws(t[pos])) ++pos;
-  return pos;
+bool for_each_json_member(std::string_view t, std::size_t object, const std::function<void(const JsonMember&)>& visit) {
+  if (object >= t.size() || t[object] != '{') return false;
+  std::size_t pos = skip_json_space(t, object + 1);
+  while (pos < t.size() && t[pos] != '}') {
+    if (t[pos] != '"') return false;
+    const std::size_t key_end = skip_json_string(t, pos);
+    std::size_t colon = skip_json_space(t, key_end);
+    if (colon >= t.size() || t[colon] != ':') return false;
+    const std::size_t value = skip_json_space(t, colon + 1);
+    const std::size_t value_end = skip_json_value(t, value);
+    if (value_end > t.size() || value >= t.size()) return false;
+    visit(JsonMember{t.substr(pos + 1, key_end - pos - 2), pos, JsonSpan{value, value_end}});
+    pos = skip_json_space(t, value_end);
+    if (pos < t.size() && t[pos] == ',') pos = skip_json_space(t, pos + 1);
+  }
+  return pos < t.size();
 }
+
+bool for_each_json_element(std::string_view t, std::size_t array, const std::function<void(JsonSpan)>& visit) {
+  if (array >= t.size() || t[array] != '[') return false;
+  std::size_t pos = skip_json_space(t, array + 1);
+  while (pos < t.size() && t[pos] != ']') {
+    const std::size_t end = skip_json_value(t, pos);
+    if (end >= t.size()) return false;
+    visit(JsonSpan{pos, end});
+    pos = skip_json_space(t, end);
+    if (pos < t.size() && t[pos] == ',') pos = skip_json_space(t, pos + 1);
+  }
+  return pos < t.size();
+}
+
+namespace {
+
+std::size_t skip_value(std::string_view t, std::size_t pos) { return skip_json_value(t, pos); }
+std::size_t skip_ws(std::string_view t, std::size_t pos) { return skip_json_space(t, pos); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,6 +115,25 @@ class ValueParser {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Walking JSON already known to be valid (scanned or parsed before) without building values: where
+// whitespace, a string or a value ends, and the members and elements of one object or array. The
+// one way every part finds spans in bytes. On bytes that are not valid JSON they never read
+// outside `text` (a truncated value ends at text.size(); a walk that meets one returns false),
+// and what they find means nothing.
+std::size_t skip_json_space(std::string_view text, std::size_t pos);
+std::size_t skip_json_string(std::string_view text, std::size_t pos);  // at its opening quote: past the closing one
+std::size_t skip_json_value(std::string_view text, std::size_t pos);   // at its first byte: one past its last
+struct JsonMember {
+  std::string_view key;  // raw, between the quotes (escapes not decoded)
+  std::size_t begin = 0;  // the key's opening quote
+  JsonSpan value;
+};
+// Each member of the object whose '{' is at `object`, in order; false when the walk met bytes that
+// are not an object's.
+bool for_each_json_member(std::string_view text, std::size_t object, const std::function<void(const JsonMember&)>& visit);
+// Each element of the array whose '[' is at `array`, in order; false as above.
+bool for_each_json_element(std::string_view text, std::size_t array, const std::function<void(JsonSpan)>& visit);
 
 // 1-based line and column (in code points) of a byte offset, for error messages.
 struct LineColumn {

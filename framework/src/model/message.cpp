@@ -3,6 +3,7 @@
 #include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
+#include "model/conversation_host.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -48,19 +49,19 @@ Expected<MessagePtr> Message::from_json(boost::json::object object) {
   return build(std::move(object), nullptr, {});
 }
 
-Expected<MessagePtr> Message::from_input(std::shared_ptr<const std::string> buffer, std::string_view raw) {
+Expected<MessagePtr> ConversationHost::message_from_input(std::shared_ptr<const std::string> buffer, std::string_view raw) {
   boost::json::parse_options options;
   options.max_depth = 100000;  // depth was enforced by the scanner that produced `raw`
   boost::system::error_code ec;
   boost::json::value value = boost::json::parse(raw, ec, {}, options);
   if (ec) return Error{"not valid JSON: " + ec.message()};
-  return from_input(std::move(buffer), raw, std::move(value));
+  return message_from_input(std::move(buffer), raw, std::move(value));
 }
 
-Expected<MessagePtr> Message::from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
-                                         boost::json::value parsed) {
+Expected<MessagePtr> ConversationHost::message_from_input(std::shared_ptr<const std::string> buffer, std::string_view raw,
+                                                        boost::json::value parsed) {
   if (!parsed.is_object()) return Error{"a message must be a JSON object, got " + std::string(json_kind(parsed))};
-  return build(std::move(parsed.get_object()), std::move(buffer), raw);
+  return Message::build(std::move(parsed.get_object()), std::move(buffer), raw);
 }
 
 Expected<MessagePtr> Message::build(boost::json::object object, std::shared_ptr<const std::string> buffer,

@@ -32,14 +32,18 @@ Violation Violation::of(std::string_view checker, std::string what) {
   return v;
 }
 
-Violation Violation::at(std::size_t index) && {
+Violation Violation::at(std::size_t index) && { return std::move(at(index)); }
+
+Violation& Violation::at(std::size_t index) & {
   message_index = index;
-  return std::move(*this);
+  return *this;
 }
 
-Violation Violation::with_ids(std::vector<std::string> tool_use_ids) && {
+Violation Violation::with_ids(std::vector<std::string> tool_use_ids) && { return std::move(with_ids(std::move(tool_use_ids))); }
+
+Violation& Violation::with_ids(std::vector<std::string> tool_use_ids) & {
   ids = std::move(tool_use_ids);
-  return std::move(*this);
+  return *this;
 }
 
 std::string Violation::to_string() const {

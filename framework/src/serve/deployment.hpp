@@ -3,7 +3,7 @@
 #pragma once
 
 #include "serve/mcp_endpoint.hpp"
-#include "serve/worker_pool.hpp"
+#include "serve/zygote.hpp"
 
 #include "host/listen_address.hpp"
 #include "host/pipeline_config.hpp"

@@ -1,5 +1,5 @@
 // What the server and its pipeline workers say to each other. Each request is one job: the server
-// hands the zygote (serve/worker_zygote.hpp) the request body in a memfd and one end of a
+// hands the zygote (serve/zygote_main.hpp) the request body in a memfd and one end of a
 // socketpair; the worker forked for it answers on that socket:
 //   "P <pid>"           first, with a pidfd of itself (how the server stops it, race-free);
 //   "S <stage>\t<file>"  a stage started, "E" it ended (host/child_run.hpp's progress lines);

@@ -348,11 +348,10 @@ void Exchange::on_retry_compacted(JobRun run) {
 // The whole answer, held: an error, a refusal not retried, a stream that ended before its first
 // event was complete, or the proxy's own error when the upstream could not be reached.
 void Exchange::answer_buffered() {
-  if (!error_.empty() && status_ == 0) {
+  // Nothing of the upstream's answer went to the client yet: a failure is the proxy's own error.
+  if (!error_.empty()) {
     wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + error_);
     session_->reply(Reply{e.status, e.body, "application/json", extra_});
-  } else if (!error_.empty()) {
-    session_->abort();
   } else {
     session_->reply(Reply{status_, std::move(held_), "", answer_headers(upstream_headers_, extra_)});
   }

@@ -2,7 +2,7 @@
 // conversation with the config's pipeline before forwarding it (docs/serve.md). Connections are
 // asynchronous on a few I/O threads (serve/http_session.hpp), each with its own warm upstream
 // connections (serve/upstream_pool.hpp); every request a wire format handles
-// (wire/wire_format.hpp) has its compaction run by a worker process (serve/worker_pool.hpp),
+// (wire/wire_format.hpp) has its compaction run by a worker process (serve/zygote.hpp),
 // queued for one (serve/pipeline_queue.hpp); everything else is passed through.
 #pragma once
 

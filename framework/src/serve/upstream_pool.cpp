@@ -173,6 +173,8 @@ std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& 
   curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->header_list);
+  // Through an HTTPS proxy, its answer to CONNECT is not the upstream's.
+  curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_SHARE, shared().share);
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());

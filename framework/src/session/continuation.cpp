@@ -2,6 +2,7 @@
 
 #include "compactor/archive.hpp"
 #include "model/conversation_host.hpp"
+#include "model/json_scanner.hpp"
 
 #include <map>
 #include <memory>
@@ -9,81 +10,54 @@
 namespace compactor {
 namespace {
 
-// The end of the JSON string starting at `i` (a quote), past its closing quote.
-std::size_t skip_string(std::string_view raw, std::size_t i) {
-  for (++i; i < raw.size(); ++i) {
-    if (raw[i] == '\\') ++i;
-    else if (raw[i] == '"') return i + 1;
-  }
-  return raw.size();
+// The `"cache_control": …` members a client sets as breakpoints in one message (or system
+// entry): on a block of its content, and on a block of a block's content (a tool result's text
+// blocks). Never one anywhere else: inside a tool's `input`, say, it is the user's data.
+void breakpoint_members(std::string_view raw, std::size_t object, int depth, std::vector<detail::JsonMember>& out) {
+  detail::for_each_json_member(raw, object, [&](const detail::JsonMember& m) {
+    if (depth > 0 && m.key == "cache_control") out.push_back(m);
+    if (m.key == "content" && depth < 2 && raw[m.value.begin] == '[')
+      detail::for_each_json_element(raw, m.value.begin, [&](detail::JsonSpan block) {
+        if (raw[block.begin] == '{') breakpoint_members(raw, block.begin, depth + 1, out);
+      });
+  });
 }
 
-std::size_t skip_space(std::string_view raw, std::size_t i) {
-  while (i < raw.size() && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == '\t')) ++i;
-  return i;
-}
-
-// The end of the JSON value starting at `i`.
-std::size_t skip_value(std::string_view raw, std::size_t i) {
-  if (i >= raw.size()) return i;
-  if (raw[i] == '"') return skip_string(raw, i);
-  if (raw[i] == '{' || raw[i] == '[') {
-    int depth = 0;
-    while (i < raw.size()) {
-      char c = raw[i];
-      if (c == '"') {
-        i = skip_string(raw, i);
-        continue;
-      }
-      if (c == '{' || c == '[') ++depth;
-      if ((c == '}' || c == ']') && --depth == 0) return i + 1;
-      ++i;
-    }
-    return i;
-  }
-  while (i < raw.size() && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' && raw[i] != ' ' && raw[i] != '\n') ++i;
-  return i;
-}
-
-// The value's bytes with every `"cache_control": …` member cut out, the rest byte for byte: what
-// the same client sends for that message once the breakpoint has moved on (cut textually, not
-// re-serialized, so it hashes the same). Nothing when it has none.
-std::optional<std::string> cut_cache_control(std::string_view raw) {
+// The value's bytes with those members cut out, the rest byte for byte: what the same client
+// sends for that message once the breakpoint has moved on (cut textually, not re-serialized, so it
+// hashes the same). Nothing when it has none.
+std::optional<std::string> cut_breakpoints(std::string_view raw) {
+  const std::size_t open = detail::skip_json_space(raw, 0);
+  if (open >= raw.size() || raw[open] != '{') return std::nullopt;
+  std::vector<detail::JsonMember> members;
+  breakpoint_members(raw, open, 0, members);
+  if (members.empty()) return std::nullopt;
   std::string out;
-  bool cut = false;
-  for (std::size_t i = 0; i < raw.size();) {
-    if (raw[i] != '"') {
-      out += raw[i++];
-      continue;
+  std::size_t from = 0;
+  for (const detail::JsonMember& m : members) {
+    // With the comma before it; the first member of its object with the comma after it.
+    std::size_t begin = m.begin, end = m.value.end;
+    std::size_t back = begin;
+    while (back > from && (raw[back - 1] == ' ' || raw[back - 1] == '\n' || raw[back - 1] == '\r' || raw[back - 1] == '\t')) --back;
+    if (back > from && raw[back - 1] == ',') {
+      begin = back - 1;
+    } else {
+      end = detail::skip_json_space(raw, end);
+      if (end < raw.size() && raw[end] == ',') end = detail::skip_json_space(raw, end + 1);
     }
-    std::size_t end = skip_string(raw, i);
-    std::size_t after = skip_space(raw, end);
-    if (raw.substr(i, end - i) == "\"cache_control\"" && after < raw.size() && raw[after] == ':') {
-      std::size_t value_end = skip_value(raw, skip_space(raw, after + 1));
-      while (!out.empty() && (out.back() == ' ' || out.back() == '\n' || out.back() == '\r' || out.back() == '\t')) out.pop_back();
-      if (!out.empty() && out.back() == ',') {
-        out.pop_back();
-      } else {
-        value_end = skip_space(raw, value_end);
-        if (value_end < raw.size() && raw[value_end] == ',') value_end = skip_space(raw, value_end + 1);
-      }
-      i = value_end;
-      cut = true;
-      continue;
-    }
-    out.append(raw.substr(i, end - i));
-    i = end;
+    out.append(raw.substr(from, begin - from));
+    from = end;
   }
-  if (!cut) return std::nullopt;
+  out.append(raw.substr(from));
   return out;
 }
 
 MessagePtr cut_message(const MessagePtr& m) {
   if (m->raw().find("\"cache_control\"") == std::string_view::npos) return m;
-  std::optional<std::string> cut = cut_cache_control(m->raw());
+  std::optional<std::string> cut = cut_breakpoints(m->raw());
   if (!cut) return m;
   auto buffer = std::make_shared<const std::string>(std::move(*cut));
-  auto built = Message::from_input(buffer, *buffer);
+  auto built = ConversationHost::message_from_input(buffer, *buffer);
   return built ? *built : m;
 }
 
@@ -95,9 +69,9 @@ std::size_t count_breakpoints(std::string_view text) {
 
 }  // namespace
 
-std::string without_cache_control(std::string_view raw) {
+std::string without_breakpoints(std::string_view raw) {
   if (raw.find("\"cache_control\"") == std::string_view::npos) return std::string(raw);
-  std::optional<std::string> cut = cut_cache_control(raw);
+  std::optional<std::string> cut = cut_breakpoints(raw);
   return cut ? std::move(*cut) : std::string(raw);
 }
 
@@ -125,11 +99,11 @@ std::vector<std::string> Continuation::prefix_keys(std::string_view scope) const
   std::size_t k = 0;
   // Entries before the first message (an API whose instructions are items) head the chain.
   for (; k < entries.size() && k < slots.size() && slots[k] == 0; ++k)
-    previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_cache_control(entries[k].raw))).substr(7);
+    previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_breakpoints(entries[k].raw))).substr(7);
   for (std::size_t i = 0; i < messages.size(); ++i) {
     previous = receipt_of(previous + "\n" + receipt_of(messages[i]->raw())).substr(7);
     for (; k < entries.size() && k < slots.size() && slots[k] == i + 1; ++k)
-      previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_cache_control(entries[k].raw))).substr(7);
+      previous = receipt_of(previous + "\nsystem\n" + receipt_of(without_breakpoints(entries[k].raw))).substr(7);
     out.push_back(previous);
   }
   return out;

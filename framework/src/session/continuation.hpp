@@ -66,7 +66,9 @@ class Continuation {
   mutable std::size_t stripped_from_;
 };
 
-// The bytes of one JSON value without its `cache_control` members (the same bytes when none).
-std::string without_cache_control(std::string_view raw);
+// The bytes of one message or system entry without the breakpoints a client set on its blocks
+// (`cache_control` on a block of its content, or of a block's content), byte for byte otherwise;
+// a `cache_control` inside a tool's input is the user's data and stays.
+std::string without_breakpoints(std::string_view raw);
 
 }  // namespace compactor

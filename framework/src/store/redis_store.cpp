@@ -58,6 +58,7 @@ class RedisRunArchive final : public RunArchive {
   std::optional<std::uint64_t> size_of(std::string_view receipt) const override { return spool_.size_of(receipt); }
   Mark mark() const override { return spool_.mark(); }
   void revert_to(Mark mark) override { spool_.revert_to(mark); }
+  std::vector<std::string> receipts_since(Mark mark) const override { return spool_.receipts_since(mark); }
   void rollback() override { spool_.rollback(); }
 
   Expected<bool> commit() override {
@@ -101,6 +102,7 @@ class RefusingArchive final : public RunArchive {
   std::optional<std::uint64_t> size_of(std::string_view) const override { return std::nullopt; }
   Mark mark() const override { return {}; }
   void revert_to(Mark) override {}
+  std::vector<std::string> receipts_since(Mark) const override { return {}; }
   Expected<bool> commit() override { return true; }
   void rollback() override {}
 

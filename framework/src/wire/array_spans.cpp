@@ -1,92 +1,27 @@
 #include "wire/array_spans.hpp"
 
+#include "model/json_scanner.hpp"
+
 #include <string>
 
 namespace compactor::wire {
 
 std::optional<ArraySpans> array_member_spans(std::string_view body, std::string_view key) {
-  const std::string quoted = "\"" + std::string(key) + "\"";
-  std::size_t p = 0;
-  auto space = [&] {
-    while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\r' || body[p] == '\t')) ++p;
-  };
-  auto skip_string = [&] {  // at the opening quote; after it, past the closing one
-    for (++p; p < body.size(); ++p) {
-      if (body[p] == '\\') ++p;
-      else if (body[p] == '"') {
-        ++p;
-        return true;
-      }
-    }
-    return false;
-  };
-  auto skip_value = [&] {
-    space();
-    if (p >= body.size()) return false;
-    if (body[p] == '"') return skip_string();
-    if (body[p] == '{' || body[p] == '[') {
-      int depth = 0;
-      while (p < body.size()) {
-        char c = body[p];
-        if (c == '"') {
-          if (!skip_string()) return false;
-          continue;
-        }
-        if (c == '{' || c == '[') ++depth;
-        else if ((c == '}' || c == ']') && --depth == 0) {
-          ++p;
-          return true;
-        }
-        ++p;
-      }
-      return false;
-    }
-    while (p < body.size() && body[p] != ',' && body[p] != '}' && body[p] != ']' && body[p] != ' ' && body[p] != '\n' &&
-           body[p] != '\r' && body[p] != '\t')
-      ++p;
-    return true;
-  };
   std::optional<ArraySpans> found;
-  space();
-  if (p >= body.size() || body[p] != '{') return std::nullopt;
-  ++p;
-  for (;;) {
-    space();
-    if (p >= body.size()) return std::nullopt;
-    if (body[p] == '}') return found;
-    if (body[p] == ',') {
-      ++p;
-      continue;
-    }
-    if (body[p] != '"') return std::nullopt;
-    std::size_t key_at = p;
-    if (!skip_string()) return std::nullopt;
-    bool is_key = body.substr(key_at, p - key_at) == quoted;
-    space();
-    if (p >= body.size() || body[p] != ':') return std::nullopt;
-    ++p;
-    space();
-    if (!is_key || p >= body.size() || body[p] != '[') {
-      if (!skip_value()) return std::nullopt;
-      continue;
-    }
+  const std::size_t open = detail::skip_json_space(body, 0);
+  bool walked_items = true;
+  const bool walked = detail::for_each_json_member(body, open, [&](const detail::JsonMember& m) {
+    if (m.key != key || body[m.value.begin] != '[') return;
     ArraySpans spans;
-    spans.open = p++;
-    for (;;) {
-      space();
-      if (p >= body.size()) return std::nullopt;
-      if (body[p] == ']') break;
-      if (body[p] == ',') {
-        ++p;
-        continue;
-      }
-      std::size_t start = p;
-      if (!skip_value()) return std::nullopt;
-      spans.items.push_back(body.substr(start, p - start));
-    }
-    spans.close = p++;
-    found = std::move(spans);
-  }
+    spans.open = m.value.begin;
+    spans.close = m.value.end - 1;
+    walked_items = detail::for_each_json_element(body, m.value.begin, [&](detail::JsonSpan item) {
+      spans.items.push_back(body.substr(item.begin, item.end - item.begin));
+    });
+    found = std::move(spans);  // a later duplicate key wins, as in a parse
+  });
+  if (!walked || !walked_items) return std::nullopt;
+  return found;
 }
 
 bool is_whole_bare_array(const ArraySpans& spans, std::string_view wrapped, std::size_t prefix_size) {

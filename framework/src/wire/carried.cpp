@@ -1,7 +1,9 @@
 #include "wire/carried.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <boost/json/serialize.hpp>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,7 +46,6 @@ std::unordered_set<const Message*> addresses(const Conversation& c) {
 
 class CarriedUnchangedChecker final : public Checker {
  public:
-  std::string_view name() const override { return "carried_unchanged"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& before = in.before;
@@ -120,6 +121,62 @@ class CarriedUnchangedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_carried_unchanged_checker() { return std::make_unique<CarriedUnchangedChecker>(); }
+CheckerPtr make_carried_unchanged_checker() { return CheckerHost::named(std::make_unique<CarriedUnchangedChecker>(), "carried_unchanged"); }
+
+namespace {
+
+// What a carried block held, named for the line that says it was left out.
+std::string carried_kind(const json::object& block) {
+  const json::value* of = block.if_contains("of");
+  const json::value* value = block.if_contains("value");
+  std::string what = "carried " + std::string(of != nullptr && of->is_string() ? std::string_view(of->get_string()) : "data");
+  const json::object* o = value != nullptr ? value->if_object() : nullptr;
+  if (const json::value* type = o != nullptr ? o->if_contains("type") : nullptr; type != nullptr && type->is_string())
+    what += " " + std::string(type->get_string());
+  return what;
+}
+
+// `message` without carried blocks and members, or nothing when it has none.
+std::optional<json::object> stripped(const Message& message, std::map<std::string, std::size_t>& left_out) {
+  bool any = false;
+  for (const Block& b : message.blocks()) any = any || is_carried(b) || b.field(kCarriedMember) != nullptr;
+  if (!any) return std::nullopt;
+  json::object out = message.json();
+  json::array kept;
+  for (json::value& block : out["content"].as_array()) {
+    json::object& o = block.as_object();
+    const json::value* type = o.if_contains("type");
+    const std::string_view block_type = type != nullptr && type->is_string() ? std::string_view(type->get_string()) : "";
+    if (block_type == kCarriedType) {
+      if (const json::value* value = o.if_contains("value"); o.at("of") == "fields" && value != nullptr && value->is_object())
+        for (const auto& kv : value->get_object()) ++left_out["message member " + std::string(kv.key())];
+      else
+        ++left_out[carried_kind(o)];
+      continue;
+    }
+    if (const json::value* members = o.if_contains(kCarriedMember); members != nullptr) {
+      if (members->is_object())
+        for (const auto& kv : members->get_object()) ++left_out[std::string(block_type) + " member " + std::string(kv.key())];
+      o.erase(kCarriedMember);
+    }
+    kept.push_back(std::move(block));
+  }
+  out["content"] = std::move(kept);
+  return out;
+}
+
+}  // namespace
+
+std::string without_carried(const Conversation& conversation, std::map<std::string, std::size_t>& left_out) {
+  std::vector<MessagePtr> messages;
+  bool changed = false;
+  for (const MessagePtr& m : conversation.messages()) {
+    auto object = stripped(*m, left_out);
+    auto built = object ? Message::from_json(std::move(*object)) : Expected<MessagePtr>(m);
+    messages.push_back(built ? *built : m);
+    changed = changed || object;
+  }
+  return changed ? conversation.with_messages(std::move(messages)).serialize() : conversation.serialize();
+}
 
 }  // namespace compactor::wire

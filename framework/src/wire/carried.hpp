@@ -21,6 +21,9 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstddef>
+#include <map>
+#include <string>
 #include <string_view>
 
 namespace compactor::wire {
@@ -40,5 +43,12 @@ bool carries_reasoning(const Block& block);
 // reasoning want it back within the turn). The counterpart of thinking_unchanged for what an
 // adapter keeps opaque.
 CheckerPtr make_carried_unchanged_checker();
+
+// The conversation as the Messages API takes it, for a history another API's adapter read and
+// `compactor import` writes as Anthropic messages: what that adapter carried is that API's and
+// the Messages API refuses it (a tool call's `index`, a message's `name`, an image_url part), so
+// it is left out, each kind counted in `left_out` ("tool_use member index" → 3, "carried part
+// image_url" → 1). The conversation's own bytes when it carries nothing.
+std::string without_carried(const Conversation& conversation, std::map<std::string, std::size_t>& left_out);
 
 }  // namespace compactor::wire

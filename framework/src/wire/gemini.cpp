@@ -516,7 +516,7 @@ class Gemini final : public WireFormat {
       }
     layout.original = reader.messages();
     ConversationHost::set_layout(*frame, std::move(layout));
-    Conversation conversation(frame, reader.messages());
+    Conversation conversation = ConversationHost::make(frame, reader.messages());
     for (std::size_t i = 0; i < conversation.size(); ++i) request->by_raw[conversation[i].raw()].push_back(i);
     request->conversation_.emplace(std::move(conversation));
     return std::unique_ptr<WireRequest>(std::move(request));

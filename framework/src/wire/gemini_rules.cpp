@@ -1,4 +1,5 @@
 #include "wire/gemini_rules.hpp"
+#include "checkers/checker_host.hpp"
 
 #include "wire/carried.hpp"
 
@@ -61,7 +62,6 @@ std::size_t current_turn_start(const Conversation& c) {
 
 class GeminiTurnsChecker final : public Checker {
  public:
-  std::string_view name() const override { return "gemini_turns"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
@@ -85,7 +85,6 @@ class GeminiTurnsChecker final : public Checker {
 
 class GeminiFunctionResponsesChecker final : public Checker {
  public:
-  std::string_view name() const override { return "gemini_function_responses"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
@@ -145,7 +144,6 @@ class GeminiFunctionResponsesChecker final : public Checker {
 
 class GeminiThoughtSignaturesChecker final : public Checker {
  public:
-  std::string_view name() const override { return "gemini_thought_signatures"; }
 
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& before = in.before;
@@ -185,8 +183,8 @@ class GeminiThoughtSignaturesChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_gemini_turns_checker() { return std::make_unique<GeminiTurnsChecker>(); }
-CheckerPtr make_gemini_function_responses_checker() { return std::make_unique<GeminiFunctionResponsesChecker>(); }
-CheckerPtr make_gemini_thought_signatures_checker() { return std::make_unique<GeminiThoughtSignaturesChecker>(); }
+CheckerPtr make_gemini_turns_checker() { return CheckerHost::named(std::make_unique<GeminiTurnsChecker>(), "gemini_turns"); }
+CheckerPtr make_gemini_function_responses_checker() { return CheckerHost::named(std::make_unique<GeminiFunctionResponsesChecker>(), "gemini_function_responses"); }
+CheckerPtr make_gemini_thought_signatures_checker() { return CheckerHost::named(std::make_unique<GeminiThoughtSignaturesChecker>(), "gemini_thought_signatures"); }
 
 }  // namespace compactor::wire

@@ -1,7 +1,7 @@
 // The Gemini API's rules for a history (`contents`), as checkers on the conversation the stages
 // see, where a Content is one message (messages.N is contents.N), a functionCall part a tool_use
 // block and a functionResponse part a tool_result block. Each is a rule Google's documentation
-// states or an error the API answers with (docs/design-notes.md, "The Gemini API",
+// states or an error the API answers with (docs/design/wire-formats.md, "The Gemini API",
 // lists the sources):
 //
 // - gemini_turns: every turn has at least one part; functionCall parts only in a `model` turn

@@ -344,12 +344,14 @@ Expected<bool> Reader::assistant(const json::object& o, std::size_t i) {
         const json::object& f = function->get_object();
         if (const json::value* n = f.if_contains("name"); n != nullptr && n->is_string()) name = std::string(n->get_string());
         for (const auto& kv : foreign_members(f, {"name", "arguments"})) carried.emplace(kv.key(), kv.value());
-        // The arguments are the model's JSON text; read as the tool's input when they are an
-        // object, else carried as they came (the API takes any string).
+        // The arguments are the model's JSON text, read as the tool's input when it holds an
+        // object; some histories hold the object itself, which is the input as it is. Anything
+        // else is carried as it came (the API takes any string).
         const json::value* arguments = f.if_contains("arguments");
         boost::system::error_code ec;
         json::value parsed = arguments != nullptr && arguments->is_string() ? detail::parse_json(arguments->get_string(), ec) : json::value();
-        if (arguments != nullptr && arguments->is_string() && !ec && parsed.is_object()) input = std::move(parsed);
+        if (arguments != nullptr && arguments->is_object()) input = *arguments;
+        else if (arguments != nullptr && arguments->is_string() && !ec && parsed.is_object()) input = std::move(parsed);
         else if (arguments != nullptr) carried.emplace("arguments", *arguments);
       } else if (function != nullptr) {
         carried.emplace("function", *function);
@@ -484,7 +486,7 @@ class OpenAiChat final : public WireFormat {
     }
     frame_layout.original = reader.messages();
     ConversationHost::set_layout(*frame, std::move(frame_layout));
-    Conversation conversation(frame, reader.messages());
+    Conversation conversation = ConversationHost::make(frame, reader.messages());
     for (std::size_t k = 0; k < conversation.system_slots().size(); ++k)
       if (conversation.system_slots()[k] == Conversation::kUnplaced)
         return Error{fmt::format("{}: messages.{}: a system message where compactor cannot keep it in place (it keeps one "

@@ -1,4 +1,5 @@
 #include "wire/responses_rules.hpp"
+#include "checkers/checker_host.hpp"
 
 #include "wire/carried.hpp"
 
@@ -32,7 +33,6 @@ std::string_view item_id(const Block& b) {
 
 class UniqueItemIdsChecker final : public Checker {
  public:
-  std::string_view name() const override { return "unique_item_ids"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
     std::unordered_map<std::string_view, std::size_t> seen;
@@ -53,7 +53,6 @@ std::string key_of(const Block& b) { return json::serialize(*b.json()); }
 
 class ReasoningFollowedChecker final : public Checker {
  public:
-  std::string_view name() const override { return "reasoning_followed"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
     for (std::size_t i = 0; i < c.size(); ++i) {
@@ -92,7 +91,7 @@ class ReasoningFollowedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_unique_item_ids_checker() { return std::make_unique<UniqueItemIdsChecker>(); }
-CheckerPtr make_reasoning_followed_checker() { return std::make_unique<ReasoningFollowedChecker>(); }
+CheckerPtr make_unique_item_ids_checker() { return CheckerHost::named(std::make_unique<UniqueItemIdsChecker>(), "unique_item_ids"); }
+CheckerPtr make_reasoning_followed_checker() { return CheckerHost::named(std::make_unique<ReasoningFollowedChecker>(), "reasoning_followed"); }
 
 }  // namespace compactor::wire

@@ -1,4 +1,5 @@
 #include "wire/unique_call_ids.hpp"
+#include "checkers/checker_host.hpp"
 
 #include <string>
 #include <unordered_map>
@@ -8,7 +9,6 @@ namespace {
 
 class UniqueCallIdsChecker final : public Checker {
  public:
-  std::string_view name() const override { return "unique_call_ids"; }
   void check(const CheckInput& in, std::vector<Violation>& out) const override {
     const Conversation& c = in.candidate;
     std::unordered_map<std::string_view, std::size_t> seen;
@@ -34,6 +34,6 @@ class UniqueCallIdsChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_unique_call_ids_checker() { return std::make_unique<UniqueCallIdsChecker>(); }
+CheckerPtr make_unique_call_ids_checker() { return CheckerHost::named(std::make_unique<UniqueCallIdsChecker>(), "unique_call_ids"); }
 
 }  // namespace compactor::wire

@@ -302,7 +302,7 @@ Expected<Summary> summarize(const SummarizerInfo& summarizer, const Conversation
 }
 
 const StageInfo& load_stage(const std::string& file, const std::string& name) {
-  auto loaded = PluginRegistry::instance().load(file);
+  auto loaded = PluginRegistry::instance().load_for(file, "stage", name);
   if (!loaded) throw std::runtime_error(loaded.error().message);
   const RegisteredStage* s = PluginRegistry::instance().find_stage(name);
   if (s == nullptr || s->plugin != *loaded) throw std::runtime_error(file + " does not provide stage \"" + name + "\"");
@@ -310,7 +310,7 @@ const StageInfo& load_stage(const std::string& file, const std::string& name) {
 }
 
 const CheckerInfo& load_checker(const std::string& file, const std::string& name) {
-  auto loaded = PluginRegistry::instance().load(file);
+  auto loaded = PluginRegistry::instance().load_for(file, "checker", name);
   if (!loaded) throw std::runtime_error(loaded.error().message);
   const RegisteredChecker* c = PluginRegistry::instance().find_checker(name);
   if (c == nullptr || c->plugin != *loaded) throw std::runtime_error(file + " does not provide checker \"" + name + "\"");
@@ -318,7 +318,7 @@ const CheckerInfo& load_checker(const std::string& file, const std::string& name
 }
 
 const SummarizerInfo& load_summarizer(const std::string& file, const std::string& kind) {
-  auto loaded = PluginRegistry::instance().load(file);
+  auto loaded = PluginRegistry::instance().load_for(file, "summarizer", kind);
   if (!loaded) throw std::runtime_error(loaded.error().message);
   const RegisteredSummarizer* s = PluginRegistry::instance().find_summarizer(kind);
   if (s == nullptr || s->plugin != *loaded) throw std::runtime_error(file + " does not provide summarizer \"" + kind + "\"");

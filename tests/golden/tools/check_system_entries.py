@@ -2,7 +2,7 @@
 """Writes the golden `compactor check` cases for system entries inside `messages`.
 
 The rules restated from the Messages API's "Mid-conversation system messages" page (recorded in
-docs/design-notes.md): a {"role": "system"} entry is never the first entry; it follows
+docs/design/serve.md): a {"role": "system"} entry is never the first entry; it follows
 a user message (or an assistant message that ends in a server tool use); it is the last entry or
 is followed by an assistant message; it never touches another system entry; its content is a
 string or text blocks only. Sizes are the JSON text's code points and bytes (`system`, `tools`,

@@ -1,5 +1,6 @@
 // params_probe: a test-only stage declaring one parameter of every type, so config tests can
-// show how each kind of mistake is reported. It returns its input.
+// show how each kind of mistake is reported. It returns its input; its factory refuses the label
+// "refuse".
 #include "compactor/plugin.hpp"
 
 namespace {
@@ -25,6 +26,8 @@ StageInfo stage_info() {
     // Reading every value proves the host passed each with its declared type.
     (void)p.string("label"), (void)p.integer("count"), (void)p.number("ratio"), (void)p.boolean("enabled"),
         (void)p.string("mode");
+    // A factory's own refusal of values its schema lets through (a config wrong for it: exit 2).
+    if (p.string("label") == "refuse") return Error{"label \"refuse\" is one this stage refuses"};
     return std::unique_ptr<Stage>(std::make_unique<Probe>());
   };
   return info;

@@ -5,6 +5,7 @@
 #include "meter/meter_kinds.hpp"
 #include "meter/tokenizer.hpp"
 #include "support/test_support.hpp"
+#include "model/conversation_host.hpp"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -35,7 +36,7 @@ class CountingMeter final : public Meter {
 TEST(Meter, ADerivedConversationRecountsOnlyTheMessagesThatChanged) {
   Conversation input = test::load_or_die(test::real_session_files().front());
   auto meter = std::make_shared<CountingMeter>();
-  Conversation metered = input.with_meter(meter);
+  Conversation metered = ConversationHost::with_meter(input, meter);
   int first = meter->calls;
   ASSERT_GT(first, static_cast<int>(input.size()));  // several blocks a message
   EXPECT_GT(metered.sizes().tokens, 0u);
@@ -62,7 +63,7 @@ TEST(Meter, ARequestBodysSystemAndToolsCountToo) {
   Conversation c = test::parse_or_die(
       R"({"model":"m","system":"You are terse.","tools":[{"name":"Read","input_schema":{"type":"object"}}],)"
       R"("messages":[{"role":"user","content":"hello world"}]})");
-  Conversation metered = c.with_meter(*meter);
+  Conversation metered = ConversationHost::with_meter(c, *meter);
   std::uint64_t message = (*meter)->count_text("hello world");
   std::uint64_t system = (*meter)->count_text("You are terse.");
   std::uint64_t tools = (*meter)->count_text(R"({"name":"Read","input_schema":{"type":"object"}})");
@@ -223,7 +224,7 @@ TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto o200k = make_meter(MeterSpec{"o200k", "", ""});
   ASSERT_TRUE(o200k);
-  Conversation c = test::parse_or_die(body).with_meter(*o200k);
+  Conversation c = ConversationHost::with_meter(test::parse_or_die(body), *o200k);
   std::uint64_t fixed = c.frame().fixed.tokens;
   EXPECT_NE(r.out.find(fmt::format("  {:<14} {:>10} tokens + {} in system and tools\n", "o200k", c.sizes().tokens - fixed, fixed)),
             std::string::npos)

@@ -1,4 +1,4 @@
-#include "serve/worker_pool.hpp"
+#include "serve/zygote.hpp"
 
 #include "store/store.hpp"
 

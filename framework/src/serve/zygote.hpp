@@ -1,5 +1,5 @@
-// The server's side of its pipeline workers: a zygote (serve/worker_zygote.hpp) started with
-// posix_spawn, through which each request's compaction runs in a worker of its own, at most
+// Zygote: the server's handle on its zygote, the process (serve/zygote_main.hpp) it starts with
+// posix_spawn and through which each request's compaction runs in a worker of its own, at most
 // `serve.workers` at once. The server process itself never forks and never loads plugin code.
 //
 // A worker that crashes, aborts, is killed or passes its time limit fails its request (open, or

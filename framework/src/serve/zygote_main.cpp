@@ -1,4 +1,4 @@
-#include "serve/worker_zygote.hpp"
+#include "serve/zygote_main.hpp"
 
 #include "serve/compaction_job.hpp"
 #include "store/store.hpp"
@@ -122,9 +122,10 @@ LoadedPipeline load(const std::string& config_file) {
   LoadedPipeline out;
   auto loaded = load_pipeline_config(config_file);
   if (loaded.config) {
-    auto built = Pipeline::build(std::move(*loaded.config));
+    ExitCode failure = kExitPluginError;
+    auto built = Pipeline::build(std::move(*loaded.config), &failure);
     if (built) out.pipeline.emplace(std::move(*built));
-    else loaded.errors.push_back(built.error().message), loaded.plugin_failure = true;
+    else loaded.errors.push_back(built.error().message), loaded.plugin_failure = failure == kExitPluginError;
   }
   // Forking is safe only from a process with one thread: a plugin that starts one while loading
   // is refused here rather than risk a worker that inherits a lock no thread will release.
