@@ -61,6 +61,8 @@ std::optional<SentHistory> ContinuityStore::longest(const std::vector<std::strin
     std::string text = std::move(buffer).str();
     SentHistory sent;
     sent.covered = k;
+    // The file is written when its history is sent: its time is the conversation's last call.
+    sent.sent_at_ms = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
     if (text == "=") {
       sent.unchanged = true;
       return sent;

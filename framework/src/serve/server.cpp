@@ -191,11 +191,25 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
   metrics_.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
   metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
+  metrics_.describe("compactor_serve_status_total", "counter",
+                    "Compacting requests by x-compactor-status (compacted only within budget; over_budget, declined, deferred, …).");
+  metrics_.describe("compactor_serve_gate_total", "counter", "Compactions the cost gate weighed, by decision.");
+  metrics_.describe("compactor_serve_gate_saved_usd_total", "counter",
+                    "What the weighed compactions save over the calls that follow (USD, the gate's estimate), by decision.");
+  metrics_.describe("compactor_serve_gate_broken_usd_total", "counter",
+                    "What the weighed compactions cost now in prompt cache broken (USD; negative: they cost less), by decision.");
 }
 
 void Server::record(const JobRun& run, const std::string& route) {
   const JobOutcome& c = run.outcome;
   metrics_.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"{}\"", route, to_string(c.result)));
+  metrics_.add("compactor_serve_status_total", fmt::format("route=\"{}\",status=\"{}\"", route, c.status_header()));
+  if (c.gated) {
+    const std::string decision = fmt::format("decision=\"{}\"", c.gate_commit ? "committed" : "declined");
+    metrics_.add("compactor_serve_gate_total", decision);
+    metrics_.add("compactor_serve_gate_saved_usd_total", decision, c.gate_saved_usd);
+    metrics_.add("compactor_serve_gate_broken_usd_total", decision, c.gate_broken_usd);
+  }
   const bool ran = c.result == JobOutcome::compacted || c.result == JobOutcome::unchanged;
   if (ran) {
     std::string unit = "unit=\"" + c.unit + "\"";
@@ -243,7 +257,7 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
   const JobOutcome& o = c.outcome;
   Headers extra;
   if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path, o.warning);
-  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
+  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed || (o.result != JobOutcome::passed && !o.warning.empty())) {
     spdlog::warn("serve: POST {}: {}", path, o.warning);
     if (o.result == JobOutcome::failed && d.settings.serve.reject_on_failure) {
       wire::ErrorReply e = format.error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
@@ -252,7 +266,7 @@ void Server::compacting_route(ClientConnection& client, Request& req, const Depl
     }
     extra.emplace_back("x-compactor-warning", header_safe(o.warning));
   }
-  extra.emplace_back("x-compactor-status", std::string(to_string(o.result)));
+  extra.emplace_back("x-compactor-status", std::string(o.status_header()));
   const std::string& out = o.result == JobOutcome::compacted ? c.body : body;
   const Headers headers = headers_of(req);
   ForwardRequest forward_request{d.upstream_for(format) + std::string(req.target()), "POST", &headers, &out,
