@@ -173,10 +173,10 @@ TEST_F(CompactionPolicy, SnipWithAShortMiddleDeclinesAndTheRunStillFits) {
   EXPECT_LE(chars_out(r), 40000u);
 }
 
-TEST_F(CompactionPolicy, TheShippedDefaultFitsTheKnown53MessageSession) {
+TEST_F(CompactionPolicy, TheShippedDemoFitsTheKnown53MessageSession) {
   std::vector<std::size_t> sizes(25, 4400);
   sizes[1] = 2;
-  std::string config = test::read_file(std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml");
+  std::string config = test::read_file(std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml");
   RunResult r = run_in(dir_, config, session(sizes));
   EXPECT_EQ(r.result.exit_code, 0) << r.result.out << r.result.err;
   EXPECT_LE(chars_out(r), 40000u);

@@ -126,12 +126,12 @@ TEST(RunCommand, BadInputExits2AndWritesNothing) {
   test::ScratchFolder scratch("badinput");
   const fs::path& dir = scratch.path();
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}])";
-  auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+  auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", "--input", "in.json",
                           "--output", "out.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "in.json: pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t\n");
   EXPECT_FALSE(fs::exists(dir / "out.json"));
-  r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+  r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", "--input", "in.json",
                      "--output", "in.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "compactor run: in.json: refusing to overwrite the input\n");
