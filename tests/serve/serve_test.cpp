@@ -749,7 +749,7 @@ void replay_through_two_servers(const fs::path& dir, const std::string& name, co
     expected.push_back(messages);
   };
   auto log = make_stderr_logger("");
-  bench::SessionReplay replay = bench::replay_session(session, *pipeline, setup, *log);
+  bench::SessionReplay replay = bench::replay_session(session, &*pipeline, setup, *log);
   ASSERT_TRUE(replay.errors.empty()) << name << ": " << replay.errors.front();
 
   std::vector<ScriptedResponse> script(expected.size(), ScriptedResponse{200, {}, test::anthropic_reply("ok")});
@@ -862,7 +862,7 @@ void replay_chat_through_two_servers(const fs::path& dir, const std::string& nam
     expected.push_back(messages);
   };
   auto log = make_stderr_logger("");
-  bench::SessionReplay replay = bench::replay_session((*read)->conversation(), *pipeline, setup, *log);
+  bench::SessionReplay replay = bench::replay_session((*read)->conversation(), &*pipeline, setup, *log);
   ASSERT_TRUE(replay.errors.empty()) << name << ": " << replay.errors.front();
 
   // Where each turn starts in the Chat array; a call is made before each assistant turn.
