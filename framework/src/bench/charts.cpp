@@ -48,7 +48,10 @@ std::string tokens_label(double v) {
   if (v >= 1e3) return fmt::format("{:g}k", v / 1e3);
   return fmt::format("{:g}", v);
 }
-std::string usd_label(double v) { return v >= 10 ? fmt::format("${:.0f}", v) : v >= 0.1 ? fmt::format("${:.2f}", v) : fmt::format("${:.3f}", v); }
+std::string usd_label(double v) {
+  if (v <= 0) return "$0";
+  return v >= 10 ? fmt::format("${:.0f}", v) : v >= 0.1 ? fmt::format("${:.2f}", v) : fmt::format("${:.3f}", v);
+}
 std::string percent_label(double v) { return fmt::format("{:g}%", v); }
 std::string count_label(double v) { return fmt::format("{:g}", v); }
 
@@ -90,12 +93,14 @@ std::string axes(Frame& f, const std::string& x_label, const std::string& y_labe
   return out;
 }
 
-// A legend of `items` (name, colour, dashed?) under the x axis's label, in rows of three.
+// A legend of `items` (name, colour, dashed?) under the x axis's label, in rows of three across
+// the chart's width.
 std::string legend(const Frame& f, const std::vector<std::tuple<std::string, std::string, bool>>& items) {
   std::string out;
+  const double column = (f.w - 40) / 3;
   for (std::size_t k = 0; k < items.size(); ++k) {
     const auto& [name, color, dashed] = items[k];
-    const double x = f.left + 270.0 * static_cast<double>(k % 3), y = f.h - f.bottom + 56 + 16 * static_cast<double>(k / 3);
+    const double x = 20 + column * static_cast<double>(k % 3), y = f.h - f.bottom + 56 + 16 * static_cast<double>(k / 3);
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>"
                        "<text x=\"{5:.1f}\" y=\"{6:.1f}\">{7}</text>\n",
                        x, y - 4, x + 22, color, dashed ? " stroke-dasharray=\"6 4\"" : "", x + 28, y, xml_escape(name));
@@ -155,7 +160,7 @@ std::string bar_chart(const std::string& title, const std::string& x_label, cons
   for (const auto& c : b.categories) f.left = std::max(f.left, 12 + 6.5 * static_cast<double>(std::min<std::size_t>(c.size(), 60)));
   f.bottom = 60 + 16 * std::ceil(static_cast<double>(b.series.size()) / 3.0) + 20;
   f.h = f.top + f.bottom + per * static_cast<double>(b.categories.size()) + 10;
-  f.w = f.left + 640;
+  f.w = std::max(900.0, f.left + 640);
   for (std::size_t i = 0; i < b.categories.size(); ++i) {
     double sum = 0;
     for (const auto& s : b.series) sum = b.stacked ? sum + s.y[i] : std::max(sum, s.y[i]);
