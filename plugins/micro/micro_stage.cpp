@@ -5,10 +5,12 @@
 // changes as late as possible; with `until: target` it stops as soon as the conversation fits the
 // budget's target.
 //
-// Every replaced content is archived first. The marker is at most 120 chars with its receipt:
-// `[compactor archived result, 5012 chars: sha256:…]`. How to restore is said once: in the
-// summary when the history has one, otherwise in the oldest marker, which also says that a marker
-// is not an execution result.
+// Every replaced content is archived first. The marker names the tool whose result it replaced
+// and the path it worked on, and a failed result keeps its first line, so what the agent must not
+// discover again stays in view: `[compactor archived result of Read /src/a.py, 5012 chars:
+// sha256:…]`, `[compactor archived error of Bash: "make: *** [all] Error 2", 812 chars: sha256:…]`.
+// How to restore is said once: in the summary when the history has one, otherwise in the oldest
+// marker, which also says that a marker is not an execution result.
 #include "compactor/archive.hpp"
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
@@ -24,13 +26,63 @@ namespace {
 
 using namespace compactor;
 
-constexpr std::string_view kMarkerPrefix = "[compactor archived result, ";
+constexpr std::string_view kMarkerPrefix = "[compactor archived ";
 constexpr std::string_view kLegacyMarkerPrefix = "[compactor micro:";  // written before markers were short
 const std::string kPlaceholderReceipt = "sha256:" + std::string(64, '0');
 
+// At most `n` code points of `text` on one line: its end kept for a path, its start otherwise.
+std::string clipped(std::string_view text, std::size_t n, bool keep_end) {
+  std::string flat;
+  for (char c : text) flat += c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+  if (count_code_points(flat) <= n) return flat;
+  std::size_t cut = 0, seen = 0;
+  const std::size_t keep = count_code_points(flat) - (n - 1);  // code points to drop
+  if (keep_end) {
+    while (cut < flat.size() && seen < keep) {
+      ++seen;
+      ++cut;
+      while (cut < flat.size() && (static_cast<unsigned char>(flat[cut]) & 0xC0) == 0x80) ++cut;
+    }
+    return "…" + flat.substr(cut);
+  }
+  while (cut < flat.size() && seen < n - 1) {
+    ++seen;
+    ++cut;
+    while (cut < flat.size() && (static_cast<unsigned char>(flat[cut]) & 0xC0) == 0x80) ++cut;
+  }
+  return flat.substr(0, cut) + "…";
+}
+
+// What a marker says of the result it replaced: "result of Read /src/a.py", "error of Bash:
+// \"make: *** [all] Error 2\"", or "result" when its call is not found.
+std::string marker_label(const Block* call, const Block& result) {
+  std::string label = result.is_error() ? "error" : "result";
+  if (call == nullptr) return label;
+  label += " of " + clipped(call->name(), 40, false);
+  if (const auto* input = call->input(); input != nullptr && input->is_object())
+    for (const char* key : {"file_path", "path", "notebook_path", "filePath", "file", "filename", "directory", "pattern", "url"})
+      if (const auto* v = input->get_object().if_contains(key); v != nullptr && v->is_string() && !v->get_string().empty()) {
+        label += " " + clipped(v->get_string(), 120, true);
+        break;
+      }
+  if (!result.is_error()) return label;
+  std::string_view text;
+  if (const auto* c = result.content(); c != nullptr && c->is_string()) text = c->get_string();
+  else if (c != nullptr && c->is_array() && !c->get_array().empty())
+    if (const auto* o = c->get_array().front().if_object(); o != nullptr)
+      if (const auto* t = o->if_contains("text"); t != nullptr && t->is_string()) text = t->get_string();
+  const std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos) {
+    std::string_view line = text.substr(start, text.find('\n', start) - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    label += ": \"" + clipped(line, 120, false) + "\"";
+  }
+  return label;
+}
+
 // The marker; with `restore` (how to restore its receipt), the instruction after it.
-std::string marker_text(std::uint64_t chars, std::string_view receipt, std::string_view restore = {}) {
-  std::string marker = fmt::format("{}{} chars: {}]", kMarkerPrefix, chars, receipt);
+std::string marker_text(std::string_view label, std::uint64_t chars, std::string_view receipt, std::string_view restore = {}) {
+  std::string marker = fmt::format("{}{}, {} chars: {}]", kMarkerPrefix, label, chars, receipt);
   if (!restore.empty())
     marker += fmt::format(" An archived result is not an execution result; {} gives it back, and so for every such marker.",
                           restore);
@@ -83,6 +135,7 @@ struct Edit {
   std::size_t block;
   std::string_view original;
   std::uint64_t chars;
+  std::string label;  // what its marker says it replaced
 };
 using EditsByMessage = std::map<std::size_t, std::vector<Edit>>;
 
@@ -100,7 +153,7 @@ class Markers {
     std::vector<std::pair<std::size_t, std::string>> markers;
     for (std::size_t k = 0; k < replacements.size(); ++k) {
       const Edit& e = replacements[k];
-      markers.emplace_back(e.block, marker_text(e.chars, receipt(e), instruction && k == 0 ? context_.how_to_restore(receipt(e)) : ""));
+      markers.emplace_back(e.block, marker_text(e.label, e.chars, receipt(e), instruction && k == 0 ? context_.how_to_restore(receipt(e)) : ""));
     }
     auto edited = with_markers(*committed_.messages()[index], markers);
     if (!edited) return Error{"cannot edit messages." + std::to_string(index) + ": " + edited.error().message};
@@ -139,6 +192,14 @@ class Markers {
   const StageContext& context_;
   std::map<const char*, Hashed> hashed_;  // by the result's bytes in the committed history
 };
+
+// The tool_use a result answers: in the message before the result's (the pairing rule).
+const Block* call_of(const Conversation& c, std::size_t message, std::string_view id) {
+  if (message == 0) return nullptr;
+  for (const Block& b : c[message - 1].blocks())
+    if (b.kind() == BlockKind::tool_use && b.id() == id) return &b;
+  return nullptr;
+}
 
 class MicroStage final : public Stage {
  public:
@@ -212,9 +273,11 @@ class MicroStage final : public Stage {
       if (content != nullptr && content->is_string() && is_marker(content->get_string())) continue;
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
+      std::string label = marker_label(call_of(committed, message, block.tool_use_id()), block);
       // A marker must save space; every receipt has the same length, so a placeholder one tells.
-      if (count_code_points(marker_text(chars, kPlaceholderReceipt)) >= chars) continue;
-      (block.is_error() && until_target_ ? error_edits : edits)[message].push_back({b, raw_block_field(committed[message], b, "content"), chars});
+      if (count_code_points(marker_text(label, chars, kPlaceholderReceipt)) >= chars) continue;
+      (block.is_error() && until_target_ ? error_edits : edits)[message].push_back(
+          {b, raw_block_field(committed[message], b, "content"), chars, std::move(label)});
     }
     return {std::move(edits), std::move(error_edits)};
   }

@@ -63,9 +63,10 @@ bool is_result_content_of_input(const CliRun& r, const json::value& content) {
   return false;
 }
 
-TEST(ArchivedReceipts, TheDefaultRunListsEachReceiptWithItsStageKindAndSize) {
+// The README's run (the demo budget, small enough that micro and summarize both archive).
+TEST(ArchivedReceipts, TheReadmeRunListsEachReceiptWithItsStageKindAndSize) {
   test::ScratchFolder dir("archived-receipts-default");
-  CliRun r = run_in(dir, std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", test::data_path("cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json"));
+  CliRun r = run_in(dir, std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", test::data_path("cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json"));
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
   const json::array& archived = r.report.at("archived").as_array();
   ASSERT_GT(archived.size(), 2u);

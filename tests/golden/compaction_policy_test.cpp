@@ -86,22 +86,22 @@ TEST_F(CompactionPolicy, UnderTheLimitNothingRunsEvenAboveTheTarget) {
 }
 
 TEST_F(CompactionPolicy, OverTheLimitItCompactsDownToTheTargetInOneStep) {
-  // 24 results of 1,000 chars (~28,000 chars): micro alone cannot reach the target with short
-  // results kept... it can: each marker saves ~880 chars; it stops as soon as the target is met.
-  RunResult r = run_in(dir_, kPolicy, session(std::vector<std::size_t>(24, 1000)));
+  // 24 results of 1,200 chars (~34,000 chars): each marker (~130 chars: it names the tool and the
+  // path) saves ~1,070, so micro alone reaches the target, and stops as soon as it is met.
+  RunResult r = run_in(dir_, kPolicy, session(std::vector<std::size_t>(24, 1200)));
   EXPECT_EQ(r.result.exit_code, 0) << r.result.out << r.result.err;
   EXPECT_EQ(status_of(r, 0), "committed");
   EXPECT_LE(chars_out(r), 12000u);
   EXPECT_GT(chars_out(r), 12000u - 1000u) << "it stops at the target, not below it";
   // Newest first: the oldest results are still whole, the newest eligible ones are markers.
   std::string out = json::serialize(r.output);
-  EXPECT_NE(out.find(std::string(1000, 'a')), std::string::npos) << "the oldest result stays";
-  EXPECT_EQ(out.find(std::string(1000, 'w')), std::string::npos) << "result 22 (newest eligible) is masked";
+  EXPECT_NE(out.find(std::string(1200, 'a')), std::string::npos) << "the oldest result stays";
+  EXPECT_EQ(out.find(std::string(1200, 'w')), std::string::npos) << "result 22 (newest eligible) is masked";
   // The next call appends one exchange: under the limit, nothing changes (the prefix holds).
   json::array next = r.output;
   next.pop_back();
   next.pop_back();
-  for (auto& m : session({1000}, "src/next")) next.push_back(m);
+  for (auto& m : session({1200}, "src/next")) next.push_back(m);
   next.erase(next.begin() + static_cast<std::ptrdiff_t>(r.output.size() - 2));  // the new session's own first prompt
   RunResult again = run_in(dir_, kPolicy, next);
   EXPECT_EQ(again.result.exit_code, 0) << again.result.out << again.result.err;
@@ -173,10 +173,10 @@ TEST_F(CompactionPolicy, SnipWithAShortMiddleDeclinesAndTheRunStillFits) {
   EXPECT_LE(chars_out(r), 40000u);
 }
 
-TEST_F(CompactionPolicy, TheShippedDefaultFitsTheKnown53MessageSession) {
+TEST_F(CompactionPolicy, TheShippedDemoFitsTheKnown53MessageSession) {
   std::vector<std::size_t> sizes(25, 4400);
   sizes[1] = 2;
-  std::string config = test::read_file(std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml");
+  std::string config = test::read_file(std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml");
   RunResult r = run_in(dir_, config, session(sizes));
   EXPECT_EQ(r.result.exit_code, 0) << r.result.out << r.result.err;
   EXPECT_LE(chars_out(r), 40000u);

@@ -130,12 +130,12 @@ TEST(RunCommand, BadInputExits2AndWritesNothing) {
   test::ScratchFolder scratch("badinput");
   const fs::path& dir = scratch.path();
   std::ofstream(dir / "in.json") << R"([{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"R","input":{}}]}])";
-  auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+  auto r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", "--input", "in.json",
                           "--output", "out.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "in.json: pairing: messages.1: tool_use ids were found without tool_result blocks immediately after: t\n");
   EXPECT_FALSE(fs::exists(dir / "out.json"));
-  r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml", "--input", "in.json",
+  r = test::run_cli({"run", "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", "--input", "in.json",
                      "--output", "in.json"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "compactor run: in.json: refusing to overwrite the input\n");
@@ -217,21 +217,43 @@ namespace compactor {
 namespace {
 
 TEST(BenchCommand, ComparesPipelinesOverEverySessionOfAFolder) {
-  auto r = test::run_cli({"bench", "--corpus", COMPACTOR_TEST_DATA_DIR, "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml",
-                          "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/masking-only.yaml"});
+  auto r = test::run_cli({"bench", "--corpus", COMPACTOR_TEST_DATA_DIR, "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml",
+                          "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/masking-only.yaml", "--config",
+                          std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // 4 messages arrays, 4 Claude Code logs, 1 trajectory, 1 Codex session (13 calls) and 2 Gemini
   // CLI chats (10 and 2 model turns), replayed call by call (one call before each assistant
-  // message; tests/bench has the hand-worked figures): the default pipeline compacts on some
-  // calls, masking-only finds every call within its budget.
+  // message; tests/bench has the hand-worked figures): the 50k demo compacts on some calls,
+  // masking-only finds every call within its budget, and the default, at each model's window,
+  // never needs to: it costs what the uncompacted baseline row costs.
   auto row = [&](const std::string& config) {
-    std::size_t at = r.out.find("| " + std::string(COMPACTOR_CONFIGS_DIR) + "/" + config + " |");
+    std::size_t at = r.out.find("| " + config + " |");
     return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
   };
-  std::string def = row("default.yaml"), mask = row("masking-only.yaml");
-  EXPECT_NE(def.find(" | 12 | 211 | "), std::string::npos) << def;
-  EXPECT_EQ(def.find(" | 12 | 211 | 0 | "), std::string::npos) << def;  // it compacted
+  const std::string dir = std::string(COMPACTOR_CONFIGS_DIR) + "/";
+  std::string demo = row(dir + "demo-50k-chars.yaml"), mask = row(dir + "masking-only.yaml"), def = row(dir + "default.yaml");
+  std::string base = row("uncompacted");
+  EXPECT_NE(demo.find(" | 12 | 211 | "), std::string::npos) << demo;
+  EXPECT_EQ(demo.find(" | 12 | 211 | 0 | "), std::string::npos) << demo;  // it compacted
   EXPECT_NE(mask.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << mask;
+  EXPECT_NE(def.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << def;
+  EXPECT_NE(def.find(" | +0.0% | 0 | "), std::string::npos) << def;  // vs uncompacted, dearer sessions
+  EXPECT_NE(base.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << base;
+  // The tables the money question needs, and the sessions the demo made dearer, by name.
+  for (const char* heading : {"Cost by what is billed:", "By source format:", "Dearer than uncompacted:"})
+    EXPECT_NE(r.out.find(heading), std::string::npos) << heading;
+  for (const char* source : {"| claude-code | ", "| codex | ", "| gemini-cli | ", "| openai | ", "| anthropic | "})
+    EXPECT_NE(r.out.find(source), std::string::npos) << source;
+  EXPECT_NE(r.out.find("- codex/rollout-codex-0.171-12-reads.jsonl (" + dir + "demo-50k-chars.yaml): $"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(" + dir + "default.yaml): $"), std::string::npos) << r.out;
+  // --fail-if-dearer makes the exit status say so.
+  auto strict = test::run_cli({"bench", "--corpus", std::string(COMPACTOR_TEST_DATA_DIR) + "/codex", "--config", dir + "demo-50k-chars.yaml",
+                               "--fail-if-dearer"});
+  EXPECT_EQ(strict.exit_code, 1) << strict.err;
+  EXPECT_NE(strict.err.find("compactor bench: 1 session dearer than uncompacted where uncompacted fit the window"), std::string::npos)
+      << strict.err;
+  EXPECT_EQ(test::run_cli({"bench", "--corpus", std::string(COMPACTOR_TEST_DATA_DIR) + "/codex", "--config", dir + "default.yaml",
+                           "--fail-if-dearer"}).exit_code, 0);
   // Its archives went to a scratch folder: nothing appeared in the working folder.
   EXPECT_FALSE(std::filesystem::exists(".compactor"));
 }

@@ -74,13 +74,14 @@ TEST(RestoreVia, CliNamesTheArchiveAndTheCommandWorksFromAnotherFolder) {
   std::string output = run(dir.path(), "{dir: \"" + archive + "\"}", kMicro);
   std::vector<std::string> results = result_texts(output);
   ASSERT_EQ(results.size(), 3u) << output;
-  // Each marker is at most 120 chars; the oldest alone carries the instruction.
-  std::regex marker(R"(\[compactor archived result, 600 chars: (sha256:[0-9a-f]{64})\])");
+  // Each marker is at most 120 chars and the tool and path it names; the oldest alone carries
+  // the instruction.
+  std::regex marker(R"(\[compactor archived result of Read log\d, 600 chars: (sha256:[0-9a-f]{64})\])");
   std::smatch m;
   for (const std::string& r : results) {
     ASSERT_TRUE(std::regex_search(r, m, marker)) << r;
     EXPECT_EQ(m.position(0), 0);
-    EXPECT_LE(m.length(0), 120);
+    EXPECT_LE(m.length(0), 120 + 13);  // " of Read logN"
   }
   std::regex instruction(" An archived result is not an execution result; `compactor restore (sha256:[0-9a-f]{64}) --archive ([^`]+)` "
                          "gives it back, and so for every such marker\\.");
@@ -114,7 +115,7 @@ TEST(RestoreVia, McpNamesTheRestoreToolAndTheToolGivesItBackFromAnotherFolder) {
   ASSERT_TRUE(std::regex_search(results[0], m, instruction)) << results[0];
   EXPECT_EQ(count(output, "MCP server"), 1u);
   EXPECT_EQ(count(output, "compactor restore"), 0u);
-  for (const std::string& r : results) EXPECT_LE(r.find(']') + 1, 120u) << r;
+  for (const std::string& r : results) EXPECT_LE(r.find(']') + 1, 120u + 13) << r;  // and " of Read logN"
   // The tool, from the MCP server an agent starts in its own folder with the same config.
   fs::create_directories(dir / "elsewhere");
   const std::string session =

@@ -186,6 +186,16 @@ TEST(ThinkingUnchangedChecker, EditedThinkingIsCaught) {
   EXPECT_TRUE(check_pair("thinking_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"S1"},{"type":"text","text":"k"}]})")).empty());
 }
 
+// The API's own server-side compaction returns a `compaction` block (the summary that stands for
+// everything before it): carried as it came, never edited.
+TEST(ThinkingUnchangedChecker, TheApisCompactionBlockIsNeverEdited) {
+  std::string compaction = R"({"role":"assistant","content":[{"type":"compaction","content":"Summary: the parser is half ported."},{"type":"text","text":"ok"}]})";
+  std::string base = conv({kAsk, compaction, kAsk});
+  EXPECT_EQ(check_pair("thinking_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"compaction","content":"Summary: shorter."},{"type":"text","text":"ok"}]})")),
+            std::vector<std::string>{"thinking_unchanged: messages.1: compaction block was modified or is not from the input"});
+  EXPECT_TRUE(check_pair("thinking_unchanged", edit(base, 1, R"({"role":"assistant","content":[{"type":"compaction","content":"Summary: the parser is half ported."},{"type":"text","text":"k"}]})")).empty());
+}
+
 TEST(ThinkingUnchangedChecker, OpenToolLoopKeepsItsThinking) {
   std::string think_use = R"({"role":"assistant","content":[{"type":"thinking","thinking":"plan","signature":"S1"},{"type":"tool_use","id":"t1","name":"Read","input":{}}]})";
   std::string base = conv({kAsk, think_use, kRes1});

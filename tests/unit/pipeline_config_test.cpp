@@ -81,7 +81,7 @@ TEST_F(ConfigTest, AllUnknownStagesAreReportedAtOnce) {
 
 TEST_F(ConfigTest, UnknownKey) {
   auto r = load("budget: {unit: chars, limt: 1000, limit: 5}\npipeline: []\n");
-  EXPECT_EQ(r.errors, std::vector<std::string>{at(3, 23) + "budget.limt: unknown key; expected one of: unit, limit, target"});
+  EXPECT_EQ(r.errors, std::vector<std::string>{at(3, 23) + "budget.limt: unknown key; expected one of: unit, limit, target, window, trigger"});
 }
 
 TEST_F(ConfigTest, DuplicateKey) {

@@ -34,13 +34,99 @@ TEST(ExtractiveSummarizer, FactsFromRequestToolInputsAndModelTextNeverFromToolOu
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->text,
             "Goal: fix the failing login test\n"
-            "Files and paths: tests/login_test.py\n"
+            "User prompts:\n"
+            "- fix the failing login test\n"
+            "Files and paths:\n"
+            "- tests/login_test.py\n"
+            "Errors (first line of each failed result):\n"
+            "- 1 failed\n"
+            "Plan (the latest todo list): none\n"
             "Tools run: Bash ×1 (1 failed), Read ×1\n"
             "Last state: The assertion compares the wrong field.");
   EXPECT_EQ(s->text.find("IGNORE"), std::string::npos);
   // Bounded: the same history in 60 chars still fits.
   auto short_one = make_extractive_summarizer()->summarize(SummaryRequest{c, 6, {"go on"}, 60});
   EXPECT_LE(count_code_points(short_one->text), 60u);
+}
+
+// What the agent must not discover again stays: every path, every error's first line, every
+// prompt, the latest todo list; and a rolling summary carries all of it forward, a summary
+// written before lists were one item a line included.
+TEST(ExtractiveSummarizer, KeepsEveryPathErrorPromptAndTheLatestPlanAndRollsThemForward) {
+  std::string history = R"([{"role":"user","content":"port the parser"})";
+  for (int i = 0; i < 80; ++i)
+    history += R"(,{"role":"assistant","content":[{"type":"tool_use","id":"r)" + std::to_string(i) +
+               R"(","name":"Read","input":{"file_path":"src/file_)" + std::to_string(i) + R"(.cpp"}}]},)" +
+               R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"r)" + std::to_string(i) + R"(","content":"line one\nline two")" +
+               (i % 20 == 0 ? R"(,"is_error":true)" : "") + "}]}";
+  history += R"(,{"role":"assistant","content":[{"type":"tool_use","id":"todo1","name":"TodoWrite","input":{"todos":[{"content":"old plan","status":"pending"}]}}]})"
+             R"(,{"role":"user","content":[{"type":"tool_result","tool_use_id":"todo1","content":"ok"}]})"
+             R"(,{"role":"assistant","content":[{"type":"tool_use","id":"todo2","name":"TodoWrite","input":{"todos":[{"content":"read the files","status":"completed"},{"content":"write the port","status":"in_progress"}]}}]})"
+             R"(,{"role":"user","content":[{"type":"tool_result","tool_use_id":"todo2","content":"ok"}]})"
+             R"(,{"role":"user","content":"also keep the old API"},{"role":"assistant","content":"On it."}])";
+  Conversation c = test::parse_or_die(history);
+  auto s = make_extractive_summarizer()->summarize(SummaryRequest{c, c.size() - 1, {}, 30000});
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 80; ++i) EXPECT_NE(s->text.find("\n- src/file_" + std::to_string(i) + ".cpp\n"), std::string::npos) << i;
+  EXPECT_NE(s->text.find("Errors (first line of each failed result):\n- line one\nPlan"), std::string::npos) << s->text;
+  EXPECT_NE(s->text.find("User prompts:\n- port the parser\n- also keep the old API\n"), std::string::npos);
+  EXPECT_NE(s->text.find("Plan (the latest todo list):\n- [completed] read the files\n- [in_progress] write the port\nTools"), std::string::npos);
+  EXPECT_EQ(s->text.find("old plan"), std::string::npos);
+  // Rolled up: a summary message is the first message of the next history, then a new path.
+  Conversation rolled = test::parse_or_die(R"([{"role":"user","content":"[compactor summary]\nx\n<<<summary\n)" +
+                                           boost::json::serialize(boost::json::value(s->text)).substr(1, boost::json::serialize(boost::json::value(s->text)).size() - 2) +
+                                           R"(\nsummary>>>\ncompactor-summaries: 1; compactor-base-chars: 10"},)"
+                                           R"({"role":"assistant","content":[{"type":"tool_use","id":"n","name":"Edit","input":{"file_path":"src/new.cpp"}}]},)"
+                                           R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"n","content":"done"}]},)"
+                                           R"({"role":"assistant","content":"Edited."}])");
+  auto again = make_extractive_summarizer()->summarize(SummaryRequest{rolled, 3, {}, 30000});
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->text.find("\n- src/file_0.cpp\n"), std::string::npos);
+  EXPECT_NE(again->text.find("\n- src/new.cpp\n"), std::string::npos);
+  EXPECT_NE(again->text.find("- [in_progress] write the port"), std::string::npos);
+  EXPECT_NE(again->text.find("Read ×80 (4 failed)"), std::string::npos) << again->text;
+  // An older summary's one-line list is read too.
+  Conversation old = test::parse_or_die(R"([{"role":"user","content":"[compactor summary]\n<<<summary\nGoal: g\nFiles and paths: a.txt, b.txt\n)"
+                                        R"(Tools run: Read ×2\nLast state: s\nsummary>>>\ncompactor-summaries: 1; compactor-base-chars: 10"},)"
+                                        R"({"role":"assistant","content":"ok"},{"role":"user","content":"next"}])");
+  auto from_old = make_extractive_summarizer()->summarize(SummaryRequest{old, 2, {}, 30000});
+  EXPECT_NE(from_old->text.find("Files and paths:\n- a.txt\n- b.txt\n"), std::string::npos) << from_old->text;
+  // Over max_chars, the oldest prompts go first, then the oldest paths and errors, counted.
+  auto tight = make_extractive_summarizer()->summarize(SummaryRequest{c, c.size() - 1, {}, 900});
+  EXPECT_LE(count_code_points(tight->text), 900u);
+  EXPECT_NE(tight->text.find("older, in the archived history)"), std::string::npos);
+  EXPECT_NE(tight->text.find("- src/file_79.cpp"), std::string::npos);
+}
+
+// The agent's durable instructions (Claude Code's CLAUDE.md reminder) are never summarized away:
+// the summary message carries them verbatim, without their cache breakpoint, once.
+TEST(SummaryCompaction, CarriesDurableInstructionsVerbatim) {
+  test::ScratchFolder scratch("durable");
+  ArchiveStore archive((scratch.path() / "archive").string(), real_file_system());
+  QuietLogger log;
+  const std::string claude_md =
+      "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\nContents of /repo/CLAUDE.md "
+      "(project instructions, checked into the codebase):\n\nAlways run make check before committing.\n</system-reminder>";
+  Conversation c = test::parse_or_die(
+      R"([{"role":"user","content":[{"type":"text","text":)" + boost::json::serialize(boost::json::value(claude_md)) +
+      R"(,"cache_control":{"type":"ephemeral"}},{"type":"text","text":"fix the build"}]},)"
+      R"({"role":"assistant","content":")" + std::string(4000, 'x') + R"("},{"role":"user","content":"go on"},{"role":"assistant","content":"Done."}])");
+  auto summarizer = make_extractive_summarizer();
+  StageContext context(archive, log);
+  context.budget = Budget{SizeUnit::chars, 100000, 100000};
+  context.summarizer = summarizer.get();
+  context.requests = {"go on"};
+  CompactionPlan plan;
+  plan.end = 2;
+  plan.require_fit = false;
+  plan.max_chars = 2000;
+  StageResult r = compact_with_summary(c, context, plan);
+  ASSERT_EQ(r.kind(), StageResult::Kind::candidate) << r.reason();
+  const Message& first = *r.messages().front();
+  ASSERT_EQ(first.blocks().size(), 2u);
+  EXPECT_EQ(first.blocks()[1].text(), claude_md);
+  EXPECT_EQ(first.raw().find("cache_control"), std::string_view::npos);
+  EXPECT_EQ(read_summary_state(c.with_messages(r.messages())).count, 1);  // the summary is still read from the first block
 }
 
 Pipeline load(const fs::path& config, const fs::path& archive) {
@@ -55,6 +141,8 @@ Pipeline load(const fs::path& config, const fs::path& archive) {
   // A meter's fit stays where the config names it, beside the shipped config.
   if (std::size_t fit = yaml.find("file: fits/"); fit != std::string::npos)
     yaml.replace(fit, 11, "file: " + (config.parent_path() / "fits").string() + "/");
+  if (std::size_t prices = yaml.find("prices: prices.yaml"); prices != std::string::npos)
+    yaml.replace(prices, 19, "prices: " + (config.parent_path() / "prices.yaml").string());
   fs::path copy = archive.parent_path() / "pipeline.yaml";
   std::ofstream(copy) << yaml;
   ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_PLUGIN_DIR, 1);
@@ -96,13 +184,13 @@ TEST(ReadyPipelines, EveryOutputPassesEveryCheckerAndEveryReceiptRestores) {
       }
     }
   }
-  EXPECT_EQ(runs, 7 * 4 * 2);  // configs × sessions × reasons
+  EXPECT_EQ(runs, 8 * 4 * 2);  // configs × sessions × reasons
 }
 
 TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   test::ScratchFolder scratch("loop");
   const fs::path& dir = scratch.path();
-  Pipeline pipeline = load(fs::path(COMPACTOR_CONFIGS_DIR) / "default.yaml", dir / "archive");
+  Pipeline pipeline = load(fs::path(COMPACTOR_CONFIGS_DIR) / "demo-50k-chars.yaml", dir / "archive");
   QuietLogger log;
   Conversation input = test::load_or_die(test::real_session_files().back());
   RunReport first = pipeline.run(input, {}, log);

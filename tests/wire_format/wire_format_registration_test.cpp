@@ -65,7 +65,7 @@ struct SelfServe {
 };
 
 std::string config(const fs::path& dir, const std::string& serve_section) {
-  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 20000, target: 15000}\narchive: {dir: archive}\n"
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 150000, target: 100000}\narchive: {dir: archive}\n"
                                 << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\n"
                                 << "pipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n"
                                 << "  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000}\n"

@@ -13,7 +13,7 @@ of the processes (user + system, from wait4), the CPU per process, the exit code
 build's ratio to the first build given.
 
 usage: one_shot.py --corpus DIR [--rounds N] [--floor BUILD_DIR] NAME=COMPACTOR[,CONFIG] [NAME=...]...
-  CONFIG defaults to configs/default.yaml two folders above COMPACTOR (a source tree's build/bin).
+  CONFIG defaults to configs/demo-50k-chars.yaml two folders above COMPACTOR (a source tree's build/bin).
   example: tools/bench/one_shot.py --corpus ../shared/corpus --floor build \\
              now=build/bin/compactor base=/tmp/base/build/bin/compactor
 """
@@ -65,7 +65,7 @@ def main():
             sys.exit(f"one_shot.py: {spec!r}: expected NAME=COMPACTOR[,CONFIG]")
         binary, _, config = rest.partition(",")
         binary = os.path.abspath(binary)
-        config = os.path.abspath(config or os.path.join(os.path.dirname(binary), "..", "..", "configs", "default.yaml"))
+        config = os.path.abspath(config or os.path.join(os.path.dirname(binary), "..", "..", "configs", "demo-50k-chars.yaml"))
         for path in (binary, config):
             if not os.path.isfile(path):
                 sys.exit(f"one_shot.py: {name}: no such file {path}")

@@ -26,8 +26,8 @@ using namespace compactor::bench;
 
 constexpr const char* kHelp = R"(usage: compactor bench --corpus DIR --config FILE [--config FILE]… [--out DIR] [--jobs N]
                        [--shard I/N] [--prices FILE] [--window TOKENS] [--meter KIND] [--fit FILE]
-                       [--model NAME] [--chart-session PATH]
-       compactor bench --merge DIR [--merge DIR]… --out DIR [--chart-session PATH]
+                       [--model NAME] [--chart-session PATH] [--fail-if-dearer]
+       compactor bench --merge DIR [--merge DIR]… --out DIR [--chart-session PATH] [--fail-if-dearer]
 
 Replays every session below DIR (*.json messages or request bodies, Claude Code *.jsonl, OpenAI
 *.traj; imported as `compactor import` does) call by call through each pipeline, as an agent
@@ -36,33 +36,44 @@ the history sent at the previous call plus the messages that arrived since. The 
 are the original ones. Per call: tokens sent, the prefix the prompt cache serves (whole messages
 byte-identical to the previous request, cache_control ignored, counted when it reaches the
 model's minimum cacheable length), cache-write and output tokens, each stage's outcome. A request
-over --window is refused: the on_prompt_too_long pipeline runs once on it.
+over the model's window is refused: the on_prompt_too_long pipeline runs once on it. Every
+session is replayed uncompacted too (the whole history every call): the baseline each config's
+cost is compared with.
 
-Prints a Markdown table, one row per config. Retention: probes of the original (file paths in
+Prints Markdown tables: one row per config and the uncompacted baseline; the cost split into
+cache reads, cache writes, uncached input and output; cost and retention per source format
+(claude-code, codex, gemini-cli, openai, anthropic); then the sessions a config made dearer than
+uncompacted. Retention: probes of the original (file paths in
 tool inputs, the first line of each is_error result, every user prompt, the tool names) are
 visible when their exact text is in the request, recoverable when also in a blob its receipts
 reach; a probe neither visible nor recoverable fails the bench (exit 1).
 
 options:
-  --out DIR          sessions.jsonl (one line per session x config, the per-call arrays),
-                     sessions.csv, timings.jsonl (the only wall times), skipped.jsonl,
-                     configs.jsonl, pipeline-N.yaml, tokens-per-call.svg, cumulative-cost.svg
+  --out DIR          sessions.jsonl (one line per session x config, the baseline's last, the
+                     per-call arrays), sessions.csv, timings.jsonl (the only wall times),
+                     skipped.jsonl, configs.jsonl, pipeline-N.yaml, and the charts
+                     tokens-per-call.svg, cumulative-cost.svg, cost-split.svg,
+                     cost-by-session.svg, retention.svg
   --jobs N           replay sessions on N threads (default 1); the output is the same
   --shard I/N        replay only the sessions whose index (in path order) is I modulo N
   --merge DIR        combine the --out folders of shards into one --out (repeatable)
   --prices FILE      the price table (default: prices.yaml beside the first config)
-  --window TOKENS    the model's hard limit (default 200000)
-  --meter KIND       count tokens with KIND (chars4, cl100k, o200k, claude-legacy, calibrated);
-                     default: the config's meter when its budget is in tokens, else calibrated
-                     (Claude Code and messages-array sessions) or o200k (OpenAI sessions)
+  --window TOKENS    the model's hard limit (default: each session's model's context_window in
+                     the price table, 200000 when it gives none)
+  --meter KIND       count tokens with KIND (chars4, cl100k, o200k, claude-legacy, calibrated),
+                     every config and the baseline alike; default: the session's model's, o200k
+                     for an OpenAI model, else calibrated with the model family's fit
   --fit FILE         the calibrated meter's fit (default: fits/claude-code.yaml beside the first config)
   --model NAME       the model of sessions whose log names none (default: the price table's)
   --chart-session P  the session of tokens-per-call.svg (default: the one with the most calls)
+  --fail-if-dearer   exit 1 when a config made a session dearer than uncompacted where the
+                     uncompacted replay fit the window
 
 Sessions that cannot be imported, or that the API would refuse as they are (the input checkers),
 are reported and skipped. A config that fails validation stops the bench
-before anything runs. exit codes: 0 ok; 1 a probe was lost or a call failed the checkers;
-2 bad input or config; 3 plugin failure or internal error.
+before anything runs. exit codes: 0 ok; 1 a probe was lost or a call failed the checkers (or,
+with --fail-if-dearer, a session was dearer than uncompacted); 2 bad input or config; 3 plugin
+failure or internal error.
 )";
 
 int print_error(const std::string& message) {
@@ -82,22 +93,27 @@ bool known_meter(const std::string& kind) {
 
 // Writes the --out folder, prints the table and what went wrong; exit 1 when a call failed the
 // checkers or a probe was lost.
-int finish(BenchResults& results, const std::optional<std::string>& out) {
-  if (out)
+int finish(BenchResults& results, const ParsedArgs& args) {
+  if (auto out = args.get("out"))
     if (auto w = write_outputs(results, *out); !w) {
       fmt::print(stderr, "compactor bench: {}\n", w.error().message);
       return kExitPluginError;
     }
   fmt::print("{}", markdown_table(results));
   for (const auto& line : notices(results)) fmt::print(stderr, "compactor bench: {}\n", line);
-  return passed(results) ? kExitOk : kExitNotDone;
+  std::size_t dearer = 0;
+  for (const auto& d : dearer_sessions(results)) dearer += d.baseline_fits;
+  if (args.has("fail-if-dearer") && dearer > 0)
+    fmt::print(stderr, "compactor bench: {} session{} dearer than uncompacted where uncompacted fit the window\n", dearer,
+               dearer == 1 ? "" : "s");
+  return passed(results) && !(args.has("fail-if-dearer") && dearer > 0) ? kExitOk : kExitNotDone;
 }
 
 int merge(const ParsedArgs& args) {
   auto results = merge_outputs(args.options.at("merge"));
   if (!results) return print_error(results.error().message);
   results->chart_session = args.get("chart-session").value_or("");
-  return finish(*results, args.get("out"));
+  return finish(*results, args);
 }
 
 // The numbers and the meter of a corpus run from its options; the usage error when one is bad.
@@ -107,8 +123,8 @@ std::string read_run_options(const ParsedArgs& args, CorpusRun& run) {
   else if (!args.has("config")) error = "at least one --config is required";
   else if (auto j = args.get("jobs"); j && (!parse_count(*j) || *parse_count(*j) == 0 || *parse_count(*j) > 256))
     error = "--jobs takes a number from 1 to 256, got \"" + *j + "\"";
-  else if (auto w = args.get("window"); w && (!parse_count(*w) || *parse_count(*w) == 0))
-    error = "--window takes a positive number of tokens, got \"" + *w + "\"";
+  else if (auto w = args.get("window"); w && *w != "auto" && (!parse_count(*w) || *parse_count(*w) == 0))
+    error = "--window takes a positive number of tokens or auto, got \"" + *w + "\"";
   else if (auto m = args.get("meter"); m && !known_meter(*m))
     error = "--meter takes chars4, cl100k, o200k, claude-legacy or calibrated, got \"" + *m + "\"";
   if (auto s = args.get("shard"); error.empty() && s) {
@@ -119,7 +135,7 @@ std::string read_run_options(const ParsedArgs& args, CorpusRun& run) {
   }
   if (!error.empty()) return error;
   if (auto j = args.get("jobs")) run.jobs = *parse_count(*j);
-  if (auto w = args.get("window")) run.window = *parse_count(*w);
+  if (auto w = args.get("window"); w && *w != "auto") run.window = *parse_count(*w);
   run.corpus = *args.get("corpus");
   run.meter_kind = args.get("meter");
   run.model = args.get("model");
@@ -144,7 +160,7 @@ int run_bench(const ParsedArgs& args, CorpusRun& run) {
   const fs::path beside = fs::path(config_paths.front()).parent_path();
   auto prices = read_price_table(args.get("prices").value_or((beside / "prices.yaml").string()));
   if (!prices) return print_error(prices.error().message + (args.get("prices") ? "" : " (the default beside the first config: give --prices FILE)"));
-  auto meters = make_bench_meters(run.meter_kind, args.get("fit").value_or((beside / "fits" / "claude-code.yaml").string()), run.configs);
+  auto meters = make_bench_meters(run.meter_kind, args.get("fit").value_or((beside / "fits" / "claude-code.yaml").string()));
   if (!meters) return print_error(meters.error().message);
   auto files = corpus_files(run.corpus);
   if (!files) return print_error(files.error().message);
@@ -156,7 +172,7 @@ int run_bench(const ParsedArgs& args, CorpusRun& run) {
     return kExitPluginError;
   }
   results->chart_session = args.get("chart-session").value_or("");
-  return finish(*results, args.get("out"));
+  return finish(*results, args);
 }
 
 }  // namespace
@@ -166,7 +182,7 @@ int bench_command(int argc, char** argv) {
   int exit_code = kExitOk;
   auto args = command.parse(argc, argv, 2,
                             {{"corpus"}, {"config", true, true}, {"out"}, {"jobs"}, {"shard"}, {"merge", true, true},
-                             {"prices"}, {"window"}, {"meter"}, {"fit"}, {"model"}, {"chart-session"}},
+                             {"prices"}, {"window"}, {"meter"}, {"fit"}, {"model"}, {"chart-session"}, {"fail-if-dearer", false, false}},
                             exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());

@@ -1,4 +1,4 @@
-// compactor run --config F --input F [--output F] [--report F] [--request TEXT] [--reason prompt_too_long]
+// compactor run --config F --input F [--output F] [--report F] [--request TEXT] [--reason prompt_too_long] [--model NAME]
 #include "command_line.hpp"
 #include "commands.hpp"
 #include "config_loading.hpp"
@@ -9,7 +9,10 @@
 #include "model/conversation_reader.hpp"
 #include "wire/anthropic_messages.hpp"
 #include "host/exit_code.hpp"
+#include "host/model_budget.hpp"
+#include "host/native_context.hpp"
 #include "host/pipeline.hpp"
+#include "model/conversation_host.hpp"
 #include "host/stderr_logger.hpp"
 #include "model/conversation_host.hpp"
 
@@ -23,7 +26,7 @@ namespace compactor::cli {
 namespace {
 
 constexpr const char* kHelp = R"(usage: compactor run --config FILE --input FILE [--output FILE] [--report FILE]
-                     [--request TEXT] [--reason prompt_too_long]
+                     [--request TEXT] [--reason prompt_too_long] [--model NAME]
 
 Runs the config's pipeline on the conversation (messages array, request body or JSONL; "-" is
 stdin) and prints a summary. Each stage runs when its `when` holds; every enabled checker looks at
@@ -35,12 +38,18 @@ options:
   --request TEXT   the active request, kept verbatim (default: found in the conversation)
   --reason prompt_too_long
                    run the config's on_prompt_too_long pipeline instead (after the API refused)
+  --model NAME     the model the conversation is for: the window of `budget: {window: auto}` and
+                   the meter of `meter: {kind: auto}` (default: the request body's "model", else
+                   the price table's default model, which the summary then names)
   --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
                    how to read the input (default auto: detected); an OpenAI Chat Completions
                    or Responses request body (or messages or items array) is written back in its
                    own form, with every field it carried; Claude Code logs and SWE-agent trajectories are imported
 
-exit codes: 0 within budget; 1 still over budget, or a stage's candidate was rejected (the last
+A run knows no previous call, so it takes the prompt cache as cold: the cost gate (a config with
+`prices:` and a budget in tokens) weighs the compaction and reports its figures, and commits it.
+
+exit codes: 0 within budget, or the cost gate declined; 1 still over budget, or a stage's candidate was rejected (the last
 committed conversation is written; a decline is not an error); 2 bad input or config (nothing
 written); 3 plugin failure or internal error (nothing written).
 )";
@@ -55,7 +64,7 @@ int run_command(int argc, char** argv) {
   const Command command{"run", kHelp};
   int exit_code = kExitOk;
   auto args = command.parse(
-      argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}}, exit_code);
+      argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}, {"model"}}, exit_code);
   if (!args) return exit_code;
   std::string error;
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
@@ -122,6 +131,10 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
     store = store::open_store(pipeline.config().store, pipeline.config().archive_dir, "");
     options.open_archive = [&store](FileSystem& fs) { return store->open_run(fs); };
   }
+  const auto& body = ConversationHost::layout(input.frame()).buffer;
+  options.model = args.get("model").value_or(body != nullptr ? model_named_in(*body) : std::string());
+  options.openai = doc->format->name().starts_with("openai");
+  if (body != nullptr) options.native_context = native_context_management(*body);
   auto log = make_stderr_logger("");
   RunReport report = pipeline.run(input, options, *log);
 

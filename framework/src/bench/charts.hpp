@@ -1,17 +1,25 @@
-// The bench's SVG charts, drawn from its results: tokens sent per call over one session, and
-// the cost per config accumulated over the corpus.
+// The bench's SVG charts, drawn from its results, every axis with ticks and every config (the
+// uncompacted baseline too) in one colour throughout:
+//   tokens-per-call.svg   tokens sent per call over one session, with its window and each
+//                         config's budget limit (the sawtooth of compaction)
+//   cumulative-cost.svg   the cost per config accumulated over the corpus, sessions in path order
+//   cost-split.svg        each config's cost split into cache reads, cache writes, uncached input
+//                         and output
+//   cost-by-session.svg   each session's cost per config, sessions by name (those some config
+//                         compacted, else the dearest)
+//   retention.svg         the probes visible at the median and last call, the paths and errors
+//                         visible at the last call, and what is recoverable, per config
 #pragma once
 
 #include "bench/results.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace compactor::bench {
 
-// Tokens sent per call, every config, over the results' chart session (default: the one with the
-// most calls).
-std::string tokens_chart_svg(const BenchResults& results);
-// Cumulative cost per config over the corpus, sessions in path order.
-std::string cost_chart_svg(const BenchResults& results);
+// Every chart: its file name and its SVG.
+std::vector<std::pair<std::string, std::string>> charts_svg(const BenchResults& results);
 
 }  // namespace compactor::bench

@@ -9,8 +9,6 @@
 #include "import/importers.hpp"
 #include "wire/anthropic_messages.hpp"
 #include "wire/input_document.hpp"
-#include "meter/calibration_fit.hpp"
-#include "meter/meter_kinds.hpp"
 
 #include <fmt/core.h>
 
@@ -153,26 +151,35 @@ class CorpusReplay {
       return;
     }
     std::string model = model_of(*imported);
+    const bool named = !model.empty() || run_.model.has_value();  // else the table's default stands for it
     if (model.empty()) model = run_.model.value_or(run_.prices->default_model);
     const ModelPrice* price = run_.prices->find(model);
     if (price == nullptr) price = run_.prices->find(run_.prices->default_model);
+    ReplaySetup setup;
+    setup.session = name;
+    setup.price = price;
+    setup.prices = run_.prices;
+    setup.model = model;
+    setup.archive_dir = archive_dir;
+    setup.recorded_output = recorded_output_of(*imported);
     // An OpenAI model's session (a chat history, a Codex session) is metered with its tokenizer.
-    const bool openai = imported->report.format == ImportFormat::openai || imported->report.format == ImportFormat::codex;
-    const std::map<std::size_t, std::uint64_t> recorded_output = recorded_output_of(*imported);
+    setup.openai = imported->report.format == ImportFormat::openai || imported->report.format == ImportFormat::codex;
+    auto window = run_.prices->window_of(model);
+    setup.window = run_.window.value_or(window ? window->tokens : 200000);
+    if (!rules.empty()) setup.rules = &rules;
+    choose_meter(named ? price : nullptr, setup);
+    if (setup.meter == nullptr) {
+      skipped_[i] = Skipped{name, "no meter " + setup.meter_name + ": " + run_.meters->missing};
+      progress_.session_done(0);
+      return;
+    }
+    const std::string source(to_string(imported->report.format));
     std::size_t calls = 0;
-    for (std::size_t k = 0; k < run_.configs.size(); ++k) {
-      ReplaySetup setup;
-      setup.session = name;
-      setup.price = price;
-      setup.prices = run_.prices;
-      setup.model = model;
-      setup.window = run_.window;
-      setup.archive_dir = archive_dir;
-      setup.recorded_output = recorded_output;
-      if (!rules.empty()) setup.rules = &rules;
-      choose_meter(run_.configs[k], price, openai, setup);
-      SessionReplay r = replay_session(session, pipelines[k], setup, log);
-      r.config = run_.configs[k].file;
+    for (std::size_t k = 0; k <= run_.configs.size(); ++k) {
+      // The last replay is the baseline: the whole history every call.
+      SessionReplay r = replay_session(session, k < run_.configs.size() ? &pipelines[k] : nullptr, setup, log);
+      r.source = source;
+      r.config = k < run_.configs.size() ? run_.configs[k].file : std::string(kUncompacted);
       r.config_index = k;
       calls += r.calls.size();
       per_session_[i].push_back(std::move(r));
@@ -180,20 +187,16 @@ class CorpusReplay {
     progress_.session_done(calls);
   }
 
-  // The meter of a replay: the config's own when its budget is in tokens and no kind was asked
-  // for, else the kind asked for or the session's default, calibrated by the price's family.
-  void choose_meter(const PipelineConfig& config, const ModelPrice* price, bool openai, ReplaySetup& setup) const {
-    if (config.budget.unit == SizeUnit::tokens && !run_.meter_kind && config.meter) {
-      setup.meter = config.meter;
-      setup.meter_name = config.meter_spec->kind +
-                         (config.meter_spec->kind == "calibrated" ? "/" + (config.meter_spec->family.empty() ? std::string("default") : config.meter_spec->family) : "");
+  // The meter of a session's replays: the kind asked for, else its model's (o200k for an OpenAI
+  // model, else calibrated with the model family's fit).
+  void choose_meter(const ModelPrice* price, ReplaySetup& setup) const {
+    std::string kind = run_.meter_kind.value_or("");
+    if (kind.empty()) {
+      std::tie(setup.meter_name, setup.meter) = run_.meters->for_model(price, setup.openai);
       return;
     }
-    std::string kind = run_.meter_kind.value_or(openai ? "o200k" : "calibrated");
-    if (kind == "calibrated") {
-      std::string family = price != nullptr && run_.meters->by_name.count("calibrated/" + price->family) ? price->family : run_.meters->default_family;
-      kind = "calibrated/" + family;
-    }
+    if (kind == "calibrated")
+      kind += "/" + (price != nullptr && run_.meters->by_name.count("calibrated/" + price->family) ? price->family : run_.meters->default_family);
     setup.meter = run_.meters->by_name.at(kind);
     setup.meter_name = kind;
   }
@@ -212,29 +215,23 @@ class CorpusReplay {
 
 }  // namespace
 
-Expected<BenchMeters> make_bench_meters(const std::optional<std::string>& kind, const std::string& fit_path,
-                                        const std::vector<PipelineConfig>& configs) {
-  BenchMeters meters;
-  bool needed = kind.has_value();
-  for (const auto& c : configs) needed |= c.budget.unit != SizeUnit::tokens;
-  if (!needed) return meters;
-  const std::vector<std::string> kinds = kind ? std::vector<std::string>{*kind} : std::vector<std::string>{"calibrated", "o200k"};
-  for (const auto& k : kinds) {
-    if (k != "calibrated") {
-      auto m = make_meter(MeterSpec{k, "", ""});
-      if (!m) return m.error();
-      meters.by_name[k] = *m;
-      continue;
-    }
-    auto fit = read_calibration_fit(fit_path);
-    if (!fit) return Error{fit.error().message + " (the default meter's fit: give --fit FILE, or --meter KIND)"};
-    meters.default_family = fit->default_family;
-    for (const auto& [family, _] : fit->families) {
-      auto m = make_meter(MeterSpec{"calibrated", fit_path, family});
-      if (!m) return m.error();
-      meters.by_name["calibrated/" + family] = *m;
-    }
+Expected<ModelMeters> make_bench_meters(const std::optional<std::string>& kind, const std::string& fit_path) {
+  if (kind) {
+    auto meters = make_model_meters({*kind}, fit_path);
+    if (!meters && *kind == "calibrated") return Error{meters.error().message + " (the calibrated meter's fit: give --fit FILE)"};
+    return meters;
   }
+  // The defaults: a corpus of OpenAI sessions needs no fit, so a missing one is said for the
+  // sessions that need it, each skipped with the reason.
+  auto meters = make_model_meters({"o200k"}, fit_path);
+  if (!meters) return meters;
+  auto calibrated = make_model_meters({"calibrated"}, fit_path);
+  if (!calibrated) {
+    meters->missing = calibrated.error().message + " (the default meter's fit: give --fit FILE, or --meter KIND)";
+    return meters;
+  }
+  meters->by_name.insert(calibrated->by_name.begin(), calibrated->by_name.end());
+  meters->default_family = calibrated->default_family;
   return meters;
 }
 

@@ -8,6 +8,7 @@
 
 #include "compactor/error.hpp"
 #include "compactor/meter.hpp"
+#include "host/model_meters.hpp"
 #include "host/pipeline_config.hpp"
 #include "pricing/price_table.hpp"
 
@@ -20,29 +21,24 @@
 
 namespace compactor::bench {
 
-// The meters a replay may count with besides the configs' own, made once and shared by every
-// thread.
-struct BenchMeters {
-  std::map<std::string, std::shared_ptr<const Meter>> by_name;  // "o200k", "calibrated/sonnet"…
-  std::string default_family;                                   // the calibrated fit's
-};
-
-// The meters of `kind` when it is given (a calibrated one per family of the fit in `fit_path`),
-// else calibrated and o200k, the defaults of messages-array and Claude Code sessions and of
-// OpenAI ones. None when no kind is given and every config counts tokens with its own meter.
-Expected<BenchMeters> make_bench_meters(const std::optional<std::string>& kind, const std::string& fit_path,
-                                        const std::vector<PipelineConfig>& configs);
+// The meters a replay counts with (what the provider bills, as well as Compactor can count it),
+// made once and shared by every thread: `kind` when given (calibrated: one per family of the fit
+// in `fit_path`), else calibrated and o200k, each session's model's (host/model_meters.hpp).
+Expected<ModelMeters> make_bench_meters(const std::optional<std::string>& kind, const std::string& fit_path);
 
 struct CorpusRun {
   std::string corpus;                  // the folder; sessions are named relative to it
   std::vector<PipelineConfig> configs;  // loaded: each thread builds its own pipelines from them
   const PriceTable* prices = nullptr;
-  const BenchMeters* meters = nullptr;
-  // The meter of every replay; when absent, a config's own meter when its budget is in tokens,
-  // else calibrated (the price's family, or the fit's default) or o200k for OpenAI sessions.
+  const ModelMeters* meters = nullptr;
+  // The meter of every replay, of every config and of the baseline alike, so that their costs
+  // compare; when absent, the session's model's: o200k for an OpenAI model, else calibrated (the
+  // model's family, or the fit's default).
   std::optional<std::string> meter_kind;
   std::optional<std::string> model;  // of sessions whose log names none (else the price table's default)
-  std::uint64_t window = 200000;      // the model's hard limit, in the replay meter's tokens
+  // The model's hard limit, in the replay meter's tokens: this, else the session's model's
+  // context window in the price table (200,000 when it has none).
+  std::optional<std::uint64_t> window;
   std::uint64_t jobs = 1;             // threads
   std::uint64_t shard = 0, shards = 1;  // replay the files whose index is `shard` modulo `shards`
 };

@@ -105,12 +105,16 @@ std::string to_json_line(const SessionReplay& r) {
   }
   for (const auto& e : r.errors) errors.emplace_back(e);
   json::object o{{"session", r.session},
+                 {"source", r.source},
                  {"config", r.config},
                  {"config_index", r.config_index},
                  {"model", r.model},
                  {"meter", r.meter},
                  {"calls", r.calls.size()},
                  {"compactions", r.compactions},
+                 {"declines", r.declines},
+                 {"window", r.window},
+                 {"limit", r.limit},
                  {"refusals", r.refusals},
                  {"over_window", r.over_window},
                  {"over_budget", r.over_budget},
@@ -124,6 +128,10 @@ std::string to_json_line(const SessionReplay& r) {
                  {"uncached", r.uncached},
                  {"output", r.output},
                  {"cost_nusd", r.cost_nusd},
+                 {"cost_split_nusd", json::object{{"cache_read", r.read_nusd},
+                                                  {"cache_write", r.write_nusd},
+                                                  {"uncached", r.uncached_nusd},
+                                                  {"output", r.output_nusd}}},
                  {"summarizer", json::object{{"calls", r.summarizer_calls},
                                              {"input", r.summarizer_input},
                                              {"output", r.summarizer_output},
@@ -163,11 +171,15 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   const json::object& o = v.get_object();
   SessionReplay r;
   r.session = str(o, "session");
+  r.source = str(o, "source");
   r.config = str(o, "config");
   r.config_index = u64(o, "config_index");
   r.model = str(o, "model");
   r.meter = str(o, "meter");
   r.compactions = u64(o, "compactions");
+  r.declines = u64(o, "declines");
+  r.window = u64(o, "window");
+  r.limit = u64(o, "limit");
   r.refusals = u64(o, "refusals");
   r.over_window = u64(o, "over_window");
   r.over_budget = u64(o, "over_budget");
@@ -181,6 +193,12 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   r.uncached = u64(o, "uncached");
   r.output = u64(o, "output");
   r.cost_nusd = u64(o, "cost_nusd");
+  if (const auto* split = o.if_contains("cost_split_nusd"); split != nullptr && split->is_object()) {
+    r.read_nusd = u64(split->get_object(), "cache_read");
+    r.write_nusd = u64(split->get_object(), "cache_write");
+    r.uncached_nusd = u64(split->get_object(), "uncached");
+    r.output_nusd = u64(split->get_object(), "output");
+  }
   if (const auto* sm = o.if_contains("summarizer"); sm != nullptr && sm->is_object()) {
     const json::object& so = sm->get_object();
     r.summarizer_calls = u64(so, "calls");
@@ -236,65 +254,173 @@ Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& inde
   return true;
 }
 
-std::string markdown_table(const BenchResults& results) {
-  std::string out =
-      "| config | meter | sessions | calls | compactions | refusals | over budget | tail alone over | summaries | tokens sent | cache read | "
-      "cost USD | summarizer USD | visible (median call) | visible (last call) | paths + errors visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (std::size_t k = 0; k < results.configs.size(); ++k) {
-    std::set<std::string> meters;
-    std::uint64_t sessions = 0, calls = 0, compactions = 0, refusals = 0, over = 0, over_tail = 0, summaries = 0, sent = 0, read = 0;
-    std::uint64_t facts = 0, facts_visible = 0;
-    std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
-    std::uint64_t cost = 0, summarizer_cost = 0;  // nano-USD
-    std::vector<std::int64_t> us;
-    for (const auto& r : results.replays) {
-      if (r.config_index != k) continue;
-      meters.insert(r.meter);
-      ++sessions;
-      calls += r.calls.size();
-      compactions += r.compactions;
-      refusals += r.refusals;
-      over += r.over_budget;
-      over_tail += r.over_budget_tail;
-      facts += r.last.facts;
-      facts_visible += r.last.facts_visible;
-      summaries += r.summaries;
-      sent += r.sent;
-      read += r.cache_read;
-      cost += r.cost_nusd;
-      summarizer_cost += r.summarizer_cost_nusd;
-      probes_m += r.median.probes;
-      visible_m += r.median.visible;
-      probes_l += r.last.probes;
-      visible_l += r.last.visible;
-      probes += r.median.probes + r.last.probes;
-      recoverable += r.median.recoverable + r.last.recoverable;
-      lost += r.median.lost.size() + r.last.lost.size();
-      failed += r.failures + r.rejections;
-      for (const auto& c : r.calls) us.push_back(c.pipeline_us);
+namespace {
+
+// One row's sums over its replays.
+struct RowSums {
+  std::set<std::string> meters;
+  std::uint64_t sessions = 0, calls = 0, compactions = 0, declines = 0, refusals = 0, over = 0, over_tail = 0, summaries = 0;
+  std::uint64_t sent = 0, read = 0, facts = 0, facts_visible = 0;
+  std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
+  std::uint64_t cost = 0, summarizer_cost = 0, read_cost = 0, write_cost = 0, uncached_cost = 0, output_cost = 0;  // nano-USD
+  std::uint64_t baseline_cost = 0, dearer = 0;  // of the same sessions, uncompacted; sessions dearer than it
+  std::vector<std::int64_t> us;
+
+  void add(const SessionReplay& r, const SessionReplay* baseline) {
+    meters.insert(r.meter);
+    ++sessions;
+    calls += r.calls.size();
+    compactions += r.compactions;
+    declines += r.declines;
+    refusals += r.refusals;
+    over += r.over_budget;
+    over_tail += r.over_budget_tail;
+    facts += r.last.facts;
+    facts_visible += r.last.facts_visible;
+    summaries += r.summaries;
+    sent += r.sent;
+    read += r.cache_read;
+    cost += r.cost_nusd;
+    read_cost += r.read_nusd;
+    write_cost += r.write_nusd;
+    uncached_cost += r.uncached_nusd;
+    output_cost += r.output_nusd;
+    summarizer_cost += r.summarizer_cost_nusd;
+    probes_m += r.median.probes;
+    visible_m += r.median.visible;
+    probes_l += r.last.probes;
+    visible_l += r.last.visible;
+    probes += r.median.probes + r.last.probes;
+    recoverable += r.median.recoverable + r.last.recoverable;
+    lost += r.median.lost.size() + r.last.lost.size();
+    failed += r.failures + r.rejections;
+    for (const auto& c : r.calls) us.push_back(c.pipeline_us);
+    if (baseline != nullptr) {
+      baseline_cost += baseline->cost_nusd;
+      dearer += r.cost_nusd > baseline->cost_nusd;
     }
-    std::string meter;
-    for (const auto& m : meters) meter += (meter.empty() ? "" : ", ") + m;
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {:.2f} | {:.2f} |\n",
-                       results.configs[k].path, meter, sessions, calls, compactions, refusals, over, over_tail, summaries, sent,
-                       percent(read, sent), to_usd(cost), to_usd(summarizer_cost), percent(visible_m, probes_m), percent(visible_l, probes_l),
-                       percent(facts_visible, facts), percent(recoverable, probes), lost, failed, percentile_ms(us, 0.5), percentile_ms(us, 0.99));
   }
+  std::string meter_list() const {
+    std::string out;
+    for (const auto& m : meters) out += (out.empty() ? "" : ", ") + m;
+    return out;
+  }
+  // "-12.3%" against the baseline of the same sessions ("—" for the baseline itself).
+  std::string versus(bool baseline) const {
+    if (baseline || baseline_cost == 0) return "—";
+    return fmt::format("{:+.1f}%", 100.0 * (static_cast<double>(cost) - static_cast<double>(baseline_cost)) / static_cast<double>(baseline_cost));
+  }
+};
+
+// The sums of each config (and the baseline, last) over the replays `keep` accepts.
+template <typename Keep>
+std::vector<RowSums> row_sums(const BenchResults& results, Keep keep) {
+  std::map<std::string, const SessionReplay*> baseline;
+  for (const auto& r : results.replays)
+    if (results.is_baseline(r)) baseline[r.session] = &r;
+  std::vector<RowSums> rows(results.configs.size() + 1);
+  for (const auto& r : results.replays) {
+    if (r.config_index >= rows.size() || !keep(r)) continue;
+    auto b = baseline.find(r.session);
+    rows[r.config_index].add(r, results.is_baseline(r) || b == baseline.end() ? nullptr : b->second);
+  }
+  return rows;
+}
+
+std::string main_table(const BenchResults& results) {
+  std::string out =
+      "| config | meter | sessions | calls | compactions | declined (cost) | refusals | over budget | tail alone over | summaries | tokens sent | "
+      "cache read | cost USD | vs uncompacted | dearer sessions | summarizer USD | visible (median call) | visible (last call) | "
+      "paths + errors visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  const std::vector<RowSums> rows = row_sums(results, [](const SessionReplay&) { return true; });
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const RowSums& w = rows[k];
+    if (w.sessions == 0) continue;
+    const bool base = k == results.configs.size();
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {} | {} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {} | {} |\n",
+        results.config_name(k), w.meter_list(), w.sessions, w.calls, w.compactions, w.declines, w.refusals, w.over, w.over_tail,
+        w.summaries, w.sent, percent(w.read, w.sent), to_usd(w.cost), w.versus(base), base ? std::string("—") : std::to_string(w.dearer),
+        to_usd(w.summarizer_cost), percent(w.visible_m, w.probes_m), percent(w.visible_l, w.probes_l), percent(w.facts_visible, w.facts),
+        percent(w.recoverable, w.probes), w.lost, w.failed, base ? std::string("—") : fmt::format("{:.2f}", percentile_ms(w.us, 0.5)),
+        base ? std::string("—") : fmt::format("{:.2f}", percentile_ms(w.us, 0.99)));
+  }
+  return out;
+}
+
+// What each row paid for: cache reads, cache writes, uncached input and output.
+std::string cost_split_table(const BenchResults& results) {
+  std::string out =
+      "| config | cost USD | cache read USD | cache write USD | uncached input USD | output USD | summarizer USD | vs uncompacted |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  const std::vector<RowSums> rows = row_sums(results, [](const SessionReplay&) { return true; });
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const RowSums& w = rows[k];
+    if (w.sessions == 0) continue;
+    out += fmt::format("| {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {} |\n", results.config_name(k), to_usd(w.cost),
+                       to_usd(w.read_cost), to_usd(w.write_cost), to_usd(w.uncached_cost), to_usd(w.output_cost), to_usd(w.summarizer_cost),
+                       w.versus(k == results.configs.size()));
+  }
+  return out;
+}
+
+// Cost and retention against the baseline per source format (Claude Code, Codex, Gemini CLI, OpenAI…).
+std::string by_source_table(const BenchResults& results) {
+  std::set<std::string> sources;
+  for (const auto& r : results.replays) sources.insert(r.source.empty() ? std::string("?") : r.source);
+  std::string out =
+      "| source | config | sessions | calls | compactions | cost USD | vs uncompacted | dearer sessions | paths + errors visible (last call) | "
+      "visible (last call) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& source : sources) {
+    const std::vector<RowSums> rows =
+        row_sums(results, [&](const SessionReplay& r) { return (r.source.empty() ? std::string("?") : r.source) == source; });
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const RowSums& w = rows[k];
+      if (w.sessions == 0) continue;
+      const bool base = k == results.configs.size();
+      out += fmt::format("| {} | {} | {} | {} | {} | {:.4f} | {} | {} | {:.1f}% | {:.1f}% |\n", source, results.config_name(k), w.sessions,
+                         w.calls, w.compactions, to_usd(w.cost), w.versus(base), base ? std::string("—") : std::to_string(w.dearer),
+                         percent(w.facts_visible, w.facts), percent(w.visible_l, w.probes_l));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string markdown_table(const BenchResults& results) {
+  std::string out = main_table(results);
+  out += "\nCost by what is billed:\n\n" + cost_split_table(results);
+  out += "\nBy source format:\n\n" + by_source_table(results);
+  const std::vector<Dearer> dearer = dearer_sessions(results);
+  if (!dearer.empty()) {
+    out += "\nDearer than uncompacted:\n\n";
+    for (const auto& d : dearer)
+      out += fmt::format("- {} ({}): ${:.4f} vs ${:.4f} uncompacted ({:+.1f}%){}\n", d.session, d.config, to_usd(d.cost_nusd),
+                         to_usd(d.baseline_nusd),
+                         d.baseline_nusd ? 100.0 * (to_usd(d.cost_nusd) - to_usd(d.baseline_nusd)) / to_usd(d.baseline_nusd) : 0.0,
+                         d.baseline_fits ? "" : "; uncompacted, calls were over the window");
+  }
+  for (const auto& w : meter_warnings(results)) out += "\n" + w + "\n";
   return out;
 }
 
 std::string sessions_csv(const BenchResults& results) {
   std::string out =
-      "session,config,model,meter,calls,compactions,refusals,over_window,over_budget,over_budget_tail,summaries,rejections,failures,"
-      "tokens_sent,cache_read,cache_write,uncached,output,cost_usd,summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,"
-      "probes_last,visible_last,recoverable_last\n";
+      "session,source,config,model,meter,window,limit,calls,compactions,declines,refusals,over_window,over_budget,over_budget_tail,summaries,"
+      "rejections,failures,tokens_sent,cache_read,cache_write,uncached,output,cost_usd,cache_read_usd,cache_write_usd,uncached_usd,output_usd,"
+      "summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,probes_last,visible_last,recoverable_last,"
+      "facts_last,facts_visible_last\n";
   for (const auto& r : results.replays)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{},{:.9f},{},{},{},{},{},{}\n", csv_field(r.session),
-                       csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.calls.size(), r.compactions, r.refusals,
-                       r.over_window, r.over_budget, r.over_budget_tail, r.summaries, r.rejections, r.failures, r.sent, r.cache_read,
-                       r.cache_write, r.uncached, r.output, to_usd(r.cost_nusd), r.summarizer_calls, to_usd(r.summarizer_cost_nusd), r.median.probes, r.median.visible,
-                       r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{},{:.9f},{},{},{},{},{},{},{},{}\n",
+        csv_field(r.session), csv_field(r.source), csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.window, r.limit,
+        r.calls.size(), r.compactions, r.declines, r.refusals, r.over_window, r.over_budget, r.over_budget_tail, r.summaries,
+        r.rejections, r.failures, r.sent, r.cache_read, r.cache_write, r.uncached, r.output, to_usd(r.cost_nusd), to_usd(r.read_nusd),
+        to_usd(r.write_nusd), to_usd(r.uncached_nusd), to_usd(r.output_nusd), r.summarizer_calls, to_usd(r.summarizer_cost_nusd),
+        r.median.probes, r.median.visible, r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable, r.last.facts,
+        r.last.facts_visible);
   return out;
 }
 
@@ -319,8 +445,7 @@ Expected<bool> write_outputs(const BenchResults& results, const std::string& dir
   files.emplace_back("skipped.jsonl", skipped);
   files.emplace_back("configs.jsonl", configs);
   files.emplace_back("sessions.csv", sessions_csv(results));
-  files.emplace_back("tokens-per-call.svg", tokens_chart_svg(results));
-  files.emplace_back("cumulative-cost.svg", cost_chart_svg(results));
+  for (auto& [name, svg] : charts_svg(results)) files.emplace_back(name, std::move(svg));
   for (const auto& [name, bytes] : files)
     if (auto w = write_file_atomically(dir + "/" + name, bytes); !w) return w.error();
   return true;

@@ -69,11 +69,14 @@ namespace {
 // One pipeline run on the request `sent`, which becomes the run's output when there is one; the
 // stages' outcomes and the summarizer's calls are recorded. Returns the run's status, or
 // "failed" when it gave no output: the agent then sends its history as it was.
-std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c, const ReplaySetup& setup,
+std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c, const ReplaySetup& setup, const CacheState& cache,
                          StageLogger& log, Conversation& sent, CallRecord& call, SessionReplay& out) {
   RunOptions options;
   options.rules = setup.rules;
   options.prompt_too_long = prompt_too_long;
+  options.model = setup.model;
+  options.openai = setup.openai;
+  options.cache = cache;
   options.input_name = out.session + " call " + std::to_string(c + 1);
   options.archive_dir = setup.archive_dir;
   options.file_system = &scratch_file_system();
@@ -81,6 +84,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
   RunReport r = pipeline.run(sent, options, log);
   call.pipeline_us +=
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+  if (r.budget.unit == SizeUnit::tokens) out.limit = r.budget.limit;
   for (const auto& s : r.stages) {
     if (s.status == StageStatus::skipped) continue;
     if (!call.stages.empty()) call.stages += ' ';
@@ -100,6 +104,10 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
     if (const ModelPrice* p = !cost && setup.prices != nullptr ? setup.prices->find(sc.call.model) : nullptr)
       cost = p->cost(sc.call.input_tokens, 0, 0, sc.call.output_tokens);
     out.summarizer_cost_nusd += to_nusd(cost.value_or(0.0));
+  }
+  if (r.gate && !r.gate->commit) {
+    ++out.declines;
+    call.stages += std::string(call.stages.empty() ? "" : " ") + "gate:declined";
   }
   if (r.status == RunStatus::bad_input || r.status == RunStatus::failed || !r.output) {
     ++out.failures;
@@ -164,12 +172,25 @@ void check_last_request(const Conversation& last, std::size_t calls, const Repla
 
 }  // namespace
 
-SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
-                             StageLogger& log) {
+namespace {
+
+// The session's cost, priced from its token totals (prices are linear), and its split.
+void price_totals(const ModelPrice& p, SessionReplay& out) {
+  out.read_nusd = to_nusd(p.cost(0, 0, out.cache_read, 0));
+  out.write_nusd = to_nusd(p.cost(0, out.cache_write, 0, 0));
+  out.uncached_nusd = to_nusd(p.cost(out.uncached, 0, 0, 0));
+  out.output_nusd = to_nusd(p.cost(0, 0, 0, out.output));
+  out.cost_nusd = out.read_nusd + out.write_nusd + out.uncached_nusd + out.output_nusd;
+}
+
+}  // namespace
+
+SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, const ReplaySetup& setup, StageLogger& log) {
   SessionReplay out;
   out.session = setup.session;
   out.model = setup.model;
   out.meter = setup.meter_name;
+  out.window = setup.window;
   const Conversation original = ConversationHost::with_meter(session, setup.meter);
   std::vector<std::size_t> answers;  // a model call happens before each of these
   for (std::size_t i = 1; i < original.size(); ++i)
@@ -193,15 +214,17 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     const Conversation input = continuation.input(sent_before ? &*sent_before : nullptr);
     CallRecord call;
     Conversation sent = input;
-    std::string status = run_pipeline(pipeline, false, c, setup, log, sent, call, out);
+    // The previous call's request is in the cache (calls are taken to come within its lifetime).
+    const CacheState cache{previous ? shared_prefix(*previous, input) : 0, c, 0};
+    std::string status = pipeline != nullptr ? run_pipeline(*pipeline, false, c, setup, cache, log, sent, call, out) : "ok";
     if (sent.size_in(SizeUnit::tokens) > setup.window) {
       // The API refuses the request; the agent compacts reactively, once, and sends again.
       call.refused = true;
       ++out.refusals;
-      status = run_pipeline(pipeline, true, c, setup, log, sent, call, out);
+      if (pipeline != nullptr) status = run_pipeline(*pipeline, true, c, setup, cache, log, sent, call, out);
       if (sent.size_in(SizeUnit::tokens) > setup.window) ++out.over_window;
     }
-    if (status == "over_budget") count_over_budget(sent, pipeline.config(), out);
+    if (status == "over_budget") count_over_budget(sent, pipeline->config(), out);
     if (call.compacted) ++out.compactions;
 
     auto recorded = setup.recorded_output.find(answers[c]);
@@ -221,8 +244,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, co
     sent_before = SentHistory{answers[c], false, sent.messages(), sent.system_slots()};
     previous = std::move(sent);
   }
-  // Prices are linear in tokens: the session's cost is the cost of its totals.
-  if (setup.price != nullptr) out.cost_nusd = to_nusd(setup.price->cost(out.uncached, out.cache_write, out.cache_read, out.output));
+  if (setup.price != nullptr) price_totals(*setup.price, out);
   if (previous) check_last_request(*previous, answers.size(), setup, out);
   return out;
 }

@@ -40,14 +40,19 @@ struct CallRecord {
 std::uint64_t to_nusd(double usd);
 double to_usd(std::uint64_t nusd);
 
+// The name a replay without a pipeline goes by: the uncompacted baseline every config is compared with.
+inline constexpr const char* kUncompacted = "uncompacted";
+
 struct SessionReplay {
   std::string session;  // relative to the corpus
-  std::string config;
-  std::uint64_t config_index = 0;
+  std::string source;   // its format: claude-code, codex, gemini-cli, openai, anthropic
+  std::string config;   // kUncompacted for the baseline
+  std::uint64_t config_index = 0;  // the baseline's is the number of configs
   std::string model;  // from the log, --model, or the price table's default
   std::string meter;  // "calibrated/sonnet", "o200k", …
   std::vector<CallRecord> calls;
   std::uint64_t compactions = 0, refusals = 0, over_window = 0, over_budget = 0, summaries = 0;
+  std::uint64_t declines = 0;  // compactions the cost gate declined
   // Calls still over budget whose protected tail (and the request in it) alone is over the limit:
   // no policy could fit them, so they are counted apart from over_budget.
   std::uint64_t over_budget_tail = 0;
@@ -57,6 +62,10 @@ struct SessionReplay {
   // Costs in nano-USD, integers: they add up and survive the JSON round trip of --merge exactly
   // (Boost.JSON 1.81 does not parse every double back to the same bits).
   std::uint64_t cost_nusd = 0;
+  // The same split by what is billed: cache reads, cache writes, uncached input, output.
+  std::uint64_t read_nusd = 0, write_nusd = 0, uncached_nusd = 0, output_nusd = 0;
+  std::uint64_t window = 0;  // the model's window the replay refused calls over, in tokens
+  std::uint64_t limit = 0;   // the config's budget limit at that window (0: the baseline)
   // A summarizer that is a model: its own calls, tokens and cost (priced by the config's `prices:`,
   // else by the bench's table).
   std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;
@@ -78,6 +87,7 @@ struct ReplaySetup {
   const PriceTable* prices = nullptr;  // prices a model summarizer's calls the config did not price
   std::string model;
   std::uint64_t window = 200000;  // the model's hard limit, in the meter's tokens
+  bool openai = false;            // the session is an OpenAI API's (its tokenizer for an unknown model)
   std::string archive_dir;
   // Output tokens the log recorded for an answer, by message index (else the meter counts it).
   std::map<std::size_t, std::uint64_t> recorded_output;
@@ -89,10 +99,10 @@ struct ReplaySetup {
   const std::vector<CheckerPtr>* rules = nullptr;
 };
 
-// Replays `session` (as imported) through `pipeline`. Never fails: a call whose pipeline fails
+// Replays `session` (as imported) through `pipeline`, or without one (null): the uncompacted
+// baseline, which sends the whole history every call. Never fails: a call whose pipeline fails
 // is recorded in `failures` and `errors`, and the agent is taken to send its history as it was.
-SessionReplay replay_session(const Conversation& session, Pipeline& pipeline, const ReplaySetup& setup,
-                             StageLogger& log);
+SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, const ReplaySetup& setup, StageLogger& log);
 
 // The number of whole messages at the start of `request` that are byte-identical to those of
 // `previous` (cache_control markers ignored).

@@ -1,6 +1,8 @@
 #include "bench/results.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <tuple>
 
 namespace compactor::bench {
@@ -13,6 +15,36 @@ void BenchResults::sort() {
             [](const Skipped& a, const Skipped& b) { return std::tie(a.session, a.reason) < std::tie(b.session, b.reason); });
 }
 
+std::string BenchResults::config_name(std::uint64_t index) const {
+  return index < configs.size() ? configs[index].path : std::string(kUncompacted);
+}
+
+std::vector<Dearer> dearer_sessions(const BenchResults& results) {
+  std::vector<Dearer> out;
+  std::map<std::string, const SessionReplay*> baseline;
+  for (const auto& r : results.replays)
+    if (results.is_baseline(r)) baseline[r.session] = &r;
+  for (const auto& r : results.replays) {
+    auto b = baseline.find(r.session);
+    if (results.is_baseline(r) || b == baseline.end() || r.cost_nusd <= b->second->cost_nusd) continue;
+    out.push_back({r.session, r.config, r.cost_nusd, b->second->cost_nusd, b->second->over_window == 0 && b->second->refusals == 0});
+  }
+  return out;
+}
+
+std::vector<std::string> meter_warnings(const BenchResults& results) {
+  std::vector<std::string> lines;
+  std::map<std::string, std::set<std::string>> by_session;
+  for (const auto& r : results.replays) by_session[r.session].insert(r.meter);
+  for (const auto& [session, meters] : by_session) {
+    if (meters.size() < 2) continue;
+    std::string list;
+    for (const auto& m : meters) list += (list.empty() ? "" : ", ") + m;
+    lines.push_back("warning: " + session + " is priced with different meters (" + list + "): its rows' costs do not compare");
+  }
+  return lines;
+}
+
 std::vector<std::string> notices(const BenchResults& results) {
   std::vector<std::string> lines;
   for (const auto& s : results.skipped) lines.push_back("skipped " + s.session + ": " + s.reason);
@@ -22,6 +54,7 @@ std::vector<std::string> notices(const BenchResults& results) {
       for (const auto& p : ret->lost)
         lines.push_back(r.session + " (" + r.config + "): call " + std::to_string(ret->call) + ": lost probe \"" + p.substr(0, 120) + "\"");
   }
+  for (auto& w : meter_warnings(results)) lines.push_back(std::move(w));
   return lines;
 }
 

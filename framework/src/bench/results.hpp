@@ -21,15 +21,32 @@ struct Skipped {
 
 struct BenchResults {
   std::vector<BenchConfig> configs;
-  std::vector<SessionReplay> replays;  // sorted by (session, config_index)
+  // Sorted by (session, config_index); each session's last is the uncompacted baseline, whose
+  // config_index is configs.size().
+  std::vector<SessionReplay> replays;
   std::vector<Skipped> skipped;        // sorted by session
   std::string chart_session;           // empty: the session with the most calls
 
   void sort();
+  bool is_baseline(const SessionReplay& r) const { return r.config_index == configs.size(); }
+  // The config's path as given, or kUncompacted for the baseline.
+  std::string config_name(std::uint64_t index) const;
 };
 
+// A session a config replayed dearer than the uncompacted baseline did.
+struct Dearer {
+  std::string session, config;
+  std::uint64_t cost_nusd = 0, baseline_nusd = 0;
+  bool baseline_fits = true;  // the uncompacted replay had no call over the window
+};
+std::vector<Dearer> dearer_sessions(const BenchResults& results);
+
+// One line per session whose replays were priced with different meters (their costs do not
+// compare), or, when the rows of the table count with different meters, one line saying so.
+std::vector<std::string> meter_warnings(const BenchResults& results);
+
 // One line per thing worth a reader's attention, in the results' order: each skipped session,
-// each replay's errors, each probe lost ("S (C): call N: lost probe \"…\"").
+// each replay's errors, each probe lost ("S (C): call N: lost probe \"…\""), the meter warnings.
 std::vector<std::string> notices(const BenchResults& results);
 
 // No call failed the checkers or had a candidate rejected, and no probe was lost.

@@ -1,6 +1,7 @@
 // thinking_unchanged: thinking and redacted_thinking blocks are never modified (the API rejects
-// modified ones). They may leave with their whole message from old turns, but the last assistant
-// turn of an open tool loop keeps them.
+// modified ones), nor are the `compaction` blocks the API's own server-side compaction returns
+// (the summary that stands for everything before it). They may leave with their whole message
+// from old turns, but the last assistant turn of an open tool loop keeps them.
 #include "checkers/checker_support.hpp"
 #include "checkers/checker_host.hpp"
 
@@ -9,10 +10,15 @@
 namespace compactor::detail {
 namespace {
 
-bool is_thinking(const Block& b) { return b.kind() == BlockKind::thinking || b.kind() == BlockKind::redacted_thinking; }
+bool is_compaction(const Block& b) { return b.kind() == BlockKind::other && b.type() == "compaction"; }
+bool is_thinking(const Block& b) {
+  return b.kind() == BlockKind::thinking || b.kind() == BlockKind::redacted_thinking || is_compaction(b);
+}
 
-// What identifies a thinking block: its signature, or a redacted block's opaque data.
+// What identifies a thinking block: its signature, a redacted block's opaque data, a compaction
+// block's summary.
 std::string_view thinking_key(const Block& b) {
+  if (is_compaction(b)) return b.string_field("content");
   return b.kind() == BlockKind::thinking ? b.signature() : b.string_field("data");
 }
 

@@ -6,6 +6,7 @@
 #include "archive/folder_trust.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "host/archived_receipts.hpp"
+#include "host/model_budget.hpp"
 #include "host/stderr_logger.hpp"
 
 #include <algorithm>
@@ -113,6 +114,7 @@ RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options
 // What every stage of one run shares.
 struct Pipeline::RunState {
   const RunOptions& options;
+  const RunBudget& budget;  // the config's, resolved for the request's model
   StageLogger& log;
   RunArchive& archive;
   std::vector<std::string> requests;
@@ -120,6 +122,7 @@ struct Pipeline::RunState {
   // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
   // history is down to the target, so the calls that follow only append (the prompt cache holds).
   bool triggered = false;
+  ArchiveStore::Mark start = archive.mark();  // what the run archived goes if the gate declines
 };
 
 namespace {
@@ -176,7 +179,12 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
   sr.plugin_version = entry.registered->plugin != nullptr ? entry.registered->plugin->version : "";
   sr.before = SizeSnapshot::of(committed);
   sr.after = sr.before;
-  if (auto why = skip_reason(entry, committed, config_->budget, run.triggered)) {
+  if (entry.when.kind == WhenKind::over_budget && run.triggered && !run.options.native_context.empty()) {
+    sr.status = StageStatus::skipped;
+    sr.reason = "deferred: " + run.options.native_context;
+    return sr;
+  }
+  if (auto why = skip_reason(entry, committed, run.budget.budget, run.triggered)) {
     sr.status = StageStatus::skipped;
     sr.reason = std::move(*why);
     return sr;
@@ -184,7 +192,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
 
   PrefixedLogger stage_log(run.log, entry.stage + ": ");
   StageContext context(run.archive, stage_log);
-  context.budget = config_->budget;
+  context.budget = run.budget.budget;
   context.tail = compute_protected_tail(committed, config_->recent_exchanges);
   context.requests = run.requests;
   context.summarizer = summarizer_.get();
@@ -220,7 +228,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
     return sr;
   }
   CheckInput check{committed, candidate, context.tail, run.requests};
-  check.unit = config_->budget.unit;
+  check.unit = run.budget.budget.unit;
   check.may_touch_tail = entry.registered->info->may_touch_tail;
   check.may_grow = entry.registered->info->may_grow;
   check.archive = &run.archive;
@@ -238,15 +246,20 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
 }
 
 RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
-  const Budget& budget = config_->budget;
-  // Under budget.unit: tokens every conversation of the run counts through the config's meter.
-  const bool metered = budget.unit == SizeUnit::tokens && config_->meter != nullptr;
-  const Conversation input = metered ? ConversationHost::with_meter(unmetered, config_->meter) : unmetered;
+  const RunBudget resolved = run_budget(*config_, options.model, options.openai);
+  const Budget& budget = resolved.budget;
+  // Under budget.unit: tokens every conversation of the run counts through the run's meter.
+  const bool metered = budget.unit == SizeUnit::tokens && resolved.meter != nullptr;
+  const Conversation input = metered ? ConversationHost::with_meter(unmetered, resolved.meter) : unmetered;
   RunReport report;
   report.config_file = config_->file;
   report.input = options.input_name;
   report.reason = options.prompt_too_long ? "prompt_too_long" : "before_call";
   report.budget = budget;
+  report.model = options.model;
+  report.window = resolved.window;
+  report.window_from = resolved.window_from;
+  if (config_->model_meters != nullptr) report.meter = resolved.meter_name;  // the model's, found for this run
   report.input_size = SizeSnapshot::of(input);
   report.resolved_pipeline = print_pipeline(*config_);
 
@@ -267,7 +280,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   std::optional<ArchiveStore> folder;
   if (!opened) folder.emplace(options.archive_dir.value_or(config_->archive_dir), fs);
   RunArchive& archive = opened ? *opened : static_cast<RunArchive&>(*folder);
-  RunState run{options, log, archive,
+  RunState run{options, resolved, log, archive,
                options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts,
                stage_checkers(checkers_, rules), input.size_in(budget.unit) > budget.limit};
   Conversation committed = input;
@@ -287,6 +300,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     }
     rejected = true;
   }
+  if (report.status != RunStatus::aborted) gate(input, committed, run, report);
 
   if (auto durable = archive.commit(); !durable) {
     report.status = RunStatus::failed;
@@ -299,11 +313,59 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     // call (prompt_too_long) that nothing could compact: the refusal goes back to the caller.
     const bool over = committed.size_in(budget.unit) > budget.limit;
     const bool uncompacted = options.prompt_too_long && !report.first_changed_message;
-    report.status = rejected ? RunStatus::rejected : over ? RunStatus::over_budget : uncompacted ? RunStatus::not_compacted : RunStatus::ok;
+    const bool declined = report.gate && !report.gate->commit;
+    const bool deferred = over && !options.prompt_too_long && !options.native_context.empty();
+    report.status = rejected     ? RunStatus::rejected
+                    : declined   ? RunStatus::declined
+                    : deferred   ? RunStatus::deferred
+                    : over       ? RunStatus::over_budget
+                    : uncompacted ? RunStatus::not_compacted
+                                  : RunStatus::ok;
   }
   report.output_size = SizeSnapshot::of(committed);
   report.output = committed;
   return report;
+}
+
+namespace {
+
+// The tokens of `c`'s fixed part (system, tools) and of its first `messages` messages.
+std::uint64_t prefix_size(const Conversation& c, std::size_t messages, SizeUnit unit) {
+  std::uint64_t size = c.frame().fixed.in(unit);
+  for (std::size_t i = 0; i < std::min(messages, c.size()); ++i) size += c.size_of(c[i], unit);
+  return size;
+}
+
+}  // namespace
+
+// The gate weighs what the over-budget stages did, before the call and in tokens, when the model
+// has a price. A stage that runs on another condition (the model's own `compact` call, a newest
+// batch too large to send) decided for itself, and so did a run after a refusal. Past halfway from
+// the limit to the window the compaction is committed whatever it costs: a refused call costs more.
+void Pipeline::gate(const Conversation& input, Conversation& committed, RunState& run, RunReport& report) const {
+  const RunBudget& rb = run.budget;
+  const auto change = first_changed(input, committed);
+  if (run.options.prompt_too_long || rb.price == nullptr || rb.budget.unit != SizeUnit::tokens || !change) return;
+  const auto& entries = config_->pipeline;
+  for (std::size_t k = 0; k < report.stages.size() && k < entries.size(); ++k)
+    if (report.stages[k].status == StageStatus::committed && entries[k].when.kind != WhenKind::over_budget) return;
+  const SizeUnit unit = SizeUnit::tokens;
+  const CacheState cache = run.options.cache.value_or(CacheState{});
+  GateInput in;
+  in.size_in = input.size_in(unit);
+  in.size_out = committed.size_in(unit);
+  in.cached_in = prefix_size(input, cache.cached_messages, unit);
+  in.cached_kept = prefix_size(input, std::min(cache.cached_messages, *change), unit);
+  in.horizon = gate_horizon(cache);
+  const bool warm = run.options.cache && cache.idle_s >= 0 && static_cast<std::uint64_t>(cache.idle_s) < rb.price->cache_lifetime_s;
+  report.gate = weigh_compaction(in, *rb.price, warm);
+  const bool must = rb.window > 0 && in.size_in > rb.budget.limit + (rb.window - std::min(rb.window, rb.budget.limit)) / 2;
+  if (report.gate->commit || must) {
+    report.gate->commit = true;
+    return;
+  }
+  run.archive.revert_to(run.start);
+  committed = input;
 }
 
 }  // namespace compactor

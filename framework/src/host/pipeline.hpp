@@ -7,6 +7,7 @@
 #include "compactor/checker.hpp"
 #include "archive/file_system.hpp"
 #include "archive/run_archive.hpp"
+#include "host/cost_gate.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"
 #include "compactor/summarizer.hpp"
@@ -36,6 +37,17 @@ struct RunOptions {
   // they run after every stage beside the config's checkers (one of the same name runs once).
   // The Anthropic Messages API's when unset: structure, pairing, unique_ids, cache_control.
   const std::vector<CheckerPtr>* rules = nullptr;
+  // The request's model id (empty: it names none, and the price table's default model stands for
+  // it): the window of `budget: {window: auto}`, the meter of `meter: {kind: auto}`, the price the
+  // cost gate weighs with. `openai`: the request is an OpenAI API's.
+  std::string model;
+  bool openai = false;
+  // What the provider's prompt cache holds of the input, as the caller knows it (serve from its
+  // continuity state, bench from the previous call); unknown: cold, and the gate commits.
+  std::optional<CacheState> cache;
+  // Why the over-budget stages defer to the API (host/native_context.hpp): the request asks the
+  // API to make room itself. Empty: they run.
+  std::string native_context;
 };
 
 class Pipeline {
@@ -62,6 +74,8 @@ class Pipeline {
     std::unique_ptr<Stage> instance;
   };
   struct RunState;
+  // The cost gate on the run's compaction; `committed` back to the input when it declines.
+  void gate(const Conversation& input, Conversation& committed, RunState& run, RunReport& report) const;
   // One stage on `committed`: its report, `committed` replaced when its candidate passed every
   // checker (what it archived otherwise reverted).
   StageRunReport run_stage_on(BuiltStage& s, Conversation& committed, RunState& run) const;

@@ -22,6 +22,11 @@ namespace fs = std::filesystem;
 using detail::join_path;
 using detail::YamlReader;
 
+Budget WindowBudget::of(std::uint64_t window) const {
+  const auto share = [&](double f) { return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(f * static_cast<double>(window))); };
+  return Budget{SizeUnit::tokens, share(trigger), std::min(share(target), share(trigger))};
+}
+
 std::string When::to_string() const {
   switch (kind) {
     case WhenKind::always: return "always";
@@ -177,6 +182,8 @@ class ConfigLoader {
  private:
   std::optional<YAML::Node> read_root(std::vector<std::string>& errors);
   void read_budget(const YAML::Node& root);
+  void read_window_budget(const YAML::Node& budget);
+  void settle_window();
   void read_sections(const YAML::Node& root);
   void read_archive(const YAML::Node& root);
   void read_meter(const YAML::Node& root);
@@ -207,7 +214,8 @@ class ConfigLoader {
   bool plugin_failure_ = false;
   std::optional<std::string> known_stages_;  // computed at the first unknown stage
   std::vector<YAML::Node> plugin_nodes_;
-  std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens
+  std::optional<YAML::Node> unit_node_;  // budget.unit, when it says tokens (budget.window: it counts tokens)
+  std::optional<YAML::Node> window_auto_node_;  // budget.window, when it says auto
   SourceLocation archive_dir_at_;         // archive.dir, when written
   // checkers.enabled: each entry as read, and its nodes (for located errors).
   struct CheckerNodes {
@@ -282,6 +290,7 @@ ConfigLoadResult ConfigLoader::load() {
   for (std::size_t i = 0; i < config_.on_prompt_too_long.size(); ++i)
     read_params(config_.on_prompt_too_long[i], reactive_params[i].IsDefined() ? &reactive_params[i] : nullptr);
   read_prices(root);
+  settle_window();
   read_serve(root);
   read_store(r_, root, config_.store);
   check_summary_lengths();
@@ -294,7 +303,13 @@ ConfigLoadResult ConfigLoader::load() {
 
 void ConfigLoader::read_budget(const YAML::Node& root) {
   auto budget = r_.member(root, "", "budget", true);
-  if (!budget || !r_.check_mapping(*budget, "budget", {"unit", "limit", "target"})) return;
+  if (!budget || !r_.check_mapping(*budget, "budget", {"unit", "limit", "target", "window", "trigger"})) return;
+  if ((*budget)["window"]) {
+    read_window_budget(*budget);
+    return;
+  }
+  if (const YAML::Node trigger = (*budget)["trigger"])
+    r_.error(trigger, "budget.trigger", "a share of a window: give budget.window (auto or a number of tokens) with it, or budget.limit alone");
   if (auto unit = r_.member(*budget, "budget", "unit", false)) {
     if (auto u = r_.choice(*unit, "budget.unit", {"chars", "bytes", "tokens"})) {
       config_.budget.unit = *size_unit_from_string(*u);
@@ -313,6 +328,58 @@ void ConfigLoader::read_budget(const YAML::Node& root) {
   }
   config_.budget.limit = static_cast<std::uint64_t>(limit.value_or(0));
   config_.budget.target = static_cast<std::uint64_t>(target.value_or(limit.value_or(0)));
+}
+
+// `budget: {window: auto | TOKENS, trigger: 0.8, target: 0.6}`: in tokens, trigger and target
+// shares of the window. An auto window is the price table's for the request's model; the budget
+// printed and validated is the default model's (settle_window).
+void ConfigLoader::read_window_budget(const YAML::Node& budget) {
+  WindowBudget w;
+  const YAML::Node window = budget["window"];
+  unit_node_ = window;  // a window counts tokens: the meter's absence is reported here
+  config_.budget.unit = SizeUnit::tokens;
+  const bool plain = window.IsScalar() && window.Tag() == "?";
+  if (plain && window.Scalar() == "auto") {
+    window_auto_node_ = window;
+  } else if (plain && !window.Scalar().empty() && window.Scalar().find_first_not_of("0123456789") == std::string::npos) {
+    auto n = r_.integer(window, "budget.window", 1000);
+    if (!n) return;
+    w.tokens = static_cast<std::uint64_t>(*n);
+  } else {
+    r_.error(window, "budget.window",
+             "expected auto (the model's, from the price table) or a number of tokens (at least 1000), got " + YamlReader::describe(window));
+    return;
+  }
+  if (const YAML::Node limit = budget["limit"])
+    r_.error(limit, "budget.limit", "with budget.window the limit is budget.trigger, a share of the window; give one or the other");
+  if (const YAML::Node unit = budget["unit"]; unit && !(unit.IsScalar() && unit.Scalar() == "tokens"))
+    r_.error(unit, "budget.unit", "a window is counted in tokens: leave budget.unit out or say tokens, got " + YamlReader::describe(unit));
+  if (const YAML::Node t = budget["trigger"])
+    if (auto v = r_.param(t, "budget.trigger", ParamSpec::number("trigger", "", 0.8).at_least(0.01).at_most(1.0)))
+      w.trigger = std::holds_alternative<double>(*v) ? std::get<double>(*v) : static_cast<double>(std::get<std::int64_t>(*v));
+  if (const YAML::Node t = budget["target"])
+    if (auto v = r_.param(t, "budget.target", ParamSpec::number("target", "", 0.6).at_least(0.01).at_most(w.trigger)))
+      w.target = std::holds_alternative<double>(*v) ? std::get<double>(*v) : static_cast<double>(std::get<std::int64_t>(*v));
+  if (w.target > w.trigger) w.target = w.trigger;  // reported above
+  config_.window = w;
+  if (w.tokens > 0) config_.budget = w.of(w.tokens);
+}
+
+// An auto window needs the price table, and the table a window for its default model: the budget
+// a run uses when its input names no model, and what validate and print-pipeline show.
+void ConfigLoader::settle_window() {
+  if (!config_.window || config_.window->tokens > 0 || !window_auto_node_) return;
+  if (!config_.prices) {
+    r_.error(*window_auto_node_, "budget.window",
+             "auto finds the window of the request's model in the price table: add `prices: prices.yaml` (configs/prices.yaml)");
+    return;
+  }
+  auto w = config_.prices->window_of(config_.prices->default_model);
+  if (!w) {
+    r_.error(*window_auto_node_, "budget.window", config_.prices_file + ": the price table gives no context_window for its default model");
+    return;
+  }
+  config_.budget = config_.window->of(w->tokens);
 }
 
 // `archive: {dir, restore_via}`.
@@ -350,7 +417,8 @@ void ConfigLoader::read_meter(const YAML::Node& root) {
   auto meter = r_.member(root, "", "meter", false);
   if (!meter) {
     if (unit_node_)
-      r_.error(*unit_node_, "budget.unit", "tokens need a meter: add `meter: {kind: …}` with one of " + kinds);
+      r_.error(*unit_node_, config_.window ? "budget.window" : "budget.unit",
+               "tokens need a meter: add `meter: {kind: …}` with one of " + kinds + (config_.window ? ", auto" : ""));
     return;
   }
   if (!r_.check_mapping(*meter, "meter", {"kind", "file", "family"})) return;
@@ -359,16 +427,32 @@ void ConfigLoader::read_meter(const YAML::Node& root) {
   if (!kind) return;
   std::vector<std::string> choices;
   for (auto k : meter_kinds()) choices.emplace_back(k);
+  choices.emplace_back("auto");  // the request's model's: o200k or calibrated (host/model_meters.hpp)
   auto k = r_.choice(*kind, "meter.kind", choices);
   if (!k) return;
   spec.kind = *k;
-  std::optional<YAML::Node> file = r_.member(*meter, "meter", "file", spec.kind == "calibrated");
+  const bool fitted = spec.kind == "calibrated" || spec.kind == "auto";
+  std::optional<YAML::Node> file = r_.member(*meter, "meter", "file", fitted);
   if (file) {
     auto f = r_.string(*file, "meter.file");
     if (!f) return;
     spec.file = resolve(base_, *f);
-  } else if (spec.kind == "calibrated") {
+  } else if (fitted) {
     return;  // member() has reported the missing file
+  }
+  if (spec.kind == "auto") {
+    if (auto family = (*meter)["family"]) {
+      r_.error(family, "meter.family", "an auto meter takes each model's family from the price table");
+      return;
+    }
+    auto meters = make_model_meters({"o200k", "calibrated"}, spec.file);
+    if (!meters) {
+      r_.error(*file, "meter.file", meters.error().message);
+      return;
+    }
+    config_.meter_spec = spec;
+    config_.model_meters = std::make_shared<const ModelMeters>(std::move(*meters));
+    return;
   }
   if (auto family = r_.member(*meter, "meter", "family", false)) {
     if (spec.kind != "calibrated") {
@@ -1070,8 +1154,15 @@ static std::string absolute_path(const std::string& path) {
 std::string print_pipeline(const PipelineConfig& c) {
   std::string out = "# The resolved pipeline (compactor print-pipeline); feeding it back yields the same pipeline.\n";
   out += "version: 1\n";
-  out += "budget:\n  unit: " + std::string(to_string(c.budget.unit)) + "\n  limit: " + std::to_string(c.budget.limit) +
-         "\n  target: " + std::to_string(c.budget.target) + "\n";
+  if (c.window) {
+    out += "budget:\n  window: " + (c.window->tokens > 0 ? std::to_string(c.window->tokens) : std::string("auto")) +
+           "  # " + std::to_string(c.budget.limit) + " / " + std::to_string(c.budget.target) + " tokens" +
+           (c.window->tokens > 0 ? std::string() : " at the default model's window") + "\n  trigger: " +
+           yaml_value(ParamValue(c.window->trigger)) + "\n  target: " + yaml_value(ParamValue(c.window->target)) + "\n";
+  } else {
+    out += "budget:\n  unit: " + std::string(to_string(c.budget.unit)) + "\n  limit: " + std::to_string(c.budget.limit) +
+           "\n  target: " + std::to_string(c.budget.target) + "\n";
+  }
   if (c.meter_spec) {
     out += "meter:\n  kind: " + quoted(c.meter_spec->kind) + "\n";
     if (!c.meter_spec->file.empty()) out += "  file: " + quoted(absolute_path(c.meter_spec->file)) + "\n";

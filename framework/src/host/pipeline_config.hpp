@@ -5,6 +5,7 @@
 #pragma once
 
 #include "archive/store_config.hpp"
+#include "host/model_meters.hpp"
 #include "meter/meter_kinds.hpp"
 #include "compactor/param_schema.hpp"
 #include "loader/plugin_loader.hpp"
@@ -50,9 +51,21 @@ struct CheckerEntryConfig {
 
 enum class ViolationPolicy { abort, skip };
 
+// `budget: {window, trigger, target}`: the budget as shares of a context window, in tokens. The
+// window is the request's model's, from the price table (`window: auto`), or a number of tokens.
+struct WindowBudget {
+  std::uint64_t tokens = 0;  // 0: auto
+  double trigger = 0.8;      // crossing this share of the window starts a compaction…
+  double target = 0.6;       // … which brings the history down to this share, in one step
+  Budget of(std::uint64_t window) const;
+};
+
 struct PipelineConfig {
   std::string file;          // as given
+  // What `when: over_budget` measures. With `window`, the budget of the window it gives, or of the
+  // price table's default model when the window is auto (a run finds its model's: host/model_budget.hpp).
   Budget budget;
+  std::optional<WindowBudget> window;
   std::size_t recent_exchanges = 1;
   std::string archive_dir = ".compactor/archive";
   // `archive.restore_via`: how the model gets archived bytes back, for the instruction a history
@@ -62,7 +75,8 @@ struct PipelineConfig {
   // runs the pipeline in a child process). Longer than a model summarizer's retries by default.
   std::int64_t stage_timeout_ms = 600000;
   std::optional<MeterSpec> meter_spec;   // as written (file resolved against the config's folder)
-  std::shared_ptr<const Meter> meter;      // loaded; set when meter_spec is
+  std::shared_ptr<const Meter> meter;      // loaded; set when meter_spec is, unless its kind is auto
+  std::shared_ptr<const ModelMeters> model_meters;  // `meter: {kind: auto}`: o200k and the fit's families
   std::string summarizer_kind = "extractive";
   const RegisteredSummarizer* summarizer = nullptr;  // resolved
   ParamValues summarizer_params;                     // validated, defaults filled in

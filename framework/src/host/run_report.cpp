@@ -23,6 +23,8 @@ std::string_view to_string(StageStatus status) {
 std::string_view to_string(RunStatus status) {
   switch (status) {
     case RunStatus::ok: return "ok";
+    case RunStatus::declined: return "declined";
+    case RunStatus::deferred: return "deferred";
     case RunStatus::over_budget: return "over_budget";
     case RunStatus::rejected: return "rejected";
     case RunStatus::not_compacted: return "not_compacted";
@@ -35,7 +37,9 @@ std::string_view to_string(RunStatus status) {
 
 ExitCode exit_code_of(RunStatus status) {
   switch (status) {
-    case RunStatus::ok: return kExitOk;
+    case RunStatus::ok:
+    case RunStatus::declined:
+    case RunStatus::deferred: return kExitOk;
     case RunStatus::over_budget:
     case RunStatus::rejected:
     case RunStatus::not_compacted:
@@ -190,6 +194,13 @@ std::string RunReport::to_json() const {
       {"exit_code", static_cast<int>(exit_code())},
       {"resolved_pipeline", resolved_pipeline},
   };
+  // What a fixed budget without prices never has: said only when there is something to say.
+  if (!model.empty()) root["model"] = model;
+  if (window > 0) root["window"] = json::object{{"tokens", window}, {"from", window_from}};
+  if (!meter.empty()) root["meter"] = meter;
+  if (gate)
+    root["gate"] = json::object{{"commit", gate->commit},     {"saved_usd", gate->saved_usd}, {"broken_usd", gate->broken_usd},
+                                {"horizon_calls", gate->horizon}, {"cache", gate->warm ? "warm" : "cold"}};
   if (!summarizer_calls.empty()) {
     json::array calls;
     std::uint64_t in = 0, out = 0;
@@ -221,9 +232,10 @@ std::string RunReport::to_json() const {
 
 std::string RunReport::summary() const {
   std::string unit(to_string(budget.unit));
-  std::string out = fmt::format("compactor run: {}, {} {} in; budget {} {} (target {})\n",
+  std::string out = fmt::format("compactor run: {}, {} {} in; budget {} {} (target {}){}\n",
                                 counted(input_size.messages, "message", "messages"), input_size.sizes.in(budget.unit), unit,
-                                budget.limit, unit, budget.target);
+                                budget.limit, unit, budget.target,
+                                window > 0 ? fmt::format(" of a {}-token window ({}{})", window, window_from, meter.empty() ? "" : ", " + meter) : "");
   for (const auto& s : stages) {
     std::string detail;
     switch (s.status) {
@@ -264,6 +276,7 @@ std::string RunReport::summary() const {
                        priced ? fmt::format("${:.4f}", cost) : std::string("cost unknown (no price for the model)"),
                        static_cast<double>(ms) / 1000.0);
   }
+  if (gate) out += "cost gate: " + gate->to_string() + "\n";
   out += fmt::format("status: {} (exit {})\n", to_string(status), static_cast<int>(exit_code()));
   return out;
 }

@@ -6,6 +6,7 @@
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
 #include "compactor/violation.hpp"
+#include "host/cost_gate.hpp"
 #include "host/exit_code.hpp"
 
 #include <optional>
@@ -26,11 +27,13 @@ enum class StageStatus {
 };
 std::string_view to_string(StageStatus status);
 
-// How a run ended. Each has one exit code: ok 0; over_budget, rejected (a stage's candidate broke
+// How a run ended. Each has one exit code: ok, declined (the cost gate found the compaction
+// dearer than the cache it breaks, and the input went on as it was) and deferred (the request asks
+// the API to make room itself, so the over-budget stages left it to the API) 0; over_budget, rejected (a stage's candidate broke
 // a rule and was skipped), not_compacted (prompt_too_long, nothing could be compacted) and
 // aborted (a rejection under on_violation: abort) 1; bad_input 2; failed (a plugin failure, or the
 // archive could not be made durable) 3.
-enum class RunStatus { ok, over_budget, rejected, not_compacted, aborted, bad_input, failed };
+enum class RunStatus { ok, declined, deferred, over_budget, rejected, not_compacted, aborted, bad_input, failed };
 std::string_view to_string(RunStatus status);
 ExitCode exit_code_of(RunStatus status);
 
@@ -78,6 +81,11 @@ struct RunReport {
   std::string input;
   std::string reason = "before_call";  // or "prompt_too_long"
   Budget budget;
+  std::string model;         // the request's model id; empty when it names none
+  std::uint64_t window = 0;  // the context window the budget came from (0: a fixed budget)
+  std::string window_from;   // where the window came from ("claude-sonnet-4-5", …)
+  std::string meter;         // the meter that counted tokens ("calibrated/sonnet", …); empty outside tokens
+  std::optional<GateDecision> gate;  // the cost gate's figures, when it weighed the compaction
   SizeSnapshot input_size;
   SizeSnapshot output_size;
   std::optional<std::size_t> first_changed_message;  // a prompt cache reuses everything before it

@@ -4,8 +4,11 @@
 #include "meter/calibration_fit.hpp"
 
 #include <boost/json/serialize.hpp>
+#include <fmt/core.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <cmath>
 
 namespace compactor {
@@ -79,9 +82,41 @@ Expected<std::shared_ptr<const Meter>> exact_meter(std::string_view kind, const 
 
 std::vector<std::string_view> meter_kinds() { return {"chars4", "cl100k", "o200k", "claude-legacy", "calibrated"}; }
 
+namespace {
+
+// Meters that count alike are one meter: a message caches one count, under one meter's tag, so
+// two configs (or a config and the bench) counting with equal meters made apart would each find
+// the other's count and count again on every call. Kept for the process's life, keyed by what
+// decides a count: the kind and rank file's folder, or a calibrated fit's base and numbers.
+std::mutex made_mutex;
+std::map<std::string, std::shared_ptr<const Meter>> made_meters;
+
+std::shared_ptr<const Meter> made_meter(const std::string& key) {
+  std::lock_guard<std::mutex> lock(made_mutex);
+  auto it = made_meters.find(key);
+  return it == made_meters.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const Meter> keep_meter(const std::string& key, std::shared_ptr<const Meter> meter) {
+  std::lock_guard<std::mutex> lock(made_mutex);
+  return made_meters.emplace(key, std::move(meter)).first->second;  // the first one made, if two raced
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const Meter>> make_meter(const MeterSpec& spec) {
-  if (spec.kind == "chars4") return std::shared_ptr<const Meter>(std::make_shared<CharsMeter>());
-  if (tokenizer_of(spec.kind)) return exact_meter(spec.kind, spec.file);
+  if (spec.kind == "chars4") {
+    if (auto m = made_meter("chars4")) return m;
+    return keep_meter("chars4", std::make_shared<CharsMeter>());
+  }
+  if (tokenizer_of(spec.kind)) {
+    const std::string key = spec.kind + "\n" + (spec.file.empty() ? std::string() : spec.file.substr(0, spec.file.rfind('/') + 1));
+    if (auto m = made_meter(key); m != nullptr && (spec.file.empty() || spec.file.ends_with(rank_file_name(*tokenizer_of(spec.kind)))))
+      return m;
+    auto made = exact_meter(spec.kind, spec.file);
+    if (!made) return made;
+    return keep_meter(key, std::move(*made));
+  }
   if (spec.kind == "calibrated") {
     if (spec.file.empty())
       return Error{"a calibrated meter needs the fit `compactor calibrate --out` wrote (meter.file in a config, --fit for count)"};
@@ -91,7 +126,9 @@ Expected<std::shared_ptr<const Meter>> make_meter(const MeterSpec& spec) {
     if (!family) return family.error();
     auto base = make_meter(MeterSpec{fit->base, "", ""});
     if (!base) return base.error();
-    return std::shared_ptr<const Meter>(std::make_shared<CalibratedMeter>(std::move(*base), *family));
+    const std::string key = fmt::format("calibrated\n{}\n{:a}\n{:a}", fit->base, family->per_token, family->per_message);
+    if (auto m = made_meter(key)) return m;
+    return keep_meter(key, std::make_shared<CalibratedMeter>(std::move(*base), *family));
   }
   std::string kinds;
   for (auto k : meter_kinds()) kinds += (kinds.empty() ? "" : ", ") + std::string(k);

@@ -24,6 +24,14 @@ bool is_runtime_text(std::string_view text) {
   return false;
 }
 
+bool is_durable_instruction(std::string_view text) {
+  std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || text.substr(start, 17) != "<system-reminder>") return false;
+  for (std::string_view mark : {"# claudeMd", "CLAUDE.md", "AGENTS.md", "GEMINI.md", "QWEN.md"})
+    if (text.find(mark) != std::string_view::npos) return true;
+  return false;
+}
+
 namespace {
 
 // The newest prompt in messages [0, end), or nullopt; `index` is set to its message.

@@ -33,4 +33,10 @@ ActiveRequest find_active_request(const Conversation& conversation);
 // interruption notices.
 bool is_runtime_text(std::string_view text);
 
+// True for user text that carries the agent's durable instructions rather than a turn of the
+// conversation: Claude Code's system reminder holding CLAUDE.md (`# claudeMd`, "Contents of
+// …/CLAUDE.md"), and the same for AGENTS.md, GEMINI.md and QWEN.md. Summaries carry such text
+// verbatim (compactor/summary_compaction.hpp): it is never summarized away.
+bool is_durable_instruction(std::string_view text);
+
 }  // namespace compactor

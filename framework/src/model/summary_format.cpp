@@ -51,7 +51,11 @@ std::string summary_message_text(const SummaryMessage& m) {
 SummaryState read_summary_state(const Conversation& c) {
   SummaryState state;
   if (c.empty() || c[0].role() != Role::user) return state;
-  std::string text = c[0].text();
+  // The summary is the message's first block; the durable instructions it carries follow it.
+  const auto& blocks = c[0].blocks();
+  const std::string text = c[0].content_is_string() ? c[0].text()
+                           : !blocks.empty() && blocks.front().kind() == BlockKind::text ? std::string(blocks.front().text())
+                                                                                         : std::string();
   bool reactive = text.rfind(kReactiveHeader, 0) == 0;
   if (!reactive && text.rfind(kHeader, 0) != 0) return state;
   state.reactive = reactive;

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -14,7 +15,28 @@ double ModelPrice::cost(std::uint64_t uncached_input, std::uint64_t cache_write_
          1e6;
 }
 
-const ModelPrice* PriceTable::find(std::string_view model) const {
+namespace {
+
+// The longest family name that is a word of `model`: bounded on both sides by the id's ends or by
+// a character that is not a letter or digit (`claude-opus-5`, `anthropic/claude-sonnet-4.5`).
+std::string_view family_in(const std::vector<ModelPrice>& models, std::string_view model) {
+  auto boundary = [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); };
+  std::string_view best;
+  for (const ModelPrice& m : models) {
+    if (m.family.size() <= best.size()) continue;
+    for (std::size_t at = model.find(m.family); at != std::string_view::npos; at = model.find(m.family, at + 1)) {
+      const std::size_t end = at + m.family.size();
+      if ((at == 0 || boundary(model[at - 1])) && (end == model.size() || boundary(model[end]))) {
+        best = m.family;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+// The entry a name or a `match` prefix finds (the longest prefix wins), or nullptr.
+const ModelPrice* by_prefix(const std::vector<ModelPrice>& models, std::string_view model) {
   const ModelPrice* best = nullptr;
   std::size_t best_length = 0;
   for (const ModelPrice& m : models) {
@@ -25,10 +47,43 @@ const ModelPrice* PriceTable::find(std::string_view model) const {
         best_length = prefix.size();
       }
   }
-  if (best != nullptr) return best;
+  return best;
+}
+
+const ModelPrice* first_of_family(const std::vector<ModelPrice>& models, std::string_view family) {
   for (const ModelPrice& m : models)
-    if (m.family == model) return &m;
+    if (m.family == family) return &m;
   return nullptr;
+}
+
+std::uint64_t smallest_window(const std::vector<ModelPrice>& models, std::string_view family) {
+  std::uint64_t smallest = 0;
+  for (const ModelPrice& m : models)
+    if (m.family == family && m.context_window > 0 && (smallest == 0 || m.context_window < smallest)) smallest = m.context_window;
+  return smallest;
+}
+
+}  // namespace
+
+const ModelPrice* PriceTable::find(std::string_view model) const {
+  if (const ModelPrice* m = by_prefix(models, model)) return m;
+  if (const ModelPrice* m = first_of_family(models, model)) return m;
+  std::string_view family = family_in(models, model);
+  return family.empty() ? nullptr : first_of_family(models, family);
+}
+
+std::optional<ModelWindow> PriceTable::window_of(std::string_view model) const {
+  const ModelPrice* exact = model.empty() ? nullptr : by_prefix(models, model);
+  if (exact != nullptr && exact->context_window > 0) return ModelWindow{exact->context_window, exact, exact->name};
+  std::string family = exact != nullptr ? exact->family : std::string(model.empty() ? std::string_view() : family_in(models, model));
+  if (family.empty() && !model.empty() && first_of_family(models, model) != nullptr) family = std::string(model);
+  if (!family.empty()) {
+    if (std::uint64_t tokens = smallest_window(models, family); tokens > 0)
+      return ModelWindow{tokens, exact != nullptr ? exact : first_of_family(models, family), "the " + family + " family's smallest"};
+  }
+  const ModelPrice* fallback = default_model.empty() ? nullptr : by_prefix(models, default_model);
+  if (fallback == nullptr || fallback->context_window == 0) return std::nullopt;
+  return ModelWindow{fallback->context_window, fallback, fallback->name + ", the table's default model"};
 }
 
 namespace {
@@ -48,6 +103,16 @@ struct Reader {
       return at(n, where + "." + key + ": expected a non-negative number (USD per million tokens), got \"" +
                        (n.IsScalar() ? n.Scalar() : std::string("a collection")) + "\"");
     return value;
+  }
+  // An optional non-negative integer written as a plain scalar.
+  Expected<std::optional<std::uint64_t>> count(const YAML::Node& parent, const std::string& key, const std::string& where) const {
+    const YAML::Node n = parent[key];
+    if (!n) return std::optional<std::uint64_t>();
+    unsigned long long value = 0;
+    if (!n.IsScalar() || n.Tag() == "!" || !YAML::convert<unsigned long long>::decode(n, value))
+      return at(n, where + "." + key + ": expected a non-negative integer, got \"" + (n.IsScalar() ? n.Scalar() : std::string("a collection")) +
+                       "\"");
+    return std::optional<std::uint64_t>(value);
   }
   Expected<std::string> text(const YAML::Node& parent, const std::string& key, const std::string& where) const {
     const YAML::Node n = parent[key];
@@ -81,7 +146,8 @@ Expected<PriceTable> read_price_table(const std::string& path) {
   }
   Reader r{path};
   if (!root.IsMap()) return Error{path + ": expected a price table (a mapping with version, source, date, models)"};
-  if (auto u = unknown_key(r, root, {"version", "source", "date", "default_model", "models"}, ""); !u) return u.error();
+  if (auto u = unknown_key(r, root, {"version", "source", "date", "window_source", "window_date", "default_model", "models"}, ""); !u)
+    return u.error();
   if (!root["version"] || !root["version"].IsScalar() || root["version"].Scalar() != "1") return r.at(root, "version: expected 1");
   PriceTable table;
   auto source = r.text(root, "source", "price table");
@@ -90,6 +156,14 @@ Expected<PriceTable> read_price_table(const std::string& path) {
   if (!date) return date.error();
   table.source = *source;
   table.date = *date;
+  if (root["window_source"] || root["window_date"]) {
+    auto window_source = r.text(root, "window_source", "price table");
+    if (!window_source) return window_source.error();
+    auto window_date = r.text(root, "window_date", "price table");
+    if (!window_date) return window_date.error();
+    table.window_source = *window_source;
+    table.window_date = *window_date;
+  }
   const YAML::Node models = root["models"];
   if (!models || !models.IsMap() || models.size() == 0) return r.at(models ? models : root, "models: expected a mapping of model entries");
   for (const auto& entry : models) {
@@ -98,7 +172,8 @@ Expected<PriceTable> read_price_table(const std::string& path) {
     const YAML::Node& e = entry.second;
     const std::string where = "models." + m.name;
     if (!e.IsMap()) return r.at(e, where + ": expected a mapping (family, match, input, cache_write, cache_read, output)");
-    if (auto u = unknown_key(r, e, {"family", "match", "input", "cache_write", "cache_read", "output", "min_cacheable_tokens"}, where); !u)
+    if (auto u = unknown_key(r, e, {"family", "match", "input", "cache_write", "cache_read", "output", "min_cacheable_tokens",
+                                       "cache_lifetime_s", "context_window"}, where); !u)
       return u.error();
     auto family = r.text(e, "family", where);
     if (!family) return family.error();
@@ -116,13 +191,12 @@ Expected<PriceTable> read_price_table(const std::string& path) {
       if (!v) return v.error();
       *field = *v;
     }
-    if (const YAML::Node n = e["min_cacheable_tokens"]) {
-      unsigned long long tokens = 0;
-      if (!n.IsScalar() || n.Tag() == "!" || !YAML::convert<unsigned long long>::decode(n, tokens))
-        return r.at(n, where + ".min_cacheable_tokens: expected a non-negative integer, got \"" +
-                           (n.IsScalar() ? n.Scalar() : std::string("a collection")) + "\"");
-      m.min_cacheable_tokens = tokens;
-    }
+    for (auto [key, field] : {std::pair{"min_cacheable_tokens", &m.min_cacheable_tokens}, std::pair{"cache_lifetime_s", &m.cache_lifetime_s},
+                              std::pair{"context_window", &m.context_window}})
+      if (auto v = r.count(e, key, where); !v) return v.error();
+      else if (*v) *field = **v;
+    if (m.context_window > 0 && table.window_source.empty())
+      return r.at(e["context_window"], where + ".context_window: the table gives windows without window_source and window_date");
     table.models.push_back(std::move(m));
   }
   if (const YAML::Node d = root["default_model"]) {

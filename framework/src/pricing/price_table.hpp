@@ -1,12 +1,16 @@
-// What a model call costs: per model, the price of input, cache writes, cache reads and output
-// tokens, and the shortest prefix the provider's prompt cache will store. Read from a YAML table
-// (configs/prices.yaml) that names its source and date, so a cost figure says where it came from.
-// The bench prices every replayed call with it and the HTTP summarizers price their own calls.
+// What a model call costs and how much it may hold: per model, the price of input, cache writes,
+// cache reads and output tokens, the shortest prefix the provider's prompt cache will store, how
+// long an unused cached prefix lives, and the model's context window. Read from a YAML table
+// (configs/prices.yaml) that names its sources and dates, so a cost or a window says where it
+// came from. The bench prices every replayed call with it, the HTTP summarizers price their own
+// calls, `budget: {window: auto}` finds the window of a request's model, and the cost gate
+// (host/cost_gate.hpp) weighs a compaction with it.
 #pragma once
 
 #include "compactor/error.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,20 +24,37 @@ struct ModelPrice {
   // USD per million tokens.
   double input = 0, cache_write = 0, cache_read = 0, output = 0;
   std::uint64_t min_cacheable_tokens = 1024;
+  std::uint64_t cache_lifetime_s = 300;  // an unused cached prefix lives this long (Anthropic's default: 5 minutes)
+  std::uint64_t context_window = 0;      // tokens a request may hold, cached ones included; 0: not given
 
   // USD for one call: `uncached_input` at the input price, the rest at theirs.
   double cost(std::uint64_t uncached_input, std::uint64_t cache_write_tokens, std::uint64_t cache_read_tokens,
               std::uint64_t output_tokens) const;
 };
 
+// The window `budget: {window: auto}` compacts against, and how the table found it.
+struct ModelWindow {
+  std::uint64_t tokens = 0;
+  const ModelPrice* entry = nullptr;  // the entry priced for the model (nullptr: none)
+  std::string how;                    // "claude-sonnet-4-5", "the sonnet family's smallest", …
+};
+
 struct PriceTable {
   std::string source, date;
+  std::string window_source, window_date;  // of the context windows
   std::vector<ModelPrice> models;
   std::string default_model;  // the entry used when a session names no model
 
   // The entry whose `match` prefix is the longest prefix of `model`, or whose name or family
-  // equals it; nullptr if none.
+  // equals it; else the family rule: the first entry of the family whose name is a word of the
+  // id (`claude-opus-5` → opus, `anthropic/claude-sonnet-4.5` → sonnet); nullptr if none.
   const ModelPrice* find(std::string_view model) const;
+
+  // The context window of `model`: its entry's when a prefix or name finds one; an id found by
+  // its family alone gets the family's smallest window (a new model of a family is assumed no
+  // larger than the smallest of its kin: compacting early costs less than a refused call); an id
+  // nothing finds, or an empty one, gets the default model's. Nothing when that has no window.
+  std::optional<ModelWindow> window_of(std::string_view model) const;
 };
 
 // Every error names the file and the line:col of the offending node.

@@ -2,6 +2,11 @@
 
 #include "session/continuation.hpp"
 
+#include "host/model_budget.hpp"
+#include "host/native_context.hpp"
+
+#include <fmt/core.h>
+
 #include <chrono>
 
 namespace compactor::serve {
@@ -15,6 +20,47 @@ std::int64_t us_since(Clock::time_point t) {
 
 std::string first_line(std::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
 
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What the provider's cache holds, known from the history stored for the previous call: what it
+// sent (the input's first messages), when, and how many calls the conversation made.
+CacheState cache_of(const SentHistory& stored, const Conversation& request) {
+  CacheState cache;
+  cache.cached_messages = stored.unchanged ? stored.covered : stored.messages.size();
+  for (const auto& m : request.messages()) cache.calls += m->role() == Role::assistant;
+  cache.idle_s = stored.sent_at_ms > 0 ? (unix_ms() - stored.sent_at_ms) / 1000 : 0;
+  return cache;
+}
+
+// The outcome's budget, gate and warning fields from the run's report.
+void record_run(const RunReport& r, JobOutcome& o) {
+  o.status = std::string(to_string(r.status));
+  o.unit = std::string(to_string(r.budget.unit));
+  o.size_in = r.input_size.sizes.in(r.budget.unit);
+  o.size_out = r.output_size.sizes.in(r.budget.unit);
+  o.window = r.window;
+  o.limit = r.budget.limit;
+  for (const auto& s : r.stages) {
+    o.stage_statuses.emplace_back(s.stage, std::string(to_string(s.status)));
+    o.stage_us.push_back(s.wall_us);
+    o.stages_us += s.wall_us;
+  }
+  if (r.gate) {
+    o.gated = true;
+    o.gate_commit = r.gate->commit;
+    o.gate_saved_usd = r.gate->saved_usd;
+    o.gate_broken_usd = r.gate->broken_usd;
+  }
+  if (r.status == RunStatus::declined) o.warning = "cost gate " + r.gate->to_string();
+  if (r.status == RunStatus::over_budget)
+    o.warning = fmt::format("still over budget: {} {} after the pipeline, limit {}", o.size_out, o.unit, o.limit);
+  if (r.status == RunStatus::deferred)
+    for (const auto& s : r.stages)
+      if (s.reason.starts_with("deferred: ")) o.warning = s.reason;
+}
+
 }  // namespace
 
 CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const wire::WireFormat& format,
@@ -23,6 +69,8 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   CompactionResult out;
   JobOutcome& o = out.outcome;
   o.unit = std::string(to_string(pipeline.config().budget.unit));
+  o.model = model_named_in(body);
+  const std::string native = native_context_management(body);
   auto t = Clock::now();
   auto request = format.read(std::move(body), "request");
   o.parse_us = us_since(t);
@@ -57,19 +105,16 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   options.input_name = "request";
   options.rules = &rules;
   options.open_archive = [&store](FileSystem& fs) { return store.open_run(fs); };
+  options.model = o.model;
+  options.openai = format.name().starts_with("openai");
+  options.native_context = native;
+  if (stored) options.cache = cache_of(*stored, continuation.request());
   if (progress != nullptr) {
     options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
     options.on_stage_end = [progress] { progress->stage_finished(); };
   }
   RunReport r = pipeline.run(input, options, log);
-  o.status = std::string(to_string(r.status));
-  o.size_in = r.input_size.sizes.in(r.budget.unit);
-  o.size_out = r.output_size.sizes.in(r.budget.unit);
-  for (const auto& s : r.stages) {
-    o.stage_statuses.emplace_back(s.stage, std::string(to_string(s.status)));
-    o.stage_us.push_back(s.wall_us);
-    o.stages_us += s.wall_us;
-  }
+  record_run(r, o);
   if (r.status == RunStatus::bad_input) {
     o.result = JobOutcome::refused;
     o.warning = "input refused, forwarded unchanged: " + first_line(r.error);

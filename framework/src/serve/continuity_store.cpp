@@ -50,7 +50,10 @@ std::optional<SentHistory> ContinuityStore::longest(const std::vector<std::strin
   for (std::size_t count = keys.size(); count > 0;) {
     auto found = store_.longest_state(keys, count);
     if (!found || !*found) return std::nullopt;
-    if (auto sent = decode((*found)->bytes, (*found)->covered, "state " + keys[(*found)->covered - 1])) return sent;
+    if (auto sent = decode((*found)->bytes, (*found)->covered, "state " + keys[(*found)->covered - 1])) {
+      sent->sent_at_ms = (*found)->written_at_ms;  // when the history was sent: the conversation's last call
+      return sent;
+    }
     count = (*found)->covered - 1;
   }
   return std::nullopt;

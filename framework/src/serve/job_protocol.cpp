@@ -27,6 +27,14 @@ std::string_view to_string(JobOutcome::Result result) {
   return "failed";
 }
 
+std::string_view JobOutcome::status_header() const {
+  if (result == compacted || result == unchanged) {
+    if (status == "over_budget") return "over_budget";
+    if (status == "declined" || status == "deferred") return status;
+  }
+  return to_string(result);
+}
+
 json::object JobOutcome::to_json() const {
   json::array stages;
   for (std::size_t i = 0; i < stage_statuses.size(); ++i)
@@ -37,7 +45,10 @@ json::object JobOutcome::to_json() const {
                       {"stages", std::move(stages)}, {"parse_us", parse_us},  {"state_us", state_us},
                       {"stages_us", stages_us},      {"write_us", write_us},  {"messages", messages},
                       {"covered", covered},          {"state_hit", state_hit},
-                      {"peak_rss_kb", peak_rss_kb},
+                      {"peak_rss_kb", peak_rss_kb},  {"model", model},
+                      {"window", window},            {"limit", limit},
+                      {"gated", gated},              {"gate_commit", gate_commit},
+                      {"gate_saved_usd", gate_saved_usd}, {"gate_broken_usd", gate_broken_usd},
                       {"store", json::object{{"kind", store.kind}, {"get_us", store.state_get_us}, {"put_us", store.state_put_us},
                                              {"blobs_us", store.blobs_put_us}, {"get_errors", store.state_get_errors},
                                              {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
@@ -85,6 +96,13 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
       out.store.error = std::string(st.at("error").as_string());
       out.store_fault = st.at("fault").as_bool();
     }
+    out.model = std::string(o.at("model").as_string());
+    out.window = o.at("window").to_number<std::uint64_t>();
+    out.limit = o.at("limit").to_number<std::uint64_t>();
+    out.gated = o.at("gated").as_bool();
+    out.gate_commit = o.at("gate_commit").as_bool();
+    out.gate_saved_usd = o.at("gate_saved_usd").to_number<double>();
+    out.gate_broken_usd = o.at("gate_broken_usd").to_number<double>();
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

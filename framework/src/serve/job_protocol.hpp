@@ -52,6 +52,18 @@ struct JobOutcome {
     std::string error;
   } store;
   bool store_fault = false;
+  // The budget's window and the model it is for (`budget: {window: auto}`; 0 and empty otherwise).
+  std::string model;
+  std::uint64_t window = 0, limit = 0;
+  // The cost gate, when it weighed a compaction: its decision and both figures (USD).
+  bool gated = false, gate_commit = true;
+  double gate_saved_usd = 0, gate_broken_usd = 0;
+
+  // The x-compactor-status value: `compacted` only when the forwarded body is within the budget;
+  // `over_budget` when the pipeline ran and it is still over (changed or not), `declined` when the
+  // cost gate kept the body, `deferred` when the request asks the API to make room itself;
+  // otherwise the result's name. The warning, when there is one, says why.
+  std::string_view status_header() const;
 
   boost::json::object to_json() const;
   static std::optional<JobOutcome> from_json(std::string_view text);

@@ -186,7 +186,14 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
   Metrics& m = shared_.metrics;
   const std::string tenant = shared_.tenant_label(tenant_);
   m.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"{}\"", route, to_string(c.result)));
+  m.add("compactor_serve_status_total", fmt::format("route=\"{}\",status=\"{}\"", route, c.status_header()));
   m.add("compactor_serve_tenant_requests_total", fmt::format("tenant=\"{}\"", label_value(tenant)));
+  if (c.gated) {
+    const std::string decision = fmt::format("decision=\"{}\"", c.gate_commit ? "committed" : "declined");
+    m.add("compactor_serve_gate_total", decision);
+    m.add("compactor_serve_gate_saved_usd_total", decision, c.gate_saved_usd);
+    m.add("compactor_serve_gate_broken_usd_total", decision, c.gate_broken_usd);
+  }
   const bool ran = c.result == JobOutcome::compacted || c.result == JobOutcome::unchanged;
   if (ran) {
     const std::string unit = "unit=\"" + c.unit + "\"";
@@ -215,7 +222,7 @@ void Exchange::on_compacted(JobRun run) {
   const JobOutcome& o = run.outcome;
   Headers extra;
   if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path_, o.warning);
-  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed) {
+  if (o.result == JobOutcome::refused || o.result == JobOutcome::failed || (o.result != JobOutcome::passed && !o.warning.empty())) {
     spdlog::warn("serve: POST {}: {}", path_, o.warning);
     // A store that failed is never a reason to refuse: the request goes on without it.
     if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure && !o.store_fault) {
@@ -225,7 +232,7 @@ void Exchange::on_compacted(JobRun run) {
     }
     extra.emplace_back("x-compactor-warning", header_safe(o.warning));
   }
-  extra.emplace_back("x-compactor-status", std::string(to_string(o.result)));
+  extra.emplace_back("x-compactor-status", std::string(o.status_header()));
   auto body = o.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
   forward(std::move(body), std::move(extra));
 }
@@ -391,6 +398,13 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_upstream_connections_total", "counter", "Upstream calls by connection: new, or a warm one reused.");
   m.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
   m.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
+  m.describe("compactor_serve_status_total", "counter",
+             "Compacting requests by x-compactor-status (compacted only within budget; over_budget, declined, deferred, …).");
+  m.describe("compactor_serve_gate_total", "counter", "Compactions the cost gate weighed, by decision.");
+  m.describe("compactor_serve_gate_saved_usd_total", "counter",
+             "What the weighed compactions save over the calls that follow (USD, the gate's estimate), by decision.");
+  m.describe("compactor_serve_gate_broken_usd_total", "counter",
+             "What the weighed compactions cost now in prompt cache broken (USD; negative: they cost less), by decision.");
   m.describe("compactor_serve_store_seconds", "histogram", "The store's latency per operation: state_get, state_put, blobs_put.");
   m.describe("compactor_serve_store_errors_total", "counter", "Store operations that failed (the request went on without them).");
 }

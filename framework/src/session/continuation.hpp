@@ -12,6 +12,7 @@
 
 #include "compactor/conversation.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ struct SentHistory {
   bool unchanged = false;  // what was sent is that prefix itself (`messages` is then empty)
   std::vector<MessagePtr> messages;
   std::vector<std::size_t> system_slots;
+  // When it was sent, in Unix milliseconds (0: unknown): how long the prompt cache has been idle,
+  // for the cost gate. Filled by the store that kept it.
+  std::int64_t sent_at_ms = 0;
 };
 
 class Continuation {

@@ -22,15 +22,18 @@ std::int64_t us_since(Clock::time_point t) {
 
 // The regular file at `path` (no symbolic link followed, no FIFO waited on); nothing when there is
 // none, an error when it cannot be read.
-Expected<std::optional<std::string>> read_state_file(const std::string& path) {
+// A state file's bytes, and when it was written (its modification time: the call that sent it).
+Expected<std::optional<std::pair<std::string, std::int64_t>>> read_state_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    if (errno == ENOENT) return std::optional<std::string>();
+    if (errno == ENOENT) return std::optional<std::pair<std::string, std::int64_t>>();
     return Error{"cannot read " + path + ": " + std::strerror(errno)};
   }
   struct stat st {};
   std::optional<std::string> out;
+  std::int64_t written_at_ms = 0;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    written_at_ms = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
     out.emplace(static_cast<std::size_t>(st.st_size), '\0');
     std::size_t done = 0;
     while (done < out->size()) {
@@ -42,7 +45,8 @@ Expected<std::optional<std::string>> read_state_file(const std::string& path) {
     out->resize(done);
   }
   ::close(fd);
-  return out;
+  if (!out) return std::optional<std::pair<std::string, std::int64_t>>();
+  return std::optional<std::pair<std::string, std::int64_t>>(std::pair{std::move(*out), written_at_ms});
 }
 
 // Written whole (a temporary renamed over the name), 0600, but not flushed to disk: a state file
@@ -90,7 +94,7 @@ Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vecto
     if (!is_state_key(keys[k - 1])) continue;
     auto read = read_state_file(state_dir() + "/" + keys[k - 1] + ".json");
     if (!read) return done(read.error());
-    if (*read) return done(std::optional<StoredState>(StoredState{k, std::move(**read)}));
+    if (*read) return done(std::optional<StoredState>(StoredState{k, std::move((*read)->first), (*read)->second}));
   }
   return done(std::optional<StoredState>());
 }

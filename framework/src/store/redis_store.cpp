@@ -175,6 +175,28 @@ Expected<std::string> RedisStore::restore(std::string_view receipt) {
   return r.text;
 }
 
+namespace {
+
+// A state value starts with when it was stored, "@<ms since the epoch>\n": the time of the call
+// that sent it (the cost gate's cold-cache rule reads it). A value without one reads as of
+// unknown time.
+std::string stamped(std::string_view bytes) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return "@" + std::to_string(now) + "\n" + std::string(bytes);
+}
+
+StoredState read_stamped(std::size_t covered, std::string value) {
+  StoredState out{covered, std::move(value), 0};
+  if (!out.bytes.starts_with('@')) return out;
+  const std::size_t newline = out.bytes.find('\n');
+  if (newline == std::string::npos) return out;
+  out.written_at_ms = std::strtoll(out.bytes.c_str() + 1, nullptr, 10);
+  out.bytes.erase(0, newline + 1);
+  return out;
+}
+
+}  // namespace
+
 Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector<std::string>& keys, std::size_t count) {
   const auto started = Clock::now();
   count = std::min(count, keys.size());
@@ -191,7 +213,7 @@ Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector
       out = Error{"continuity state: " + replies.error().message};
     } else if (const RedisReply& r = replies->front(); r.type == RedisReply::Type::array && r.elements.size() == 2 &&
                                                        r.elements[0].integer >= 1 && static_cast<std::size_t>(r.elements[0].integer) <= count) {
-      out = std::optional<StoredState>(StoredState{static_cast<std::size_t>(r.elements[0].integer), std::move(replies->front().elements[1].text)});
+      out = std::optional<StoredState>(read_stamped(static_cast<std::size_t>(r.elements[0].integer), std::move(replies->front().elements[1].text)));
     }
   }
   counters_.state_get_us = us_since(started);
@@ -207,7 +229,8 @@ Expected<bool> RedisStore::put_state(const std::string& key, std::string_view by
   } else {
     const std::string ttl = std::to_string(config_.state_ttl_s), shorter = std::to_string(config_.superseded_ttl_s);
     const std::string name = state_key(key), previous = state_key(supersedes);  // the commands view them
-    std::vector<RedisClient::Command> commands{{"SET", name, bytes, "EX", ttl}};
+    const std::string value = stamped(bytes);
+    std::vector<RedisClient::Command> commands{{"SET", name, value, "EX", ttl}};
     // Each call's state holds the whole compacted history: the one it continued from is needed
     // only by a retry or a rewind, so it goes sooner (LT: never later than it would have).
     if (is_state_key(supersedes) && supersedes != key) commands.push_back({"EXPIRE", previous, shorter, "LT"});

@@ -36,6 +36,7 @@ namespace compactor::store {
 struct StoredState {
   std::size_t covered = 0;
   std::string bytes;
+  std::int64_t written_at_ms = 0;  // when it was stored (ms since the epoch; 0: not known)
 };
 
 // What the store did for one process (serve's worker reports it in its JobOutcome).

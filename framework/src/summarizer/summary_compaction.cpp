@@ -1,12 +1,14 @@
 #include "compactor/summary_compaction.hpp"
 
 #include "compactor/summary_format.hpp"
+#include "model/active_request.hpp"
 
 
 #include <boost/json.hpp>
 #include <fmt/core.h>
 
 #include <charconv>
+#include <set>
 
 namespace compactor {
 ParamSchema summary_params() {
@@ -24,6 +26,25 @@ CompactionPlan plan_from(const ParamValues& p) {
   plan.max_summaries = static_cast<int>(p.integer("max_summaries"));
   return plan;
 }
+
+namespace {
+
+// The text blocks of the user messages in [0, end) that hold the agent's durable instructions
+// (CLAUDE.md and the like: model/active_request.hpp), each once, as text blocks without their
+// cache_control (a summary never adds a cache breakpoint). A previous summary's are among them.
+boost::json::array durable_blocks(const Conversation& c, std::size_t end) {
+  boost::json::array out;
+  std::set<std::string_view> seen;
+  for (std::size_t i = 0; i < std::min(end, c.size()); ++i) {
+    if (c[i].role() != Role::user) continue;
+    for (const Block& b : c[i].blocks())
+      if (b.kind() == BlockKind::text && is_durable_instruction(b.text()) && seen.insert(b.text()).second)
+        out.push_back(boost::json::object{{"type", "text"}, {"text", b.text()}});
+  }
+  return out;
+}
+
+}  // namespace
 
 StageResult compact_with_summary(const Conversation& c, const StageContext& context, const CompactionPlan& plan) {
   SummaryState state = read_summary_state(c);
@@ -74,16 +95,18 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (text.find("summary>>>") != std::string::npos)
     return StageResult::decline("the summary contains the untrusted block's closing delimiter");
 
-  // 3. The new first message, then the kept messages verbatim.
+  // 3. The new first message, the durable instructions it replaces after it verbatim, then the
+  //    kept messages verbatim.
   std::uint64_t kept = 0;
   for (std::size_t i = plan.end; i < c.size(); ++i) kept += c.size_of(c[i], context.budget.unit);
+  const boost::json::array durable = durable_blocks(c, plan.end);
   auto build = [&](std::uint64_t base) {
-    return Message::from_json(boost::json::object{
-        {"role", "user"},
-        {"content", boost::json::array{boost::json::object{
-                        {"type", "text"},
-                        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end, *receipt, state.count + 1, unit, base,
-                                                               context.how_to_restore(*receipt)})}}}}});
+    boost::json::array content{boost::json::object{
+        {"type", "text"},
+        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end, *receipt, state.count + 1, unit, base,
+                                       context.how_to_restore(*receipt)})}}};
+    for (const auto& block : durable) content.push_back(block);
+    return Message::from_json(boost::json::object{{"role", "user"}, {"content", std::move(content)}});
   };
   auto first = build(0);
   if (!first) return StageResult::decline("cannot build the summary message: " + first.error().message);

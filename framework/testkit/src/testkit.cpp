@@ -157,6 +157,8 @@ std::string_view to_string(RunStatus status) {
     case RunStatus::not_compacted: return "not_compacted";
     case RunStatus::bad_input: return "bad_input";
     case RunStatus::failed: return "failed";
+    case RunStatus::declined: return "declined";
+    case RunStatus::deferred: return "deferred";
   }
   return "?";
 }
@@ -187,6 +189,8 @@ RunStatus run_status_of(compactor::RunStatus s) {
     case compactor::RunStatus::aborted: return RunStatus::aborted;
     case compactor::RunStatus::bad_input: return RunStatus::bad_input;
     case compactor::RunStatus::failed: return RunStatus::failed;
+    case compactor::RunStatus::declined: return RunStatus::declined;
+    case compactor::RunStatus::deferred: return RunStatus::deferred;
   }
   throw std::logic_error("the host reported a run status the test kit does not know");
 }

@@ -55,7 +55,7 @@ function script(files, state) {
       // A whole file's result Compactor masked in the history this call was sent (its marker
       // gives the size; a smaller one is an output Gemini CLI had masked itself before): its
       // receipt and its file.
-      const whole = /\[compactor archived result, (\d+) chars: (sha256:[0-9a-f]{64})/;
+      const whole = /\[compactor archived result[^\]]*?, (\d+) chars: (sha256:[0-9a-f]{64})/;
       for (let i = 1; i < contents.length; i++) {
         const r = contents[i].parts.filter(isResponse).map(response).find((x) => x.name === 'read_file' &&
           Number((JSON.stringify(x.response).match(whole) || [0, 0])[1]) >= 25000);
@@ -88,7 +88,7 @@ async function main() {
   }));
   const config = path.join(workDir, 'c.yaml');
   fs.writeFileSync(config, [
-    'version: 1', `budget: {unit: chars, limit: ${LIMIT}, target: 160000}`, `archive: {dir: "${archive}"}`,
+    'version: 1', `budget: {unit: chars, limit: ${LIMIT}, target: 175000}`, `archive: {dir: "${archive}"}`,
     `plugin_dirs: ["${pluginDir}"]`, 'pipeline:',
     '  - stage: micro', '    when: over_budget', '    params: {keep_recent: 3, min_chars: 120}',
     '  - stage: summarize', '    when: over_budget', '    params: {max_chars: 1000}', ''].join('\n'));

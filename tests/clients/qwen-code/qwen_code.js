@@ -34,7 +34,7 @@ const deadline = setTimeout(() => { console.error('qwen_code: timed out'); proce
 const received = [];   // every request body, parsed
 const issued = {};     // call id -> the reasoning_content the upstream gave with that call
 let reads = 0, restoreAsked = null, restoreAnswered = null;
-const RECEIPT = /\[compactor archived result, \d+ chars: (sha256:[0-9a-f]{64})\]/;
+const RECEIPT = /\[compactor archived result[^\]]*?, \d+ chars: (sha256:[0-9a-f]{64})\]/;
 
 function toolText(m) {
   if (typeof m.content === 'string') return m.content;
@@ -105,7 +105,7 @@ async function main() {
   }));
   const config = path.join(workDir, 'c.yaml');
   fs.writeFileSync(config, [
-    'version: 1', `budget: {unit: chars, limit: ${LIMIT}, target: 120000}`, `archive: {dir: ${archive}}`,
+    'version: 1', `budget: {unit: chars, limit: ${LIMIT}, target: 125000}`, `archive: {dir: ${archive}}`,
     `plugin_dirs: ["${pluginDir}"]`, 'pipeline:',
     '  - stage: micro', '    when: over_budget', '    params: {keep_recent: 3, min_chars: 120}',
     '  - stage: summarize', '    when: over_budget', '    params: {max_chars: 1000}', ''].join('\n'));

@@ -16,7 +16,25 @@ def chars(s): return len(s)
 def size(ms_raw): return sum(len(r) for r in ms_raw), sum(len(r.encode()) for r in ms_raw)
 import hashlib
 def receipt(b): return "sha256:"+hashlib.sha256(b.encode()).hexdigest()
-MARK="[compactor archived result, {n} chars: {r}]"
+# A marker names the result's tool and path ("result of Read logs/0.txt"); a failed result is an
+# "error of" with its first line quoted.
+MARK="[compactor archived {label}, {n} chars: {r}]"
+def flat(t): return t.replace("\n"," ").replace("\r"," ").replace("\t"," ")
+def clip_start(t, n): t=flat(t); return t if len(t)<=n else t[:n-1]+"…"   # a name, a first line: its start
+def clip_end(t, n): t=flat(t); return t if len(t)<=n else "…"+t[len(t)-(n-1):]  # a path: its end
+def label_of(ms, i, tid, blk):
+    call=next((b for b in (ms[i-1]["content"] if i>0 and isinstance(ms[i-1]["content"],list) else []) if b.get("type")=="tool_use" and b.get("id")==tid), None)
+    lab=("error" if blk.get("is_error") else "result")
+    if call is None: return lab
+    lab+=" of "+clip_start(call["name"],40)
+    for k in ("file_path","path","notebook_path","filePath","file","filename","directory","pattern","url"):
+        v=call.get("input",{}).get(k)
+        if isinstance(v,str) and v: lab+=" "+clip_end(v,120); break
+    if blk.get("is_error"):
+        c=blk["content"] if isinstance(blk["content"],str) else ""
+        line=c.lstrip(" \t\r\n").split("\n")[0].rstrip(" \r")
+        if line: lab+=': "'+clip_start(line,120)+'"'
+    return lab
 TELL=" An archived result is not an execution result; `compactor restore {r}` gives it back, and so for every such marker."
 def told_before(ms, end):
     # a summary first, or any "[compactor " text or string tool_result content before `end`
@@ -41,7 +59,7 @@ def micro(ms, keep=3, min_chars=110, tail_exchanges=1):
         c=out[i]["content"][b]["content"]
         if len(c)<=min_chars: continue
         r=receipt(json.dumps(c,ensure_ascii=False,separators=(',',':')))
-        m=MARK.format(n=len(c), r=r)
+        m=MARK.format(label=label_of(ms,i,out[i]["content"][b]["tool_use_id"],out[i]["content"][b]), n=len(c), r=r)
         if len(m)>=len(c): continue
         out[i]["content"][b]["content"]=m; changed.add(i); first_block.setdefault(i,(b,r))
     if changed:

@@ -42,7 +42,7 @@ def trim(ms):  # micro keep_recent 0, min_chars 600, tail = 1 exchange, unseen =
             if b["type"]!="tool_result": continue
             c=b["content"]
             if len(c)<=600: continue
-            r=receipt(dumps(c)); m=MARK.format(n=len(c), r=r)
+            r=receipt(dumps(c)); m=MARK.format(label=label_of(ms,i,b["tool_use_id"],b), n=len(c), r=r)
             if len(m)>=len(c): continue
             b["content"]=m; changed=True
             if first is None: first=(i,b,r)

@@ -112,7 +112,7 @@ def micro_unseen(ms, keep):
     for i,b in res:
         if i>=unseen: continue
         c=out[i]["content"][b]["content"]
-        r=receipt(dumps(c)); m=MARK.format(n=len(c), r=r)
+        r=receipt(dumps(c)); m=MARK.format(label=label_of(ms,i,out[i]["content"][b]["tool_use_id"],out[i]["content"][b]), n=len(c), r=r)
         if len(c)<=110 or len(m)>=len(c): continue
         out[i]["content"][b]["content"]=m; changed.add((i,b)); first.setdefault(i,(b,r))
     if changed:

@@ -45,7 +45,8 @@ for (const i of [2, 4, 6]) {
   const block = output[i].content[0]
   // The receipt names the content's JSON.
   const receipt = 'sha256:' + crypto.createHash('sha256').update(JSON.stringify(block.content), 'utf8').digest('hex')
-  block.content = `[compactor archived result, ${[...block.content].length} chars: ${receipt}]`
+  // The marker names the result's tool and path.
+  block.content = `[compactor archived result of Read logs/${(i - 2) / 2}.txt, ${[...block.content].length} chars: ${receipt}]`
   if (i === 2)
     block.content += ` An archived result is not an execution result; \`compactor restore ${receipt}\` gives it back, and so for every such marker.`
 }

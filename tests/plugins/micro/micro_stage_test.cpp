@@ -72,7 +72,7 @@ std::vector<bool> replaced(const Conversation& c) {
   std::vector<bool> out;
   for (const MessagePtr& m : c.messages())
     for (const Block& b : m->blocks())
-      if (b.kind() == BlockKind::tool_result) out.push_back(b.content()->as_string().starts_with("[compactor archived result, "));
+      if (b.kind() == BlockKind::tool_result) out.push_back(b.content()->as_string().starts_with("[compactor archived "));
   return out;
 }
 
@@ -81,12 +81,13 @@ TEST(MicroStage, KeepsTheNewestResultsAndReplacesOlderLargeOnes) {
   auto out = run_micro(c, 3, 0);
   EXPECT_EQ(replaced(out), (std::vector<bool>{true, true, true, false, false, false}));
   std::string receipt = receipt_of("\"" + std::string(500, 'x') + "\"");
-  // The oldest marker also says how to restore; the others are the short form (≤ 120 chars).
+  // The oldest marker also says how to restore; the others are the short form (≤ 120 chars, and
+  // the tool's name: these calls name no path).
   EXPECT_EQ(out[2].blocks()[0].content()->as_string(),
-            "[compactor archived result, 500 chars: " + receipt + "] An archived result is not an execution result; "
+            "[compactor archived result of Read, 500 chars: " + receipt + "] An archived result is not an execution result; "
             "`compactor restore " + receipt + "` gives it back, and so for every such marker.");
-  EXPECT_EQ(out[4].blocks()[0].content()->as_string(), "[compactor archived result, 500 chars: " + receipt + "]");
-  EXPECT_LE(count_code_points(out[4].blocks()[0].content()->as_string()), 120u);
+  EXPECT_EQ(out[4].blocks()[0].content()->as_string(), "[compactor archived result of Read, 500 chars: " + receipt + "]");
+  EXPECT_LE(count_code_points(out[4].blocks()[0].content()->as_string()), 120u + std::string(" of Read").size());
   // Untouched messages are the same objects.
   EXPECT_EQ(out.messages()[1], c.messages()[1]);
   EXPECT_EQ(out.messages()[8], c.messages()[8]);
@@ -108,6 +109,31 @@ TEST(MicroStage, UntilTargetStopsOnceTheTargetIsMet) {
   // prompt cache holds changes as late as it can), and it says how to restore.
   auto out = run_micro(c, 0, 0, "target", c.size_in(SizeUnit::chars) - one_saving);
   EXPECT_EQ(replaced(out), (std::vector<bool>{false, false, false, false, false, true}));
+}
+
+// A marker names the tool and the path it worked on (the path's end kept when long), and a
+// failed result's marker keeps its first line: what the agent must not discover again.
+TEST(MicroStage, AMarkerNamesItsToolAndPathAndAFailureItsFirstLine) {
+  const std::string long_path = "/repo/" + std::string(200, 'd') + "/main.py";
+  auto c = test::parse_or_die(
+      R"([{"role":"user","content":"fix it"},)"
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"a","name":"Read","input":{"file_path":"src/app.py"}}]},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":")" + std::string(600, 'r') + R"("}]},)"
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"b","name":"Bash","input":{"command":"make"}}]},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"b","is_error":true,"content":"\n  make: *** [all] Error 2  \n)" +
+      std::string(600, 'e') + R"("}]},)"
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"c","name":"Read","input":{"file_path":")" + long_path + R"("}}]},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":")" + std::string(600, 'l') + R"("}]},)"
+      R"({"role":"assistant","content":"done"},{"role":"user","content":"thanks"}])");
+  auto out = run_micro(c, 0, 0);
+  ASSERT_EQ(replaced(out), (std::vector<bool>{true, true, true}));
+  EXPECT_TRUE(out[2].blocks()[0].content()->as_string().starts_with("[compactor archived result of Read src/app.py, 600 chars: sha256:"));
+  EXPECT_TRUE(out[4].blocks()[0].content()->as_string().starts_with(
+      "[compactor archived error of Bash: \"make: *** [all] Error 2\", 629 chars: sha256:"))
+      << out[4].blocks()[0].content()->as_string();
+  const std::string tail = "…" + long_path.substr(long_path.size() - 119);
+  EXPECT_TRUE(out[6].blocks()[0].content()->as_string().starts_with("[compactor archived result of Read " + tail + ", 600 chars: sha256:"))
+      << out[6].blocks()[0].content()->as_string();
 }
 
 TEST(MicroStage, SecondRunChangesNothing) {

@@ -59,6 +59,40 @@ TEST(PriceTable, CostsAreWorkedOutPerMillionTokens) {
   EXPECT_DOUBLE_EQ(opus->cost(1000000, 0, 1000000, 100000), 8.0);
 }
 
+TEST(PriceTable, EveryShippedModelHasAWindowWithItsSource) {
+  const PriceTable& t = shipped();
+  EXPECT_FALSE(t.window_source.empty());
+  EXPECT_EQ(t.window_date, "2026-12-01");
+  for (const ModelPrice& m : t.models) {
+    EXPECT_GT(m.context_window, 0u) << m.name;
+    EXPECT_EQ(m.cache_lifetime_s, 300u) << m.name;  // not given: Anthropic's 5-minute cache
+  }
+  // GPT-5's 400,000 tokens hold 128,000 of output: a request may hold 272,000.
+  EXPECT_EQ(t.window_of("gpt-5-codex")->tokens, 272000u);
+  EXPECT_EQ(t.window_of("claude-sonnet-4-5-20250929")->tokens, 200000u);
+  EXPECT_EQ(t.window_of("claude-sonnet-4-6")->tokens, 1000000u);
+  EXPECT_EQ(t.window_of("claude-opus-4-7")->entry->name, "claude-opus-4-6");
+  EXPECT_EQ(t.window_of("gemini-2.5-pro")->tokens, 1048576u);
+}
+
+TEST(PriceTable, AnIdNoPrefixFindsGoesByItsFamilyAndItsSmallestWindow) {
+  const PriceTable& t = shipped();
+  // A family name that is a word of the id: its first entry's prices, its smallest window (a
+  // sonnet of 200,000 and one of 1,000,000: the new one is assumed the smaller).
+  ASSERT_NE(t.find("claude-sonnet-5"), nullptr);
+  EXPECT_EQ(t.find("claude-sonnet-5")->name, "claude-sonnet-4-5");
+  EXPECT_EQ(t.find("anthropic/claude-opus-9")->name, "claude-opus-4-5");
+  EXPECT_EQ(t.window_of("anthropic/claude-sonnet-9")->tokens, 200000u);
+  EXPECT_EQ(t.window_of("anthropic/claude-sonnet-9")->how, "the sonnet family's smallest");
+  // "gemini-flash-lite" is a longer family name than "gemini-flash": the longest word wins.
+  EXPECT_EQ(t.find("vertex/gemini-flash-lite-x")->family, "gemini-flash-lite");
+  EXPECT_EQ(t.find("my-sonnets"), nullptr);  // a word, not a part of one
+  // Nothing finds it: the default model's window, said so.
+  EXPECT_EQ(t.window_of("llama-3-70b")->tokens, 200000u);
+  EXPECT_EQ(t.window_of("llama-3-70b")->how, "claude-sonnet-4-5, the table's default model");
+  EXPECT_EQ(t.window_of("")->how, "claude-sonnet-4-5, the table's default model");
+}
+
 std::string error_of(const std::string& yaml) {
   fs::path file = fs::temp_directory_path() / ("compactor-prices-" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(file) << yaml;
@@ -79,9 +113,14 @@ TEST(PriceTable, MalformedEntriesAreLocatedErrors) {
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_read: 1\n    output: 1\n"),
             "6:5: models.m: missing \"cache_write\" (USD per million tokens)");
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    outptu: 2\n"),
-            "11:5: models.m.outptu: unknown key; expected one of cache_read, cache_write, family, input, match, "
-            "min_cacheable_tokens, output");
+            "11:5: models.m.outptu: unknown key; expected one of cache_lifetime_s, cache_read, cache_write, context_window, "
+            "family, input, match, min_cacheable_tokens, output");
   EXPECT_EQ(error_of("version: 2\nsource: s\ndate: d\nmodels: {}\n"), "1:1: version: expected 1");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    context_window: 200k\n"),
+            "11:21: models.m.context_window: expected a non-negative integer, got \"200k\"");
+  EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    context_window: 9000\n"),
+            "11:21: models.m.context_window: the table gives windows without window_source and window_date");
+  EXPECT_EQ(error_of("version: 1\nsource: s\ndate: d\nwindow_source: w\nmodels: {}\n"), "1:1: price table: missing \"window_date\"");
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\ndefault_model: x\n"),
             "11:16: default_model: not one of the models");
 }

@@ -69,8 +69,10 @@ Conversation read_conversation(const std::string& text);
 
 // What happened to one stage, as the run report says it.
 enum class Status { committed, unchanged, skipped, declined, rejected, failed };
-// How a whole run ended, as `compactor run` reports it (its exit code beside).
-enum class RunStatus { ok, over_budget, rejected, aborted, not_compacted, bad_input, failed };
+// How a whole run ended, as `compactor run` reports it (its exit code beside). declined: the cost
+// gate kept the input, the compaction costing more than the prompt cache it would break;
+// deferred: the request asks the API to make room itself, and the over-budget stages left it so.
+enum class RunStatus { ok, over_budget, rejected, aborted, not_compacted, bad_input, failed, declined, deferred };
 std::string_view to_string(Status status);
 std::string_view to_string(RunStatus status);
 std::ostream& operator<<(std::ostream& out, Status status);

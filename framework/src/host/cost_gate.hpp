@@ -1,0 +1,57 @@
+// The cost gate: a compaction is committed only when what it saves over the calls that follow
+// exceeds what breaking the prompt cache costs now. An agent pays per call for its whole history,
+// most of it read from the provider's cache at a tenth of the input price; a compaction rewrites
+// the history from its first changed message on, which the next call writes to the cache again
+// (Anthropic: 1.25 times the input price). So a compaction pays only when the calls after it read
+// enough fewer tokens. A cold cache (no call within its lifetime) holds nothing to break: the next
+// call writes the whole history anyway, and a smaller one costs less, so it always compacts.
+#pragma once
+
+#include "pricing/price_table.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace compactor {
+
+// What the provider's prompt cache holds when a run starts, as the caller knows it.
+struct CacheState {
+  std::size_t cached_messages = 0;  // the input's first messages, as the previous call sent them
+  std::uint64_t calls = 0;          // model calls the conversation made before this one
+  std::int64_t idle_s = 0;          // seconds since that call: warm while under the price's cache lifetime
+};
+
+// A compaction weighed in tokens: the request before and after it, the prefix the cache holds of
+// the input, and how much of that prefix the output still starts with.
+struct GateInput {
+  std::uint64_t size_in = 0, size_out = 0;
+  std::uint64_t cached_in = 0;    // 0 when the cache is cold
+  std::uint64_t cached_kept = 0;  // ≤ cached_in
+  std::uint64_t horizon = 1;      // the calls that follow, over which the saving counts
+};
+
+struct GateDecision {
+  bool commit = true;
+  double saved_usd = 0;   // what the calls that follow read less, over `horizon` calls
+  double broken_usd = 0;  // what this call costs more (negative: it costs less)
+  std::uint64_t horizon = 0;
+  bool warm = false;
+  // "committed: saves $0.4500 over the next 30 calls, breaks $0.2955 of cache (warm)"
+  std::string to_string() const;
+};
+
+// The calls a compaction's saving is counted over: a nineteenth of the calls the conversation
+// made so far (at least one). Nothing says how long a session will go on; seen at a random point
+// of its life (J. R. Gott's argument), a session that made t calls makes at least t/19 more with
+// probability 0.95. So a committed compaction pays for itself unless the session ends sooner than
+// 19 times in 20 it would: the gate errs on the side of not compacting, the side on which the
+// agent pays what it would have paid without Compactor.
+std::uint64_t gate_horizon(const CacheState& cache);
+
+// Commit when the cache is cold, when the compaction costs less even now, or when the saving
+// exceeds the cost of the cache it breaks. A request shorter than the price's minimum cacheable
+// length is priced as uncached input.
+GateDecision weigh_compaction(const GateInput& in, const ModelPrice& price, bool warm);
+
+}  // namespace compactor

@@ -1,0 +1,107 @@
+// The cost gate's rule, on figures worked out by hand at Claude Sonnet's prices (USD per million
+// tokens: input 3, cache write 3.75, cache read 0.30; 1,024 tokens the shortest cached prefix).
+#include "host/cost_gate.hpp"
+
+#include <gtest/gtest.h>
+
+namespace compactor {
+namespace {
+
+ModelPrice sonnet() {
+  ModelPrice p;
+  p.name = "claude-sonnet-4-5";
+  p.input = 3.00;
+  p.cache_write = 3.75;
+  p.cache_read = 0.30;
+  p.output = 15.00;
+  p.min_cacheable_tokens = 1024;
+  return p;
+}
+
+// A history of 170,000 tokens whose first 160,000 the previous call cached; compacted to 120,000
+// tokens of which the first 20,000 are that cached prefix unchanged (a summary after the system
+// prompt's worth of messages).
+GateInput summarized(std::uint64_t horizon) {
+  GateInput in;
+  in.size_in = 170000;
+  in.size_out = 120000;
+  in.cached_in = 160000;
+  in.cached_kept = 20000;
+  in.horizon = horizon;
+  return in;
+}
+
+// This call, uncompacted: 160,000 read × 0.30 + 10,000 written × 3.75 = 48,000 + 37,500 µ$ = $0.0855.
+// Compacted: 20,000 read × 0.30 + 100,000 written × 3.75 = 6,000 + 375,000 µ$ = $0.3810.
+// It breaks $0.2955 of cache. Every call after it reads 50,000 fewer tokens: 50,000 × 0.30 = $0.015.
+TEST(CostGate, ACompactionThatSavesLessThanTheCacheItBreaksIsDeclined) {
+  GateDecision d = weigh_compaction(summarized(10), sonnet(), true);
+  EXPECT_FALSE(d.commit);
+  EXPECT_NEAR(d.broken_usd, 0.2955, 1e-9);
+  EXPECT_NEAR(d.saved_usd, 0.15, 1e-9);  // 10 calls × $0.015
+  EXPECT_EQ(d.to_string(), "declined: saves $0.1500 over the next 10 calls, breaks $0.2955 of cache (warm)");
+}
+
+TEST(CostGate, ACompactionThatSavesMoreThanTheCacheItBreaksIsCommitted) {
+  GateDecision d = weigh_compaction(summarized(30), sonnet(), true);
+  EXPECT_TRUE(d.commit);
+  EXPECT_NEAR(d.saved_usd, 0.45, 1e-9);  // 30 calls × $0.015 > $0.2955
+  EXPECT_NEAR(d.broken_usd, 0.2955, 1e-9);
+  // One call short of paying: 19 × $0.015 = $0.285 < $0.2955; 20 × $0.015 = $0.30 > it.
+  EXPECT_FALSE(weigh_compaction(summarized(19), sonnet(), true).commit);
+  EXPECT_TRUE(weigh_compaction(summarized(20), sonnet(), true).commit);
+}
+
+// Cold (no call within the cache lifetime): nothing is cached, the next call writes the whole
+// history either way: 170,000 × 3.75 = $0.6375 uncompacted, 120,000 × 3.75 = $0.45 compacted.
+TEST(CostGate, ACompactionOnAColdCacheIsAlwaysCommitted) {
+  GateDecision d = weigh_compaction(summarized(1), sonnet(), false);
+  EXPECT_TRUE(d.commit);
+  EXPECT_NEAR(d.broken_usd, -0.1875, 1e-9);  // it costs less even now
+  EXPECT_FALSE(d.warm);
+  // Even one that saves next to nothing: the cold write is smaller.
+  GateInput tiny = summarized(1);
+  tiny.size_out = 169990;
+  EXPECT_TRUE(weigh_compaction(tiny, sonnet(), false).commit);
+}
+
+// Masking only the newest results keeps most of the cache (145,000 of the 160,000 cached tokens
+// kept, 5,000 rewritten), so the compacted call costs less than the uncompacted one: committed
+// whatever the horizon.
+TEST(CostGate, ACompactionThatCostsLessEvenNowIsCommitted) {
+  GateInput in;
+  in.size_in = 170000;
+  in.cached_in = 160000;
+  in.size_out = 150000;
+  in.cached_kept = 145000;
+  in.horizon = 1;
+  // Uncompacted 160,000 × 0.30 + 10,000 × 3.75 = $0.0855; compacted 145,000 × 0.30 + 5,000 × 3.75 = $0.06225.
+  GateDecision d = weigh_compaction(in, sonnet(), true);
+  EXPECT_TRUE(d.commit);
+  EXPECT_NEAR(d.broken_usd, 0.06225 - 0.0855, 1e-9);
+}
+
+// Under the shortest cacheable prefix nothing is cached: every token is input.
+TEST(CostGate, AHistoryTooShortToCacheIsPricedAsInput) {
+  GateInput in;
+  in.size_in = 1000;
+  in.cached_in = 900;
+  in.size_out = 600;
+  in.cached_kept = 100;
+  in.horizon = 1;
+  GateDecision d = weigh_compaction(in, sonnet(), true);
+  EXPECT_NEAR(d.broken_usd, (600.0 - 1000.0) * 3 / 1e6, 1e-12);
+  EXPECT_NEAR(d.saved_usd, 400.0 * 3 / 1e6, 1e-12);
+  EXPECT_TRUE(d.commit);
+}
+
+// A nineteenth of the calls made so far, at least one.
+TEST(CostGate, TheHorizonIsANineteenthOfTheCallsSoFar) {
+  EXPECT_EQ(gate_horizon(CacheState{0, 0, 0}), 1u);
+  EXPECT_EQ(gate_horizon(CacheState{0, 37, 0}), 1u);
+  EXPECT_EQ(gate_horizon(CacheState{0, 38, 0}), 2u);
+  EXPECT_EQ(gate_horizon(CacheState{0, 299, 0}), 15u);
+}
+
+}  // namespace
+}  // namespace compactor
