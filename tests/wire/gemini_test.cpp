@@ -16,6 +16,7 @@
 #include "model/conversation_host.hpp"
 #include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
+#include "wire/anthropic_messages.hpp"
 #include "wire/gemini.hpp"
 
 #include <boost/json.hpp>
@@ -357,6 +358,11 @@ TEST_F(GeminiCarry, TheContextLengthRefusalIsTheInputTokenCountOne) {
   EXPECT_FALSE(g.handles("GET", "/v1beta/models/m:generateContent"));
   EXPECT_TRUE(wire::is_gemini_api_path("/v1beta/models/m:countTokens"));
   EXPECT_FALSE(wire::is_gemini_api_path("/v1/messages"));
+  // The model is in the path (its window and price are the budget's): serve hands it to the worker.
+  EXPECT_EQ(g.model_in_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"), "gemini-2.5-flash");
+  EXPECT_EQ(g.model_in_path("/v1/tunedModels/my-model:generateContent"), "my-model");
+  EXPECT_EQ(g.model_in_path("/v1beta/models/m:countTokens"), "");
+  EXPECT_EQ(wire::anthropic_messages().model_in_path("/v1/messages"), "");
 }
 
 // `check` on a hand-made body per rule the Gemini API states, each refused with the rule named;

@@ -259,6 +259,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   report.model = options.model;
   report.window = resolved.window;
   report.window_from = resolved.window_from;
+  if (resolved.price != nullptr) report.input_usd_per_mtok = resolved.price->input;
   if (config_->model_meters != nullptr) report.meter = resolved.meter_name;  // the model's, found for this run
   report.input_size = SizeSnapshot::of(input);
   report.resolved_pipeline = print_pipeline(*config_);

@@ -85,6 +85,7 @@ struct RunReport {
   std::uint64_t window = 0;  // the context window the budget came from (0: a fixed budget)
   std::string window_from;   // where the window came from ("claude-sonnet-4-5", …)
   std::string meter;         // the meter that counted tokens ("calibrated/sonnet", …); empty outside tokens
+  double input_usd_per_mtok = 0;  // the model's uncached input price in the price table (0: not priced)
   std::optional<GateDecision> gate;  // the cost gate's figures, when it weighed the compaction
   SizeSnapshot input_size;
   SizeSnapshot output_size;

@@ -64,12 +64,13 @@ void record_run(const RunReport& r, JobOutcome& o) {
 }  // namespace
 
 CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const wire::WireFormat& format,
-                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log) {
+                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log,
+                                const std::string& model) {
   const ContinuityStore continuity(store);
   CompactionResult out;
   JobOutcome& o = out.outcome;
   o.unit = std::string(to_string(pipeline.config().budget.unit));
-  o.model = model_named_in(body);
+  o.model = model.empty() ? model_named_in(body) : model;
   const std::string native = native_context_management(body);
   auto t = Clock::now();
   auto request = format.read(std::move(body), "request");
@@ -115,6 +116,8 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   }
   RunReport r = pipeline.run(input, options, log);
   record_run(r, o);
+  if (r.budget.unit == SizeUnit::tokens && o.size_in > o.size_out)
+    o.saved_usd = static_cast<double>(o.size_in - o.size_out) * r.input_usd_per_mtok / 1e6;
   if (r.status == RunStatus::bad_input) {
     o.result = JobOutcome::refused;
     o.warning = "input refused, forwarded unchanged: " + first_line(r.error);

@@ -22,9 +22,11 @@ struct CompactionResult {
 };
 
 // `store` is the tenant's: its state is read and written, and the run archives there.
-// `progress`, when given, hears each stage start and end (the server's time limit per stage).
+// `model`, when given, is the model the request names outside its body (Gemini's URL); else the
+// body's. `progress`, when given, hears each stage start and end (the server's time limit per stage).
 CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const wire::WireFormat& format,
-                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log);
+                                std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log,
+                                const std::string& model = "");
 
 // What the store did, into the outcome: its times and failures; a request that failed because its
 // archive could not be stored is a store fault (forwarded as it came, never refused for it).

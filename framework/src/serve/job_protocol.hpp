@@ -24,6 +24,7 @@ struct Job {
   // Whose state and archive the worker reads and writes ([a-z0-9][a-z0-9_-]{0,63}; the server
   // fills it); empty: the default namespace. No look-up of the worker leaves it.
   std::string tenant;
+  std::string model;  // the model a request names outside its body (Gemini's URL); empty: the body's
 };
 
 // What became of one request's compaction: the worker's answer, or the server's account of a
@@ -55,6 +56,9 @@ struct JobOutcome {
   // The budget's window and the model it is for (`budget: {window: auto}`; 0 and empty otherwise).
   std::string model;
   std::uint64_t window = 0, limit = 0;
+  // What the forwarded body saves against the received one at the model's uncached input price
+  // (budget in tokens and the model priced; 0 otherwise): what serve's per-tenant metrics add up.
+  double saved_usd = 0;
   // The cost gate, when it weighed a compaction: its decision and both figures (USD).
   bool gated = false, gate_commit = true;
   double gate_saved_usd = 0, gate_broken_usd = 0;

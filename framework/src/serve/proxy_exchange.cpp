@@ -160,10 +160,10 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
   const auto queued = Clock::now();
   auto started = std::make_shared<Clock::time_point>();
   job->run = [&metrics = shared_.metrics, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
-              tenant = tenant_, prompt_too_long, executor, then, timer, queued]() {
+              tenant = tenant_, model = route_.compacting->model_in_path(path_), prompt_too_long, executor, then, timer, queued]() {
     metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(us_since(queued)) / 1e6);
     const auto began = Clock::now();
-    JobRun run = d->zygote->run(Job{wire, prompt_too_long, tenant}, *body,
+    JobRun run = d->zygote->run(Job{wire, prompt_too_long, tenant, model}, *body,
                                 std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
     metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
     asio::post(executor, [then, timer, run = std::move(run)]() mutable {
@@ -202,6 +202,7 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
     m.add("compactor_serve_size_out_total", unit, static_cast<double>(c.size_out));
     m.add("compactor_serve_size_saved_total", unit, saved);
     m.add("compactor_serve_tenant_size_saved_total", fmt::format("tenant=\"{}\",{}", label_value(tenant), unit), saved);
+    m.add("compactor_serve_tenant_saved_usd_total", fmt::format("tenant=\"{}\"", label_value(tenant)), c.saved_usd);
     m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
   record_store(m, c.store);
@@ -389,6 +390,9 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_size_out_total", "counter", "Size of the conversations forwarded, in the budget's unit.");
   m.describe("compactor_serve_size_saved_total", "counter", "Received minus forwarded, in the budget's unit.");
   m.describe("compactor_serve_tenant_size_saved_total", "counter", "Received minus forwarded, by tenant, in the budget's unit.");
+  m.describe("compactor_serve_tenant_saved_usd_total", "counter",
+             "What the forwarded bodies saved against the received ones, by tenant, in USD at the model's uncached input "
+             "price in the price table (budgets in tokens only).");
   m.describe("compactor_serve_stage_outcomes_total", "counter", "Stage outcomes by stage and status.");
   m.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
   m.describe("compactor_serve_queue_seconds", "histogram", "Wait for a pipeline worker (serve.workers), in arrival order.");

@@ -127,7 +127,7 @@ JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::millise
     ::close(memfd);
     return failed(std::string("cannot create a socket for the worker: ") + std::strerror(errno));
   }
-  const std::string header = json::serialize(json::object{{"wire", job.wire}, {"prompt_too_long", job.prompt_too_long}, {"tenant", job.tenant}});
+  const std::string header = json::serialize(json::object{{"wire", job.wire}, {"prompt_too_long", job.prompt_too_long}, {"tenant", job.tenant}, {"model", job.model}});
   bool sent;
   {
     std::lock_guard lock(send_mutex_);

@@ -64,7 +64,7 @@ std::string describe_status(int status) {
     ChildProgress progress(reply);
     auto log = make_stderr_logger("serve: ");
     pipeline.archive_for_tenant(job.tenant);
-    result = run_compaction(pipeline, *store, *format, std::move(body), job.prompt_too_long, &progress, *log);
+    result = run_compaction(pipeline, *store, *format, std::move(body), job.prompt_too_long, &progress, *log, job.model);
     report_store(result.outcome, *store, config.store.kind == StoreConfig::Kind::redis ? "redis" : "folder");
   } else {
     result.outcome.warning = "pipeline failed, forwarded unchanged: no wire format named " + job.wire;
@@ -106,9 +106,12 @@ std::optional<Job> parse_job(std::string_view text) {
   const json::value* wire = o.if_contains("wire");
   const json::value* ptl = o.if_contains("prompt_too_long");
   const json::value* tenant = o.if_contains("tenant");
+  const json::value* model = o.if_contains("model");
   if (wire == nullptr || !wire->is_string() || ptl == nullptr || !ptl->is_bool() || (tenant != nullptr && !tenant->is_string()))
     return std::nullopt;
-  return Job{std::string(wire->get_string()), ptl->get_bool(), tenant != nullptr ? std::string(tenant->get_string()) : std::string()};
+  if (model != nullptr && !model->is_string()) return std::nullopt;
+  return Job{std::string(wire->get_string()), ptl->get_bool(), tenant != nullptr ? std::string(tenant->get_string()) : std::string(),
+             model != nullptr ? std::string(model->get_string()) : std::string()};
 }
 
 // The loaded pipeline, or why there is none (the lines the server prints, and its exit code).

@@ -469,6 +469,12 @@ class Gemini final : public WireFormat {
   std::string_view upstream_key() const override { return "gemini"; }
   std::string_view default_upstream() const override { return "https://generativelanguage.googleapis.com"; }
 
+  std::string model_in_path(std::string_view path) const override {
+    std::string_view model;
+    if (!ends_with_method(path, model)) return {};
+    return std::string(model.substr(model.rfind('/') + 1));
+  }
+
   // The Gemini API's other methods and paths (countTokens, models, files, uploads, caches).
   bool owns(std::string_view, std::string_view path) const override { return is_gemini_api_path(path); }
 

@@ -104,6 +104,13 @@ class WireFormat {
     return false;
   }
 
+  // The model a request names in its path (Gemini's `models/M:generateContent`), or empty (the
+  // body names it): its window and price are the budget's and the cost gate's.
+  virtual std::string model_in_path(std::string_view path) const {
+    (void)path;
+    return {};
+  }
+
   // True when the upstream may refuse the context at the start of a 2xx event stream (the
   // first event then says so): the proxy holds the response head until that event has come.
   virtual bool refuses_in_stream() const { return false; }

@@ -1,0 +1,124 @@
+// Two tenants through one serve (clients alice and bob, each with a token serve issued): neither
+// can restore, search or continue the other's conversations (by receipt through /mcp and the
+// command line, by sending the other's very history, which names the same state keys), and both
+// are in /metrics from the start and after.
+#include "support/loopback_http_server.hpp"
+#include "support/serve_process.hpp"
+#include "support/test_support.hpp"
+
+#include "compactor/archive.hpp"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace compactor {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using test::call;
+using test::LoopbackHttpServer;
+using test::Reply;
+using test::ServeProcess;
+
+// `printf %s alice-token | sha256sum`, and bob's.
+constexpr const char* kAlice = "9c220f200955d76c0a38d308225e0ef10c5f971acaf2f8d1d8f732affa5bd1dc";
+constexpr const char* kBob = "97dd3707015dcf069cf73022ed7173b1165db6eff24b441cb57fd069a8c4e525";
+
+std::string request_body(const Conversation& c, std::size_t count) {
+  std::string body = R"({"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are a coding agent.","messages":[)";
+  for (std::size_t i = 0; i < count; ++i) body += (i ? "," : "") + std::string(c[i].raw());
+  return body + "]}";
+}
+
+json::value mcp_tool(unsigned short port, const std::string& token, const std::string& tool, json::object arguments) {
+  const json::object message{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                             {"params", json::object{{"name", tool}, {"arguments", std::move(arguments)}}}};
+  Reply r = call(port, "POST", "/mcp", json::serialize(message), {{"authorization", "Bearer " + token}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body);
+}
+
+std::string text_of(const json::value& answer) {
+  std::string out;
+  for (const auto& c : answer.at("result").at("content").as_array())
+    if (c.at("type") == "text") out += std::string(c.at("text").as_string());
+  return out;
+}
+
+bool is_error(const json::value& answer) {
+  const auto* e = answer.at("result").as_object().if_contains("isError");
+  return e != nullptr && e->as_bool();
+}
+
+double metric(const std::string& metrics, const std::string& series) {
+  std::size_t at = metrics.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
+}
+
+TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
+  fs::path dir = test::scratch_folder_until_exit("serve-tenants");
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\n"
+                                << "archive: {dir: " << (dir / "archive").string() << ", restore_via: mcp}\n"
+                                << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\n"
+                                << "pipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n"
+                                << "  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000}\n"
+                                << "serve:\n  clients:\n    - {name: alice, token_sha256: \"" << kAlice << "\"}\n"
+                                << "    - {name: bob, token_sha256: \"" << kBob << "\"}\n";
+  Conversation session = test::load_or_die(test::data_path("cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json"));
+  std::vector<test::ScriptedResponse> script(4, test::ScriptedResponse{200, {}, test::anthropic_reply("ok")});
+  LoopbackHttpServer upstream(script);
+  ServeProcess serve(dir, "c.yaml", upstream.base_url());
+
+  // Both in the metrics from the start.
+  std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"alice\"}"), 0) << metrics;
+  EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"bob\"}"), 0) << metrics;
+
+  // Alice's conversation, two calls: compacted, then continued from her stored state.
+  const std::string first = request_body(session, session.size() - 2), second = request_body(session, session.size());
+  for (const std::string& body : {first, second}) {
+    Reply r = call(serve.port(), "POST", "/v1/messages", body, {{"x-compactor-token", "alice-token"}, {"x-api-key", "sk-ant-a"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  metrics = call(serve.port(), "GET", "/metrics").body;
+  const double hits = metric(metrics, "compactor_serve_state_total{result=\"hit\"}");
+  EXPECT_EQ(hits, 1) << metrics;
+  std::smatch m;
+  const std::string sent = upstream.requests().at(1).body;
+  ASSERT_TRUE(std::regex_search(sent, m, std::regex("sha256:[0-9a-f]{64}"))) << "alice's call archived nothing";
+  const std::string receipt = m.str();
+
+  // Bob sends Alice's very history: the same state keys, none of her state.
+  Reply r = call(serve.port(), "POST", "/v1/messages", second, {{"x-compactor-token", "bob-token"}, {"x-api-key", "sk-ant-b"}});
+  ASSERT_EQ(r.status, 200);
+  metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_state_total{result=\"hit\"}"), hits) << "bob continued alice's conversation";
+
+  // By receipt, through /mcp: alice's own, and nothing of hers for bob.
+  json::value mine = mcp_tool(serve.port(), "alice-token", "restore", {{"receipt", receipt}});
+  EXPECT_FALSE(is_error(mine)) << text_of(mine);
+  json::value theirs = mcp_tool(serve.port(), "bob-token", "restore", {{"receipt", receipt}});
+  EXPECT_TRUE(is_error(theirs)) << text_of(theirs);
+  EXPECT_EQ(text_of(theirs).find(text_of(mine).substr(0, 40)), std::string::npos);
+  json::value search = mcp_tool(serve.port(), "bob-token", "search", {{"receipt", receipt}, {"pattern", "a"}});
+  EXPECT_TRUE(is_error(search)) << text_of(search);
+
+  // By receipt, on the command line: only in alice's namespace.
+  const std::string archive = (dir / "archive").string();
+  EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive, "--tenant", "alice"}).exit_code, 0);
+  EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive, "--tenant", "bob"}).exit_code, 2);
+  EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive}).exit_code, 2);
+
+  metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"alice\"}"), 2) << metrics;
+  EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"bob\"}"), 1) << metrics;
+  EXPECT_GT(metric(metrics, "compactor_serve_tenant_size_saved_total{tenant=\"alice\",unit=\"chars\"}"), 0) << metrics;
+}
+
+}  // namespace
+}  // namespace compactor
