@@ -295,7 +295,6 @@ def main():
     ap.add_argument("--delay-ms", type=int, default=200)
     ap.add_argument("--kill", action="store_true", help="add the kill -9 and restart phase")
     ap.add_argument("--check", action="store_true", help="check every forwarded body with compactor check")
-    ap.add_argument("--max-concurrency", type=int, default=0, help="serve.max_concurrency (0: the config's)")
     ap.add_argument("--redis", action="store_true", help="keep state and blobs in a Redis server of the script's own")
     ap.add_argument("--replicas", type=int, default=1, help="servers the agents' calls alternate across")
     ap.add_argument("--kill-redis", action="store_true", help="add a phase that kills Redis half-way (with --redis)")
@@ -327,9 +326,6 @@ def main():
             redis = {"port": redis_port, "proc": redis_proc}
             text = re.sub(r"(?m)^store:.*(\n  .*)*", "", text) + f'\nstore: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0"}}\n'
 
-        if a.max_concurrency:
-            text = re.sub(r"(?m)^serve:.*(\n  .*)*", "", text)
-            text += f"\nserve:\n  max_concurrency: {a.max_concurrency}\n"
         print(f"{len(sessions)} agents x {a.calls} calls ({sum(len(b) for _, b in sessions)} calls), upstream delay "
               f"{a.delay_ms} ms, config {a.config}, {os.cpu_count()} cores", flush=True)
 
