@@ -8,9 +8,6 @@
 #include "support/serve_process.hpp"
 #include "support/test_support.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -23,11 +20,7 @@ namespace compactor {
 namespace {
 
 namespace fs = std::filesystem;
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace json = boost::json;
-using tcp = asio::ip::tcp;
 using test::call;
 using test::LoopbackHttpServer;
 using test::Reply;
@@ -43,33 +36,12 @@ std::string write_config(const fs::path& dir, const std::string& extra) {
   return "c.yaml";
 }
 
-// One request written as given (any target, any Host), over IPv4 or IPv6 loopback.
+// One request written as given (any method, any target, any Host), over IPv4 or IPv6 loopback.
 Reply raw_call(const std::string& address, unsigned short port, const std::string& method, const std::string& target,
                const std::string& host, const std::string& body = "",
-               const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address(address), port));
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  if (req.method() == http::verb::unknown) req.method_string(method);
-  req.set(http::field::host, host);
-  for (const auto& [k, v] : headers) req.set(k, v);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(socket, req);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(std::uint64_t{1} << 30);
-  http::read(socket, buffer, parser);
-  Reply r;
-  r.status = parser.get().result_int();
-  for (const auto& f : parser.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
-  r.body = parser.get().body();
-  return r;
+               std::vector<std::pair<std::string, std::string>> headers = {}) {
+  headers.emplace_back("host", host);
+  return test::call_at(address, port, method, target, body, headers);
 }
 
 const char* kPing = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";

@@ -97,11 +97,18 @@ std::string ServeProcess::stderr_text() const { return read_file(err_.string());
 
 Reply call(unsigned short port, const std::string& method, const std::string& target, const std::string& body,
            const std::vector<std::pair<std::string, std::string>>& headers) {
+  return call_at("127.0.0.1", port, method, target, body, headers);
+}
+
+Reply call_at(const std::string& address, unsigned short port, const std::string& method, const std::string& target,
+              const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers) {
   asio::io_context io;
   tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  socket.connect(tcp::endpoint(asio::ip::make_address(address), port));
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
+  if (req.method() == http::verb::unknown) req.method_string(method);
+  const auto ip = asio::ip::make_address(address);
+  req.set(http::field::host, (ip.is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(port));
   req.set(http::field::content_type, "application/json");
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = body;

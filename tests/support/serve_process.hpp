@@ -44,6 +44,10 @@ struct Reply {
 
 Reply call(unsigned short port, const std::string& method, const std::string& target, const std::string& body = "",
            const std::vector<std::pair<std::string, std::string>>& headers = {});
+// The same to another address (`::1`), with any method and target written as given; a `host`
+// header among `headers` replaces the one naming the address and port.
+Reply call_at(const std::string& address, unsigned short port, const std::string& method, const std::string& target,
+              const std::string& body = "", const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // The pids of a process's children (from /proc; the ones its threads started included).
 std::vector<pid_t> children_of(pid_t pid);

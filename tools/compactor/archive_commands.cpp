@@ -71,6 +71,16 @@ Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
 
 // One namespace's gc, said in one line; false when it failed (said on stderr).
 bool collect_one(const StoreSettings& settings, const std::string& tenant, long days) {
+  // A tenant that has archived nothing yet has no folder: nothing to collect (a timer per tenant
+  // runs for developers who have not used serve yet too).
+  if (!tenant.empty() && settings.store.kind == StoreConfig::Kind::folder) {
+    std::error_code ec;
+    const std::string dir = store::tenant_folder(settings.archive_dir, tenant);
+    if (!std::filesystem::exists(dir, ec)) {
+      fmt::print("archive gc {}: nothing archived for tenant {} yet, removed 0\n", dir, tenant);
+      return true;
+    }
+  }
   auto chosen = store::open_store(settings.store, settings.archive_dir, tenant);
   auto r = chosen->collect_garbage(std::chrono::hours(24 * days));
   if (!r) {
@@ -104,9 +114,15 @@ int restore_command(int argc, char** argv) {
     fmt::print(stderr, "compactor restore: {}\n", settings.error().message);
     return kExitBadInput;
   }
-  auto bytes = store::open_store(settings->store, settings->archive_dir, args->get("tenant").value_or(""))->restore(args->positional.front());
+  const std::string tenant = args->get("tenant").value_or("");
+  auto bytes = store::open_store(settings->store, settings->archive_dir, tenant)->restore(args->positional.front());
   if (!bytes) {
-    fmt::print(stderr, "compactor restore: {}\n", bytes.error().message);
+    // A receipt serve wrote for a tenant is in that tenant's namespace only.
+    std::error_code ec;
+    const bool tenants = tenant.empty() && settings->store.kind == StoreConfig::Kind::folder &&
+                         std::filesystem::is_directory(std::filesystem::path(settings->archive_dir) / "tenants", ec);
+    fmt::print(stderr, "compactor restore: {}{}\n", bytes.error().message,
+               tenants ? " (this archive has tenants: a receipt serve wrote for one is in its namespace, --tenant T)" : "");
     return kExitBadInput;
   }
   std::fwrite(bytes->data(), 1, bytes->size(), stdout);

@@ -121,8 +121,9 @@ int serve_worker_command(int argc, char** argv) {
 int serve_token_command(int argc, char** argv) {
   const Command command{"serve-token", R"HELP(usage: compactor serve-token --name NAME
 
-Makes a new client token for `compactor serve` (32 random bytes from getrandom, as hex) and prints
-it once, with the line to add to the config's serve.clients; serve stores only the token's SHA-256.
+Makes a new client token for `compactor serve` ("cpt_" and 32 random bytes from getrandom as 64
+hex digits) and prints it once, on the line "token: …", then the entry to add to the config's
+serve.clients; serve stores only the token's SHA-256.
 The client sends it in the x-compactor-token header (Claude Code: ANTHROPIC_CUSTOM_HEADERS; Codex:
 the provider's http_headers; Gemini CLI: GEMINI_CLI_CUSTOM_HEADERS; an SDK: its default headers),
 or as the bearer token to /mcp. NAME (a-z, 0-9, _ and -, up to 64) is the client's tenant: its
@@ -146,7 +147,7 @@ exit codes: 0 printed; 2 bad name; 3 no random bytes.
   }
   std::string token = "cpt_";
   for (unsigned char b : bytes) token += fmt::format("{:02x}", b);
-  fmt::print("token: {}\nserve.clients entry:\n    - {{name: {}, token_sha256: {}}}\n", token, *name, serve::sha256_hex(token));
+  fmt::print("token: {}\nserve.clients entry:\n    - {{name: {}, token_sha256: \"{}\"}}\n", token, *name, serve::sha256_hex(token));
   return kExitOk;
 }
 

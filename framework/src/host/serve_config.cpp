@@ -191,6 +191,9 @@ class ServeReader {
   }
 
   void warn_about_exposure() {
+    if (!s_.clients.empty() && !s_.mcp_token_env.empty())
+      if (auto t = member("mcp_token_env"))
+        warning(*t, "serve.mcp_token_env", "unused while serve.clients names clients: /mcp takes each client's own token");
     auto parsed = parse_listen_address(s_.listen);
     if (!parsed || parsed->loopback() || !s_.clients.empty() || !listen_node_) return;
     warning(*listen_node_, "serve.listen",

@@ -54,15 +54,16 @@ void HttpSession::read_head() {
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
 }
 
+// A read that failed: a body over the limit is refused in the API's shape, anything else (a
+// timeout, the client gone, bytes that are no HTTP) closes the connection. False when it failed.
+bool HttpSession::read_ok(beast::error_code ec) {
+  if (ec == http::error::body_limit) refuse(too_large_(parser_->get().base(), "body"));
+  else if (ec) close();
+  return !ec;
+}
+
 void HttpSession::on_head(beast::error_code ec) {
-  if (ec == http::error::body_limit) {
-    refuse(too_large_(parser_->get().base(), "body"));
-    return;
-  }
-  if (ec) {
-    close();
-    return;
-  }
+  if (!read_ok(ec)) return;
   const auto& head = parser_->get();
   version_ = head.version();
   keep_alive_ = head.keep_alive() && !draining_;
@@ -88,14 +89,7 @@ void HttpSession::read_body() {
 }
 
 void HttpSession::on_body(beast::error_code ec) {
-  if (ec == http::error::body_limit) {
-    refuse(too_large_(parser_->get().base(), "body"));
-    return;
-  }
-  if (ec) {
-    close();
-    return;
-  }
+  if (!read_ok(ec)) return;
   stream_.expires_never();
   answering_ = true;
   answer_complete_ = false;

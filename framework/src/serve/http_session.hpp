@@ -90,6 +90,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
  private:
   void read_head();
+  bool read_ok(boost::beast::error_code ec);
   void on_head(boost::beast::error_code ec);
   void read_body();
   void on_body(boost::beast::error_code ec);

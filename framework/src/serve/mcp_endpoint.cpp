@@ -84,7 +84,9 @@ std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenan
   }
   Request headers_only;
   headers_only.base() = req.base();
-  if (access_.token) {
+  // With client tokens, each client's token is its credential on /mcp as on the API routes; the
+  // shared serve.mcp_token_env is for a server without clients (validate says it is unused).
+  if (access_.token && access_.clients.empty()) {
     std::string_view auth = header(req, "authorization");
     if (!auth.starts_with("Bearer ") || !same_secret(auth.substr(7), *access_.token))
       return rpc_error(401, -32001, "compactor serve: /mcp needs Authorization: Bearer <the token of serve.mcp_token_env>",
@@ -110,6 +112,11 @@ std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::st
   archives_.emplace_front(tenant, std::make_shared<const mcp::ArchiveServer>(std::move(tools), version_));
   if (archives_.size() > kKept) archives_.pop_back();
   return archives_.front().second;
+}
+
+void McpEndpoint::adopt_sessions(McpEndpoint& before) {
+  std::scoped_lock lock(mutex_, before.mutex_);
+  sessions_ = std::move(before.sessions_);
 }
 
 Reply McpEndpoint::handle(const Request& req) {

@@ -15,9 +15,10 @@
 //    (127.0.0.1, [::1] or localhost, with this port), and an Origin, when sent, a loopback host
 //    exactly (any port: a local tool's page), else 403: a web page whose own name is made to
 //    resolve to 127.0.0.1 (DNS rebinding) is refused, and so is "127.attacker.example".
-//  - serve.mcp_token_env, when set, is required on every listener (`Authorization: Bearer`);
-//    beyond loopback without it and without client tokens, /mcp is closed (403).
-//  - With serve.clients, a client's token picks its tenant (x-compactor-token or Bearer).
+//  - With serve.clients, a client's token is required and picks its tenant (x-compactor-token or
+//    Bearer); otherwise serve.mcp_token_env, when set, is required on every listener
+//    (`Authorization: Bearer`), and the tenant is the API key's. Beyond loopback with neither,
+//    /mcp is closed (403).
 #pragma once
 
 #include "serve/http_session.hpp"
@@ -56,6 +57,10 @@ class McpEndpoint {
 
   // Why /mcp is closed (a line for the server to print at start), or nothing.
   std::optional<std::string> closed_reason() const;
+
+  // A reload's endpoint takes over the sessions the one before opened (a client's session lives
+  // on; a request is still authenticated anew, so a removed client's session is of no use to it).
+  void adopt_sessions(McpEndpoint& before);
 
   // The port the server bound (serve.listen may say 0: any free port), for the Host check.
   void bind_port(unsigned port) { port_ = port; }

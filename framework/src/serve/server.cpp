@@ -211,9 +211,8 @@ std::optional<Reply> Server::screen(const RequestHead& head, std::uint64_t conte
   if (!d->settings.serve.clients.empty())
     if (auto who = identify_tenant(d->settings.serve.clients, head, target, false); !who) {
       metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
-      Reply r = error_reply(api, wire::ProxyError::unauthorized, who.error().message);
-      r.headers.emplace_back("www-authenticate", "Bearer");
-      return r;
+      spdlog::info("serve: {} {}: refused 401: {}", method, path, who.error().message);
+      return error_reply(api, wire::ProxyError::unauthorized, who.error().message);
     }
   if (format != nullptr && !queue_.has_room()) {
     metrics_.add("compactor_serve_rejections_total", "reason=\"queue_full\"");
@@ -289,6 +288,7 @@ void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, s
   asio::post(mcp_pool_, [this, request = std::move(request), session = std::move(session), d = std::move(d)] {
     Reply r = d->mcp->handle(request);
     metrics_.add("compactor_serve_mcp_requests_total", fmt::format("status=\"{}\"", r.status));
+    spdlog::info("serve: {} /mcp {}", request.method_string(), r.status);
     asio::post(session->executor(), [this, session, r = std::move(r)] {
       session->reply(r);
       in_flight_.fetch_sub(1);
@@ -360,6 +360,7 @@ void Server::reload(const char* why) {
   if (next.deployment->settings.serve.listen != d->settings.serve.listen)
     spdlog::warn("serve: reload ({}): serve.listen changed; it takes effect at the next start", why);
   next.deployment->mcp->bind_port(acceptor_->local_endpoint().port());
+  next.deployment->mcp->adopt_sessions(*d->mcp);
   queue_.set_limits(next.deployment->workers(), static_cast<std::size_t>(next.deployment->settings.serve.max_queued));
   zero_tenant_metrics(*next.deployment);
   {
