@@ -112,7 +112,15 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   const std::string archive = (dir / "archive").string();
   EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive, "--tenant", "alice"}).exit_code, 0);
   EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive, "--tenant", "bob"}).exit_code, 2);
-  EXPECT_EQ(test::run_cli({"restore", receipt, "--archive", archive}).exit_code, 2);
+  test::CommandResult untenanted = test::run_cli({"restore", receipt, "--archive", archive});
+  EXPECT_EQ(untenanted.exit_code, 2);
+  EXPECT_NE(untenanted.err.find("this archive has tenants"), std::string::npos) << untenanted.err;
+  EXPECT_NE(untenanted.err.find("--tenant T"), std::string::npos) << untenanted.err;
+  // A tenant that archived nothing yet: gc has nothing to collect, and says so (a timer per
+  // tenant runs before a developer first uses serve).
+  test::CommandResult idle = test::run_cli({"archive", "gc", "--archive", archive, "--tenant", "carol", "--keep-days", "30"});
+  EXPECT_EQ(idle.exit_code, 0) << idle.err;
+  EXPECT_NE(idle.out.find("nothing archived for tenant carol yet, removed 0"), std::string::npos) << idle.out;
 
   metrics = call(serve.port(), "GET", "/metrics").body;
   EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"alice\"}"), 2) << metrics;

@@ -1164,6 +1164,15 @@ TEST(Serve, TheMcpEndpointKeepsTheStreamableHttpRules) {
            {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body).at("result").at("tools").as_array().size(), 2u);
+  // A reload (SIGHUP, the config unchanged) keeps the session: the client is not sent back to
+  // initialize by an operator's edit.
+  serve.signal(SIGHUP);
+  for (int i = 0; i < 3000 && serve.stderr_text().find("compactor serve: reloaded") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_NE(serve.stderr_text().find("compactor serve: reloaded"), std::string::npos) << serve.stderr_text();
+  r = call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+           {{"mcp-session-id", session}, {"mcp-protocol-version", "2025-06-18"}});
+  EXPECT_EQ(r.status, 200) << r.body;
   // An unknown session: 404, so the client starts again; an unsupported version: 400; a
   // foreign origin: 403; GET offers no stream: 405; DELETE ends the session.
   EXPECT_EQ(call(serve.port(), "POST", "/mcp", R"({"jsonrpc":"2.0","id":3,"method":"ping"})", {{"mcp-session-id", "nope"}}).status, 404);
