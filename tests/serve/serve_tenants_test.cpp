@@ -105,6 +105,8 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   json::value theirs = mcp_tool(serve.port(), "bob-token", "restore", {{"receipt", receipt}});
   EXPECT_TRUE(is_error(theirs)) << text_of(theirs);
   EXPECT_EQ(text_of(theirs).find(text_of(mine).substr(0, 40)), std::string::npos);
+  // The error names no server path: a client learns where serve keeps archives from nobody.
+  EXPECT_EQ(text_of(theirs).find(dir.string()), std::string::npos) << text_of(theirs);
   json::value search = mcp_tool(serve.port(), "bob-token", "search", {{"receipt", receipt}, {"pattern", "a"}});
   EXPECT_TRUE(is_error(search)) << text_of(search);
 

@@ -82,7 +82,14 @@ json::object receipt_schema() {
 
 ArchiveTools::ArchiveTools(std::string dir) : dir_(std::move(dir)), store_(std::make_unique<store::FolderStore>(dir_)) {}
 
-ArchiveTools::ArchiveTools(std::unique_ptr<store::Store> store, std::string folder) : dir_(std::move(folder)), store_(std::move(store)) {}
+ArchiveTools::ArchiveTools(std::unique_ptr<store::Store> store, std::string folder, std::string hidden)
+    : dir_(std::move(folder)), hidden_(std::move(hidden)), store_(std::move(store)) {}
+
+std::string ArchiveTools::shown(std::string message) const {
+  if (hidden_.empty()) return message;
+  for (std::size_t at = 0; (at = message.find(hidden_, at)) != std::string::npos; at += 9) message.replace(at, hidden_.size(), "<archive>");
+  return message;
+}
 
 Expected<std::shared_ptr<const BlobView>> ArchiveTools::load(const std::string& receipt) const {
   // Checked at every call, not once: the folder may change hands while the server runs.
@@ -139,7 +146,7 @@ ToolResult ArchiveTools::restore(const json::object& arguments) const {
   auto max_chars = whole_argument(arguments, "max_chars", kDefaultPageChars, 1, kMaxPageChars, error);
   if (!max_chars) return ToolResult::error(error);
   auto view = load(*receipt);
-  if (!view) return ToolResult::error(view.error().message);
+  if (!view) return ToolResult::error(shown(view.error().message));
   const BlobView& v = **view;
   if (*offset > 0 && *offset >= v.chars())
     return ToolResult::error("offset " + std::to_string(*offset) + " is past the end: " + *receipt + " holds " +
@@ -183,7 +190,7 @@ ToolResult ArchiveTools::search(const json::object& arguments) const {
   auto root = receipt_argument(arguments, error);
   if (!root) return ToolResult::error(error);
   auto root_view = load(*root);
-  if (!root_view) return ToolResult::error(root_view.error().message);
+  if (!root_view) return ToolResult::error(shown(root_view.error().message));
   // In messages, one JSON message a line, text is escaped: a quote or a tab in the pattern is
   // looked for as JSON writes it too.
   std::string escaped = json::serialize(json::string(pattern));

@@ -33,8 +33,10 @@ class ArchiveTools {
   // `dir`: the archive folder, absolute.
   explicit ArchiveTools(std::string dir);
   // Over any store (one tenant's namespace of it): a Redis store, a tenant's folder. `folder`:
-  // the store's folder when it has one (checked at every call as above), else empty.
-  ArchiveTools(std::unique_ptr<store::Store> store, std::string folder);
+  // the store's folder when it has one (checked at every call as above), else empty. `hidden`:
+  // a path the errors must not show (serve's archive folder, to a remote client), shown as
+  // `<archive>`; empty for a local user, who needs the path.
+  ArchiveTools(std::unique_ptr<store::Store> store, std::string folder, std::string hidden = {});
 
   ToolResult restore(const boost::json::object& arguments) const;
   ToolResult search(const boost::json::object& arguments) const;
@@ -48,7 +50,11 @@ class ArchiveTools {
   // The view of a receipt's blob: from the cache, or read, verified and rendered.
   Expected<std::shared_ptr<const BlobView>> load(const std::string& receipt) const;
 
+  // An error as the client may read it.
+  std::string shown(std::string message) const;
+
   std::string dir_;
+  std::string hidden_;
   std::unique_ptr<store::Store> store_;
   mutable std::mutex store_mutex_;  // a store's connection serves one call at a time
   // A model reads a long blob page after page: its view is kept rather than read and hashed

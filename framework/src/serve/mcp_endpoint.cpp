@@ -108,7 +108,8 @@ std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::st
     }
   const bool folder = store_.kind == StoreConfig::Kind::folder;
   auto tools = std::make_unique<mcp::ArchiveTools>(store::open_store(store_, archive_dir_, tenant),
-                                                   folder ? store::tenant_folder(archive_dir_, tenant) : std::string());
+                                                   folder ? store::tenant_folder(archive_dir_, tenant) : std::string(),
+                                                   archive_dir_);
   archives_.emplace_front(tenant, std::make_shared<const mcp::ArchiveServer>(std::move(tools), version_));
   if (archives_.size() > kKept) archives_.pop_back();
   return archives_.front().second;
