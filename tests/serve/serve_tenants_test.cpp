@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 namespace compactor {
 namespace {
@@ -128,6 +130,19 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"alice\"}"), 2) << metrics;
   EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"bob\"}"), 1) << metrics;
   EXPECT_GT(metric(metrics, "compactor_serve_tenant_size_saved_total{tenant=\"alice\",unit=\"chars\"}"), 0) << metrics;
+
+  // Every line of a call's log names its tenant: an operator greps one developer's calls.
+  r = call(serve.port(), "POST", "/v1/messages", "{\"messages\": 1}", {{"x-compactor-token", "bob-token"}, {"x-api-key", "sk-ant-b"}});
+  EXPECT_EQ(r.status, 200);
+  // (Logged as the answer goes: read once its line is there, or after 5 s.)
+  std::string log = serve.stderr_text();
+  for (int i = 0; i < 500 && log.find("tenant=bob messages=0") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = serve.stderr_text();
+  }
+  EXPECT_NE(log.find("POST /v1/messages: tenant=bob: input refused, forwarded unchanged"), std::string::npos) << log;
+  EXPECT_NE(log.find("serve: tenant=alice: micro: replaced"), std::string::npos) << log;
+  EXPECT_EQ(log.find("serve: micro:"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -114,6 +114,11 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   void begin_streaming();
   void answer_buffered();
   void log_done();
+  // The tenant as a log line names it: every line of a call says whose it is.
+  const std::string& tenant_name() const {
+    static const std::string unnamed = "default";
+    return tenant_.empty() ? unnamed : tenant_;
+  }
 
   ProxyShared& shared_;
   std::shared_ptr<const Deployment> d_;
@@ -141,7 +146,7 @@ void Exchange::start() {
     return;
   }
   if (auto why = route_.compacting->passed_through(*client_body_)) {
-    spdlog::info("serve: POST {}: passed through untouched: {}", path_, *why);
+    spdlog::info("serve: POST {}: tenant={}: passed through untouched: {}", path_, tenant_name(), *why);
     shared_.metrics.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route_.label));
     forward(client_body_, {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
     return;
@@ -222,9 +227,9 @@ void Exchange::on_compacted(JobRun run) {
   outcome_ = run.outcome;
   const JobOutcome& o = run.outcome;
   Headers extra;
-  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: passed through: {}", path_, o.warning);
+  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: tenant={}: passed through: {}", path_, tenant_name(), o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed || (o.result != JobOutcome::passed && !o.warning.empty())) {
-    spdlog::warn("serve: POST {}: {}", path_, o.warning);
+    spdlog::warn("serve: POST {}: tenant={}: {}", path_, tenant_name(), o.warning);
     // A store that failed is never a reason to refuse: the request goes on without it.
     if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure && !o.store_fault) {
       wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
@@ -349,7 +354,8 @@ void Exchange::on_retry_compacted(JobRun run) {
     return;
   }
   shared_.metrics.add("compactor_serve_retries_total", "");
-  spdlog::info("serve: POST {}: the upstream refused the context; on_prompt_too_long ran, retrying once", path_);
+  spdlog::info("serve: POST {}: tenant={}: the upstream refused the context; on_prompt_too_long ran, retrying once", path_,
+               tenant_name());
   forward(std::move(again), {{"x-compactor-status", "retried"}});
 }
 
@@ -370,7 +376,7 @@ void Exchange::log_done() {
   const JobOutcome& o = outcome_;
   spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
                "worker_us={} first_byte_us={} forward_us={}",
-               method_, path_, status_, o.status, tenant_.empty() ? "default" : tenant_, o.messages, o.covered, o.size_in,
+               method_, path_, status_, o.status, tenant_name(), o.messages, o.covered, o.size_in,
                o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
 }
 
