@@ -159,7 +159,10 @@ void report_store(JobOutcome& outcome, store::Store& store, std::string_view kin
   r.error = c.first_error;
   if (outcome.result == JobOutcome::failed && c.blob_errors > 0) {
     outcome.store_fault = true;
-    outcome.warning = "the store failed, forwarded as it came: " + first_line(c.first_error);
+    // The blobs' error, not the first (a store that is down fails the state read first): this
+    // one is why nothing was removed.
+    outcome.warning = "the store could not archive what compaction would remove, forwarded as it came: " +
+                      first_line(c.first_blob_error.empty() ? c.first_error : c.first_blob_error);
   }
 }
 

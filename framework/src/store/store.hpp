@@ -43,7 +43,8 @@ struct StoredState {
 struct StoreCounters {
   std::int64_t state_get_us = -1, state_put_us = -1, blobs_put_us = -1;  // -1: not done
   int state_get_errors = 0, state_put_errors = 0, blob_errors = 0;
-  std::string first_error;  // one line, what and where
+  std::string first_error;       // one line, what and where
+  std::string first_blob_error;  // the same for blobs: why a run that removes nothing was forwarded
 };
 
 class Store {
@@ -71,6 +72,7 @@ class Store {
   void failed(int& counter, const std::string& what) {
     ++counter;
     if (counters_.first_error.empty()) counters_.first_error = what;
+    if (&counter == &counters_.blob_errors && counters_.first_blob_error.empty()) counters_.first_blob_error = what;
   }
   StoreCounters counters_;
 };
