@@ -22,6 +22,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const { listen, closedPort, startServe, run, checkAll, writeFiles } = require('../lib/harness.js');
+const { writeMessage } = require('../lib/messages_reply.js');
 
 const [cli, pluginDir, workDir] = process.argv.slice(2);
 const claude = path.join(__dirname, 'node_modules', '.bin', 'claude');
@@ -36,27 +37,7 @@ function scriptedUpstream(files) {
   const answer = (res, json, content, stopReason, inputTokens) => {
     const message = { id: `msg_${state.received.length}`, type: 'message', role: 'assistant', model: json.model, content,
       stop_reason: stopReason, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 20 } };
-    if (!json.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(message));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const ev = (type, o) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...o })}\n\n`);
-    ev('message_start', { message: { ...message, content: [], stop_reason: null } });
-    content.forEach((block, index) => {
-      if (block.type === 'text') {
-        ev('content_block_start', { index, content_block: { type: 'text', text: '' } });
-        ev('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
-      } else {
-        ev('content_block_start', { index, content_block: { ...block, input: {} } });
-        ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
-      }
-      ev('content_block_stop', { index });
-    });
-    ev('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 20 } });
-    ev('message_stop', {});
-    res.end();
+    writeMessage(res, message, json.stream);
   };
   state.server = http.createServer((req, res) => {
     let body = '';
