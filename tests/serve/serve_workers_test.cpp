@@ -154,6 +154,30 @@ TEST(ServeWorkers, TheServerNeverForksAfterItsFirstThreadAndLoadsNoPlugin) {
   EXPECT_EQ(forks.find("forked with threads"), std::string::npos) << forks;
 }
 
+// A reload's zygote replaces the one before, which ends (and is reaped) once no request holds
+// it: after two reloads the server has one child, not three. The first one outlived every reload.
+TEST(ServeWorkers, AReloadEndsTheZygoteItReplaces) {
+  test::ScratchFolder dir("serve-reload-zygote");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), config(dir.path(), "pipeline:\n  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"),
+                     upstream.base_url());
+  const pid_t first = zygote_of(serve);
+  ASSERT_GT(first, 0);
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body_saying("before")).headers["x-compactor-status"], "unchanged");
+  for (std::size_t reloads = 1; reloads <= 2; ++reloads) {
+    serve.signal(SIGHUP);
+    ASSERT_TRUE(eventually([&] {
+      const std::string err = serve.stderr_text();
+      std::size_t n = 0;
+      for (std::size_t at = 0; (at = err.find("compactor serve: reloaded", at)) != std::string::npos; ++at) ++n;
+      return n == reloads;
+    })) << serve.stderr_text();
+  }
+  EXPECT_TRUE(eventually([&] { return children_of(serve.pid()).size() == 1; })) << children_of(serve.pid()).size() << " children";
+  EXPECT_FALSE(alive(first)) << "the first zygote outlived two reloads";
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body_saying("after")).headers["x-compactor-status"], "unchanged");
+}
+
 TEST(ServeWorkers, NoMoreThanServeWorkersPipelinesRunAtOnce) {
   test::ScratchFolder dir("serve-worker-limit");
   const std::string log = (dir / "stages.log").string();

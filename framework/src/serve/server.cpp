@@ -286,9 +286,10 @@ void Server::handle(Request request, std::shared_ptr<HttpSession> session) {
 void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, std::shared_ptr<const Deployment> d) {
   in_flight_.fetch_add(1);
   asio::post(mcp_pool_, [this, request = std::move(request), session = std::move(session), d = std::move(d)] {
-    Reply r = d->mcp->handle(request);
+    std::string tenant = "none";  // refused before the caller was known
+    Reply r = d->mcp->handle(request, &tenant);
     metrics_.add("compactor_serve_mcp_requests_total", fmt::format("status=\"{}\"", r.status));
-    spdlog::info("serve: {} /mcp {}", request.method_string(), r.status);
+    spdlog::info("serve: {} /mcp {}: tenant={}", request.method_string(), r.status, tenant);
     asio::post(session->executor(), [this, session, r = std::move(r)] {
       session->reply(r);
       in_flight_.fetch_sub(1);
@@ -433,6 +434,8 @@ int Server::listen_and_serve() {
   const std::string shown = d->listen.host.find(':') != std::string::npos ? "[" + d->listen.host + "]" : d->listen.host;
   fmt::print("compactor serve: listening on http://{}:{} (upstream {})\n", shown, port, d->upstream_for(*wire::wire_formats().front()));
   std::fflush(stdout);
+  // Let go of the first deployment: held here, its zygote would outlive every reload.
+  d.reset();
 
   for (;;) {
     timespec wait{1, 0};
@@ -486,7 +489,7 @@ int run_server(const ServeOptions& options) {
     for (const auto& e : loaded.errors) fmt::print(stderr, "{}\n", e);
     return loaded.exit_code;
   }
-  Server server(options, loaded.deployment);
+  Server server(options, std::move(loaded.deployment));  // the server alone holds it: a reload ends its zygote
   return server.listen_and_serve();
 }
 
