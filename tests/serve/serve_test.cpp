@@ -602,10 +602,16 @@ TEST(Serve, AContextLengthExceededRefusalOnTheOpenAiRouteRunsOnPromptTooLongAndR
 
 TEST(Serve, TheServeSectionIsValidatedWithLocatedErrors) {
   fs::path dir = fresh_dir("config");
-  write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstreams: {anthropic: ftp://x}\n  max_queued: 0\n  on_failure: drop\n  port: 1\n");
+  // A token given where its SHA-256 belongs: refused without repeating it (the line reaches logs).
+  const std::string token = "cpt_" + std::string(64, 'a');
+  write_config(dir, "serve:\n  listen: 127.0.0.1\n  upstreams: {anthropic: ftp://x}\n  max_queued: 0\n  on_failure: drop\n  port: 1\n"
+                    "  clients:\n    - {name: alice, token_sha256: " + token + "}\n");
   auto r = test::run_cli({"validate", "--config", "c.yaml"}, "", dir.string());
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find(token.substr(0, 12)), std::string::npos) << r.err;
   for (const char* line : {"c.yaml:22:3: serve.port: unknown key", "c.yaml:18:11: serve.listen: expected HOST:PORT",
+                           "c.yaml:24:35: serve.clients[0].token_sha256: expected 64 lowercase hex digits",
+                           "this is a token itself, which never goes in a config",
                            "c.yaml:19:26: serve.upstreams.anthropic: expected an http:// or https:// URL, got \"ftp://x\"",
                            "c.yaml:20:15: serve.max_queued: expected an integer from 1 to 1000000",
                            "c.yaml:21:15: serve.on_failure: expected one of"})

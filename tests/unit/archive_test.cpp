@@ -146,8 +146,8 @@ TEST(ArchiveStore, RestoreRefusesWhatItCannotVerify) {
   // Run from another folder, the default relative archive is not there: said so, not "no blob".
   EXPECT_EQ(restore_blob((dir / "elsewhere").string(), receipt).error().message,
             (dir / "elsewhere").string() +
-                ": no such archive folder (No such file or directory); a run's archive is its config's archive.dir, "
-                "relative to the folder it ran in: give it with --archive");
+                ": no such archive folder (No such file or directory): nothing was archived there yet, or the archive "
+                "is elsewhere (a relative archive.dir is read from the folder a command runs in; --archive names another)");
   // A pack whose bytes were changed gives nothing for the changed blob.
   auto packs = packs_in(dir);
   ASSERT_EQ(packs.size(), 1u);

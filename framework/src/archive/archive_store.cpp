@@ -642,8 +642,8 @@ Expected<std::string> restore_blob(const std::string& dir, std::string_view rece
     const int folder_err = ::stat(dir.c_str(), &folder) != 0 ? errno : S_ISDIR(folder.st_mode) ? 0 : ENOTDIR;
     if (folder_err != 0)
       return Error{dir + ": no such archive folder (" + std::strerror(folder_err) +
-                   "); a run's archive is its config's archive.dir, relative to the folder it ran in: give it with "
-                   "--archive"};
+                   "): nothing was archived there yet, or the archive is elsewhere (a relative archive.dir is read "
+                   "from the folder a command runs in; --archive names another)"};
     return Error{dir + ": no blob " + std::string(receipt) + " in this archive (no loose file " + path + ": " +
                  std::strerror(err) + "; no pack indexes it)"};
   }

@@ -135,8 +135,11 @@ class ServeReader {
         n.reset();
       }
       if (d && !is_hex64(*d)) {
+        // What was given is not shown: it may be the token itself, and this line reaches serve's log.
         r_.error(*digest, path + ".token_sha256",
-                 "expected 64 lowercase hex digits (the SHA-256 of the token; `compactor serve-token` prints it), got \"" + *d + "\"");
+                 fmt::format("expected 64 lowercase hex digits (the SHA-256 of the token; `compactor serve-token` prints it), got {} "
+                             "characters, not shown{}",
+                             d->size(), d->starts_with("cpt_") ? ": this is a token itself, which never goes in a config (issue a new one)" : ""));
         d.reset();
       }
       for (const auto& known : s_.clients)

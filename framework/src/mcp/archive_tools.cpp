@@ -105,8 +105,9 @@ Expected<std::shared_ptr<const BlobView>> ArchiveTools::load(const std::string& 
   }
   struct stat st {};
   if (!dir_.empty() && (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
-    return Error{"no archive at " + dir_ + " yet: nothing has been archived there (this server reads the archive.dir that "
-                 "compactor serve writes)"};
+    return Error{"no archive at " + dir_ + " yet: nothing has been archived there" +
+                 // A local server's user may have started it on the wrong folder; serve's clients cannot.
+                 std::string(hidden_.empty() ? " (this server reads the archive.dir that compactor serve writes)" : "")};
   Expected<std::string> bytes = Error{""};
   {
     std::lock_guard lock(store_mutex_);

@@ -120,9 +120,10 @@ void McpEndpoint::adopt_sessions(McpEndpoint& before) {
   sessions_ = std::move(before.sessions_);
 }
 
-Reply McpEndpoint::handle(const Request& req) {
+Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   std::string tenant;
   if (auto refusal = refused(req, tenant)) return *refusal;
+  if (caller != nullptr) *caller = tenant.empty() ? "default" : tenant;
   const std::string_view version = header(req, "mcp-protocol-version");
   if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end())
     return rpc_error(400, -32600, "unsupported MCP-Protocol-Version " + std::string(version));
@@ -148,7 +149,8 @@ Reply McpEndpoint::handle(const Request& req) {
   std::string session_id;
   if (!id.empty()) {
     if (known == sessions_.end())
-      return rpc_error(404, -32001, "no MCP session " + id + " (it ended, or this server restarted): initialize again");
+      return rpc_error(404, -32001, "no MCP session " + id + " for this client (it ended, this server restarted, or another "
+                                    "client opened it): initialize again");
     session = known->second.state;
     session_id = id;
   } else if (initialize) {

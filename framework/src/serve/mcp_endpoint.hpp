@@ -53,7 +53,8 @@ class McpEndpoint {
   McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access);
 
   // Thread-safe: requests are served on a small pool of their own (an archive read may block).
-  Reply handle(const Request& req);
+  // `tenant`, when given, is set to the caller's tenant once authenticated (for the log line).
+  Reply handle(const Request& req, std::string* tenant = nullptr);
 
   // Why /mcp is closed (a line for the server to print at start), or nothing.
   std::optional<std::string> closed_reason() const;

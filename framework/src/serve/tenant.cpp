@@ -50,13 +50,14 @@ Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, c
     std::string_view token = header(headers, kTokenHeader);
     if (token.empty() && mcp) token = bearer(headers);
     if (token.empty())
-      return Error{"compactor serve: this server serves known clients only: send the token it issued you in x-compactor-token"};
+      return Error{std::string("compactor serve: this server serves known clients only: send the token it issued you in "
+                               "x-compactor-token") + (mcp ? " or Authorization: Bearer" : "")};
     // Every client is compared, so the time taken does not say which one nearly matched.
     const std::string digest = sha256_hex(token);
     const ServeClient* found = nullptr;
     for (const ServeClient& c : clients)
       if (same_secret(digest, c.token_sha256)) found = &c;
-    if (found == nullptr) return Error{"compactor serve: the token in x-compactor-token is not one this server issued"};
+    if (found == nullptr) return Error{"compactor serve: the token sent is not one this server issued"};
     return found->name;
   }
   std::string_view key = header(headers, "x-api-key");
