@@ -90,6 +90,13 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   metrics = call(serve.port(), "GET", "/metrics").body;
   const double hits = metric(metrics, "compactor_serve_state_total{result=\"hit\"}");
   EXPECT_EQ(hits, 1) << metrics;
+  // Each call saved what the client sent less what went on: the continued call as much as the
+  // first (it was counted against the history it continued, and saved nothing, before).
+  const double received = metric(metrics, "compactor_serve_size_in_total{unit=\"chars\"}");
+  const double forwarded = metric(metrics, "compactor_serve_size_out_total{unit=\"chars\"}");
+  const double whole = static_cast<double>(first.size() + second.size());
+  EXPECT_GT(received, 0.8 * whole) << received << " chars received of two bodies of " << whole << " bytes";
+  EXPECT_LT(forwarded, 0.3 * received) << metrics;
   std::smatch m;
   const std::string sent = upstream.requests().at(1).body;
   ASSERT_TRUE(std::regex_search(sent, m, std::regex("sha256:[0-9a-f]{64}"))) << "alice's call archived nothing";

@@ -262,6 +262,8 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   if (resolved.price != nullptr) report.input_usd_per_mtok = resolved.price->input;
   if (config_->model_meters != nullptr) report.meter = resolved.meter_name;  // the model's, found for this run
   report.input_size = SizeSnapshot::of(input);
+  if (options.received != nullptr)
+    report.received_size = SizeSnapshot::of(metered ? ConversationHost::with_meter(*options.received, resolved.meter) : *options.received);
   report.resolved_pipeline = print_pipeline(*config_);
 
   // The input must be a history the API accepts, whatever checkers the config enables, and the

@@ -45,6 +45,9 @@ struct RunOptions {
   // What the provider's prompt cache holds of the input, as the caller knows it (serve from its
   // continuity state, bench from the previous call); unknown: cold, and the gate commits.
   std::optional<CacheState> cache;
+  // The client's whole history, when the input continues one sent before in its place (serve's
+  // continuity state): measured too, so that what a call saved is against what the client sent.
+  const Conversation* received = nullptr;
   // Why the over-budget stages defer to the API (host/native_context.hpp): the request asks the
   // API to make room itself. Empty: they run.
   std::string native_context;

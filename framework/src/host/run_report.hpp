@@ -88,6 +88,7 @@ struct RunReport {
   double input_usd_per_mtok = 0;  // the model's uncached input price in the price table (0: not priced)
   std::optional<GateDecision> gate;  // the cost gate's figures, when it weighed the compaction
   SizeSnapshot input_size;
+  std::optional<SizeSnapshot> received_size;  // RunOptions::received's, when given
   SizeSnapshot output_size;
   std::optional<std::size_t> first_changed_message;  // a prompt cache reuses everything before it
   std::vector<StageRunReport> stages;

@@ -110,14 +110,18 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   options.openai = format.name().starts_with("openai");
   options.native_context = native;
   if (stored) options.cache = cache_of(*stored, continuation.request());
+  // A continued history that was compacted before is smaller than what the client sent: what the
+  // call saves is counted against the client's.
+  if (stored && !stored->unchanged) options.received = &continuation.request();
   if (progress != nullptr) {
     options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
     options.on_stage_end = [progress] { progress->stage_finished(); };
   }
   RunReport r = pipeline.run(input, options, log);
   record_run(r, o);
-  if (r.budget.unit == SizeUnit::tokens && o.size_in > o.size_out)
-    o.saved_usd = static_cast<double>(o.size_in - o.size_out) * r.input_usd_per_mtok / 1e6;
+  o.size_received = r.received_size ? r.received_size->sizes.in(r.budget.unit) : o.size_in;
+  if (r.budget.unit == SizeUnit::tokens && o.size_received > o.size_out)
+    o.saved_usd = static_cast<double>(o.size_received - o.size_out) * r.input_usd_per_mtok / 1e6;
   if (r.status == RunStatus::bad_input) {
     o.result = JobOutcome::refused;
     o.warning = "input refused, forwarded unchanged: " + first_line(r.error);

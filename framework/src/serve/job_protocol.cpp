@@ -41,7 +41,7 @@ json::object JobOutcome::to_json() const {
     stages.push_back(json::array{json::string(stage_statuses[i].first), json::string(stage_statuses[i].second),
                                  i < stage_us.size() ? stage_us[i] : 0});
   return json::object{{"result", to_string(result)}, {"warning", warning},  {"status", status},
-                      {"unit", unit},                {"in", size_in},         {"out", size_out},
+                      {"unit", unit},                {"in", size_in},         {"out", size_out}, {"received", size_received},
                       {"stages", std::move(stages)}, {"parse_us", parse_us},  {"state_us", state_us},
                       {"stages_us", stages_us},      {"write_us", write_us},  {"messages", messages},
                       {"covered", covered},          {"state_hit", state_hit},
@@ -71,6 +71,7 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.unit = std::string(o.at("unit").as_string());
     out.size_in = o.at("in").to_number<std::uint64_t>();
     out.size_out = o.at("out").to_number<std::uint64_t>();
+    out.size_received = o.at("received").to_number<std::uint64_t>();
     for (const auto& s : o.at("stages").as_array()) {
       const auto& a = s.as_array();
       out.stage_statuses.emplace_back(std::string(a.at(0).as_string()), std::string(a.at(1).as_string()));

@@ -35,7 +35,8 @@ struct JobOutcome {
   std::string warning;  // refused and failed: one line, what and where; passed: why
   std::string status;   // the pipeline's report status (ok, over_budget, …)
   std::string unit;     // the budget's unit, for the size metrics
-  std::uint64_t size_in = 0, size_out = 0;
+  std::uint64_t size_in = 0, size_out = 0;  // the pipeline's input and output
+  std::uint64_t size_received = 0;          // the client's whole history (size_in unless continued)
   std::vector<std::pair<std::string, std::string>> stage_statuses;  // stage, status (skipped ones too)
   std::vector<std::int64_t> stage_us;
   std::int64_t parse_us = 0, state_us = 0, stages_us = 0, write_us = 0;

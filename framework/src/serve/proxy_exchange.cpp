@@ -202,8 +202,9 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
   const bool ran = c.result == JobOutcome::compacted || c.result == JobOutcome::unchanged;
   if (ran) {
     const std::string unit = "unit=\"" + c.unit + "\"";
-    const double saved = c.size_in > c.size_out ? static_cast<double>(c.size_in - c.size_out) : 0.0;
-    m.add("compactor_serve_size_in_total", unit, static_cast<double>(c.size_in));
+    // Against what the client sent: a continued call saves what its earlier compaction left out.
+    const double saved = c.size_received > c.size_out ? static_cast<double>(c.size_received - c.size_out) : 0.0;
+    m.add("compactor_serve_size_in_total", unit, static_cast<double>(c.size_received));
     m.add("compactor_serve_size_out_total", unit, static_cast<double>(c.size_out));
     m.add("compactor_serve_size_saved_total", unit, saved);
     m.add("compactor_serve_tenant_size_saved_total", fmt::format("tenant=\"{}\",{}", label_value(tenant), unit), saved);
@@ -374,10 +375,10 @@ void Exchange::answer_buffered() {
 
 void Exchange::log_done() {
   const JobOutcome& o = outcome_;
-  spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
+  spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} received={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
                "worker_us={} first_byte_us={} forward_us={}",
-               method_, path_, status_, o.status, tenant_name(), o.messages, o.covered, o.size_in,
-               o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
+               method_, path_, status_, o.status, tenant_name(), o.messages, o.covered,
+               o.size_received, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
 }
 
 }  // namespace
@@ -392,7 +393,7 @@ void start_exchange(ProxyShared& shared, std::shared_ptr<const Deployment> deplo
 void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_requests_total", "counter", "Requests by route and outcome.");
   m.describe("compactor_serve_tenant_requests_total", "counter", "Compacting requests by tenant.");
-  m.describe("compactor_serve_size_in_total", "counter", "Size of the conversations received, in the budget's unit.");
+  m.describe("compactor_serve_size_in_total", "counter", "Size of the conversations received (each client's whole history), in the budget's unit.");
   m.describe("compactor_serve_size_out_total", "counter", "Size of the conversations forwarded, in the budget's unit.");
   m.describe("compactor_serve_size_saved_total", "counter", "Received minus forwarded, in the budget's unit.");
   m.describe("compactor_serve_tenant_size_saved_total", "counter", "Received minus forwarded, by tenant, in the budget's unit.");
