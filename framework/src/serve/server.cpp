@@ -360,6 +360,13 @@ void Server::reload(const char* why) {
   auto d = current();
   if (next.deployment->settings.serve.listen != d->settings.serve.listen)
     spdlog::warn("serve: reload ({}): serve.listen changed; it takes effect at the next start", why);
+  // Receipts already sent to agents name blobs where the old config archived them.
+  const StoreConfig &was = d->settings.store, &now = next.deployment->settings.store;
+  if (was.kind == StoreConfig::Kind::folder && now.kind == StoreConfig::Kind::folder
+          ? next.deployment->settings.archive_dir != d->settings.archive_dir
+          : was.kind != now.kind || was.url != now.url || was.prefix != now.prefix)
+    spdlog::warn("serve: reload ({}): the archive moved (archive.dir or store): receipts sent before now restore only from the old one "
+                 "(compactor restore --archive, or a config that names it), not through this server's /mcp", why);
   next.deployment->mcp->bind_port(acceptor_->local_endpoint().port());
   next.deployment->mcp->adopt_sessions(*d->mcp);
   queue_.set_limits(next.deployment->workers(), static_cast<std::size_t>(next.deployment->settings.serve.max_queued));
