@@ -406,6 +406,10 @@ TEST(Serve, ReloadTakesAGoodConfigAndRefusesABadOneWithLocatedErrors) {
     }
     return false;
   };
+  // Counted from zero, so that an alert on refused reloads has a series before the first.
+  const std::string before = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_NE(before.find("compactor_serve_reloads_total{result=\"refused\"} 0\n"), std::string::npos) << before;
+  EXPECT_NE(before.find("compactor_serve_reloads_total{result=\"ok\"} 0\n"), std::string::npos) << before;
   // A bad config: refused with the same located error as `validate`; the old one keeps serving.
   // Replaced by rename, as editors and deploy tools do: the server sees the whole file or none.
   // The file watcher and SIGHUP may both reload it; each reload validates in full.
@@ -425,8 +429,8 @@ TEST(Serve, ReloadTakesAGoodConfigAndRefusesABadOneWithLocatedErrors) {
   EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", big).status, 413);
   EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
   std::string metrics = call(serve.port(), "GET", "/metrics").body;
-  EXPECT_NE(metrics.find("compactor_serve_reloads_total{result=\"refused\"} "), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("compactor_serve_reloads_total{result=\"ok\"} "), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("compactor_serve_reloads_total{result=\"refused\"} 0\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("compactor_serve_reloads_total{result=\"ok\"} 0\n"), std::string::npos) << metrics;
   EXPECT_EQ(serve.stop(), 0);
   EXPECT_NE(serve.stderr_text().find("compactor serve: drained"), std::string::npos);
   fs::remove_all(dir);

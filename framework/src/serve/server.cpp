@@ -155,6 +155,7 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_mcp_requests_total", "counter", "/mcp requests by HTTP status.");
   for (const char* op : {"state_get", "state_put", "blobs_put"})
     metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
+  for (const char* result : {"ok", "refused"}) metrics_.add("compactor_serve_reloads_total", fmt::format("result=\"{}\"", result), 0);
 }
 
 // Every configured client is in the metrics from the start, at zero.
