@@ -149,6 +149,7 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   }
   EXPECT_NE(log.find("POST /v1/messages: tenant=bob: input refused, forwarded unchanged"), std::string::npos) << log;
   EXPECT_NE(log.find("serve: tenant=alice: micro: replaced"), std::string::npos) << log;
+  EXPECT_NE(log.find("serve: tenant=alice: summarize: summarized the first "), std::string::npos) << log;
   EXPECT_EQ(log.find("serve: micro:"), std::string::npos) << log;
   EXPECT_NE(log.find("serve: POST /mcp 200: tenant=alice"), std::string::npos) << log;
   EXPECT_NE(log.find("serve: POST /mcp 200: tenant=bob"), std::string::npos) << log;

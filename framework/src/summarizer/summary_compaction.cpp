@@ -122,6 +122,9 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (now >= size) return StageResult::decline(fmt::format("the summarized history ({} {}) would not be smaller than its input ({})", now, unit, size));
   if (plan.require_fit && now > context.budget.limit)
     return StageResult::decline(fmt::format("the summarized history is still {} {}, over the limit {}", now, unit, context.budget.limit));
+  // Said like the other stages' changes: an operator reading the log sees the history folded.
+  context.log.info(fmt::format("summarized the first {} messages ({} {} to {}; the whole history archived as {})", plan.end, size,
+                               unit, now, *receipt));
   return StageResult::candidate(std::move(candidate));
 }
 
