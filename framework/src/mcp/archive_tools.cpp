@@ -86,8 +86,10 @@ ArchiveTools::ArchiveTools(std::unique_ptr<store::Store> store, std::string fold
     : dir_(std::move(folder)), hidden_(std::move(hidden)), store_(std::move(store)) {}
 
 std::string ArchiveTools::shown(std::string message) const {
+  static constexpr std::string_view kShown = "<archive>";
   if (hidden_.empty()) return message;
-  for (std::size_t at = 0; (at = message.find(hidden_, at)) != std::string::npos; at += 9) message.replace(at, hidden_.size(), "<archive>");
+  for (std::size_t at = 0; (at = message.find(hidden_, at)) != std::string::npos; at += kShown.size())
+    message.replace(at, hidden_.size(), kShown);
   return message;
 }
 

@@ -123,7 +123,7 @@ void McpEndpoint::adopt_sessions(McpEndpoint& before) {
 Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   std::string tenant;
   if (auto refusal = refused(req, tenant)) return *refusal;
-  if (caller != nullptr) *caller = tenant.empty() ? "default" : tenant;
+  if (caller != nullptr) *caller = tenant_name(tenant);
   const std::string_view version = header(req, "mcp-protocol-version");
   if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end())
     return rpc_error(400, -32600, "unsupported MCP-Protocol-Version " + std::string(version));

@@ -114,11 +114,6 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   void begin_streaming();
   void answer_buffered();
   void log_done();
-  // The tenant as a log line names it: every line of a call says whose it is.
-  const std::string& tenant_name() const {
-    static const std::string unnamed = "default";
-    return tenant_.empty() ? unnamed : tenant_;
-  }
 
   ProxyShared& shared_;
   std::shared_ptr<const Deployment> d_;
@@ -146,7 +141,7 @@ void Exchange::start() {
     return;
   }
   if (auto why = route_.compacting->passed_through(*client_body_)) {
-    spdlog::info("serve: POST {}: tenant={}: passed through untouched: {}", path_, tenant_name(), *why);
+    spdlog::info("serve: POST {}: tenant={}: passed through untouched: {}", path_, tenant_name(tenant_), *why);
     shared_.metrics.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route_.label));
     forward(client_body_, {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
     return;
@@ -228,9 +223,9 @@ void Exchange::on_compacted(JobRun run) {
   outcome_ = run.outcome;
   const JobOutcome& o = run.outcome;
   Headers extra;
-  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: tenant={}: passed through: {}", path_, tenant_name(), o.warning);
+  if (o.result == JobOutcome::passed) spdlog::info("serve: POST {}: tenant={}: passed through: {}", path_, tenant_name(tenant_), o.warning);
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed || (o.result != JobOutcome::passed && !o.warning.empty())) {
-    spdlog::warn("serve: POST {}: tenant={}: {}", path_, tenant_name(), o.warning);
+    spdlog::warn("serve: POST {}: tenant={}: {}", path_, tenant_name(tenant_), o.warning);
     // A store that failed is never a reason to refuse: the request goes on without it.
     if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure && !o.store_fault) {
       wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
@@ -356,7 +351,7 @@ void Exchange::on_retry_compacted(JobRun run) {
   }
   shared_.metrics.add("compactor_serve_retries_total", "");
   spdlog::info("serve: POST {}: tenant={}: the upstream refused the context; on_prompt_too_long ran, retrying once", path_,
-               tenant_name());
+               tenant_name(tenant_));
   forward(std::move(again), {{"x-compactor-status", "retried"}});
 }
 
@@ -377,7 +372,7 @@ void Exchange::log_done() {
   const JobOutcome& o = outcome_;
   spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} received={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
                "worker_us={} first_byte_us={} forward_us={}",
-               method_, path_, status_, o.status, tenant_name(), o.messages, o.covered,
+               method_, path_, status_, o.status, tenant_name(tenant_), o.messages, o.covered,
                o.size_received, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
 }
 

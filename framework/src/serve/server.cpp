@@ -169,7 +169,7 @@ void Server::zero_tenant_metrics(const Deployment& d) {
 }
 
 std::string Server::tenant_label(const std::string& tenant) {
-  if (tenant.empty()) return "default";
+  if (tenant.empty()) return std::string(tenant_name(tenant));
   std::lock_guard lock(tenants_mutex_);
   if (tenant_labels_.count(tenant) != 0) return tenant;
   if (tenant_labels_.size() >= kTenantLabels) return "other";
@@ -349,6 +349,18 @@ void Server::on_accepted(IoThread& t, tcp::socket socket) {
   asio::post(t.context, [session] { session->start(); });
 }
 
+namespace {
+
+// Whether two configs archive to the same place: the folder, or the same Redis keys.
+bool same_archive(const ServeSettings& a, const ServeSettings& b) {
+  const StoreConfig &x = a.store, &y = b.store;
+  if (x.kind != y.kind) return false;
+  if (x.kind == StoreConfig::Kind::folder) return a.archive_dir == b.archive_dir;
+  return x.url == y.url && x.prefix == y.prefix;
+}
+
+}  // namespace
+
 // Runs on the main thread only: the zygote it starts dies with the thread that started it.
 void Server::reload(const char* why) {
   LoadOutcome next = load_deployment(options_);
@@ -362,10 +374,7 @@ void Server::reload(const char* why) {
   if (next.deployment->settings.serve.listen != d->settings.serve.listen)
     spdlog::warn("serve: reload ({}): serve.listen changed; it takes effect at the next start", why);
   // Receipts already sent to agents name blobs where the old config archived them.
-  const StoreConfig &was = d->settings.store, &now = next.deployment->settings.store;
-  if (was.kind == StoreConfig::Kind::folder && now.kind == StoreConfig::Kind::folder
-          ? next.deployment->settings.archive_dir != d->settings.archive_dir
-          : was.kind != now.kind || was.url != now.url || was.prefix != now.prefix)
+  if (!same_archive(d->settings, next.deployment->settings))
     spdlog::warn("serve: reload ({}): the archive moved (archive.dir or store): receipts sent before now restore only from the old one "
                  "(compactor restore --archive, or a config that names it), not through this server's /mcp", why);
   next.deployment->mcp->bind_port(acceptor_->local_endpoint().port());

@@ -36,6 +36,8 @@ std::string_view query_key(std::string_view target) {
 
 std::string sha256_hex(std::string_view text) { return receipt_of(text).substr(7); }
 
+std::string_view tenant_name(std::string_view tenant) { return tenant.empty() ? "default" : tenant; }
+
 std::string tenant_of_key(std::string_view key) { return "key-" + sha256_hex(key).substr(0, 16); }
 
 bool same_secret(std::string_view a, std::string_view b) {

@@ -29,6 +29,9 @@ struct TenantRefusal {
 Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, const boost::beast::http::fields& headers,
                                       std::string_view target, bool mcp);
 
+// The tenant as logs and metrics name it: "default" for the default tenant ("").
+std::string_view tenant_name(std::string_view tenant);
+
 // The tenant of an API key: `key-` and 16 hex digits of its SHA-256.
 std::string tenant_of_key(std::string_view key);
 

@@ -3,6 +3,7 @@
 #include "serve/compaction_job.hpp"
 #include "store/store.hpp"
 #include "serve/job_protocol.hpp"
+#include "serve/tenant.hpp"
 
 #include "host/exit_code.hpp"
 #include "host/pipeline.hpp"
@@ -62,7 +63,7 @@ std::string describe_status(int status) {
     result.outcome.warning = "pipeline failed, forwarded unchanged: \"" + job.tenant + "\" is not a tenant id";
   } else if (format != nullptr) {
     ChildProgress progress(reply);
-    auto log = make_stderr_logger(fmt::format("serve: tenant={}: ", job.tenant.empty() ? "default" : job.tenant));
+    auto log = make_stderr_logger(fmt::format("serve: tenant={}: ", tenant_name(job.tenant)));
     pipeline.archive_for_tenant(job.tenant);
     result = run_compaction(pipeline, *store, *format, std::move(body), job.prompt_too_long, &progress, *log, job.model);
     report_store(result.outcome, *store, config.store.kind == StoreConfig::Kind::redis ? "redis" : "folder");

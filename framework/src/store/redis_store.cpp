@@ -158,7 +158,7 @@ Expected<bool> RedisStore::put_blobs(const std::vector<std::pair<std::string, st
   auto replies = client_.run(commands);
   counters_.blobs_put_us = us_since(started);
   if (!replies) {
-    failed(counters_.blob_errors, "archive: " + replies.error().message);
+    failed_blobs("archive: " + replies.error().message);
     return Error{"archive: " + replies.error().message};
   }
   return true;

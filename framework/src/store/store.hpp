@@ -72,7 +72,10 @@ class Store {
   void failed(int& counter, const std::string& what) {
     ++counter;
     if (counters_.first_error.empty()) counters_.first_error = what;
-    if (&counter == &counters_.blob_errors && counters_.first_blob_error.empty()) counters_.first_blob_error = what;
+  }
+  void failed_blobs(const std::string& what) {
+    failed(counters_.blob_errors, what);
+    if (counters_.first_blob_error.empty()) counters_.first_blob_error = what;
   }
   StoreCounters counters_;
 };
