@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -23,7 +24,8 @@ constexpr const char* kHelp = R"(usage: compactor_generate_session --exchanges N
 
 Writes a realistic Claude-Code-like session as a messages array: a user prompt (short or long),
 then N exchanges (an assistant message and the user message answering it). The assistant thinks
-(thinking blocks), reads and edits files over a growing set of paths, runs commands (some fail,
+(thinking blocks), reads and edits files over a growing set of paths (an Edit mostly quotes lines
+the last Read of its file returned, as an agent's does), runs commands (some fail,
 with their error text), searches, sometimes calls tools in parallel, and now and then ends its
 turn with text, after which the user writes a new prompt. Tool results range from a few bytes to
 hundreds of KB; an image comes back now and then. The same seed gives the same bytes.
@@ -150,14 +152,20 @@ class Generator {
     bool error = false;
     if (kind < 40) {
       name = "Read";
-      input = {{"file_path", path()}};
-      content = code(rng_, rng_.log_between(20, 400000));
+      std::string p = path();
+      input = {{"file_path", p}};
+      std::string text = code(rng_, rng_.log_between(20, 400000));
+      remember_read(p, text);
+      content = std::move(text);
     } else if (kind < 60) {
       name = "Edit";
       std::string p = path();
-      input = {{"file_path", p}, {"old_string", code(rng_, rng_.log_between(10, 2000))}, {"new_string", code(rng_, rng_.log_between(10, 3000))}};
+      auto [old_string, new_string] = edit_of(p);
+      input = {{"file_path", p}, {"old_string", old_string}, {"new_string", new_string}};
       error = rng_.chance(10);
       content = error ? "String to replace not found in file.\nString: " + words(rng_, 6) : "The file " + p + " has been updated.";
+      if (auto it = read_.find(p); !error && it != read_.end())
+        if (auto at = it->second.find(old_string); at != std::string::npos) it->second.replace(at, old_string.size(), new_string);
     } else if (kind < 85) {
       name = "Bash";
       input = {{"command", (rng_.chance(50) ? "make " : "npm test -- ") + kWords[rng_.below(kWords.size())]}};
@@ -185,8 +193,44 @@ class Generator {
     results.emplace_back(std::move(result));
   }
 
+  // Up to 40 lines of what the last Read of `p` returned, their line numbers cut: what an Edit of
+  // the file quotes, as an agent's old_string copies the lines it read.
+  void remember_read(const std::string& p, const std::string& text) {
+    std::vector<std::string_view> lines;
+    for (std::string_view rest = text; rest.find('\n') != std::string_view::npos; rest.remove_prefix(rest.find('\n') + 1))
+      lines.push_back(rest.substr(0, rest.find('\n')));  // the last, cut line left out
+    if (lines.empty()) return;
+    std::string excerpt;
+    for (std::size_t i = rng_.below(lines.size()), n = 0; i < lines.size() && n < 40; ++i, ++n) {
+      std::string_view line = lines[i];
+      line.remove_prefix(std::min(line.size(), line.find('\t') + 1));
+      excerpt.append(line).append("\n");
+    }
+    read_[p] = std::move(excerpt);
+  }
+
+  // An Edit's old and new strings: mostly a few consecutive lines of the file as last read, one
+  // of them changed; for a file not read yet, made-up code.
+  std::pair<std::string, std::string> edit_of(const std::string& p) {
+    auto it = read_.find(p);
+    if (it == read_.end() || it->second.empty() || !rng_.chance(80))
+      return {code(rng_, rng_.log_between(10, 2000)), code(rng_, rng_.log_between(10, 3000))};
+    std::vector<std::string> lines;
+    for (std::size_t start = 0, nl; (nl = it->second.find('\n', start)) != std::string::npos; start = nl + 1)
+      lines.push_back(it->second.substr(start, nl - start));
+    const std::size_t first = rng_.below(lines.size()), count = std::min<std::size_t>(lines.size() - first, 1 + rng_.below(8));
+    std::string old_string, new_string;
+    const std::size_t changed = first + rng_.below(count);
+    for (std::size_t i = first; i < first + count; ++i) {
+      old_string += (i > first ? "\n" : "") + lines[i];
+      new_string += (i > first ? "\n" : "") + (i == changed ? lines[i] + " // " + words(rng_, 3) : lines[i]);
+    }
+    return {old_string, new_string};
+  }
+
   Rng rng_;
   std::vector<std::string> paths_;
+  std::map<std::string, std::string> read_;  // by path: what remember_read kept
 };
 
 std::optional<std::uint64_t> parse_number(const std::string& text) {

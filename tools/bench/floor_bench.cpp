@@ -1,7 +1,7 @@
 // The yardstick for a run's cost: a whole `compactor run` of the default pipeline at a 400,000-char
 // budget (configs/bench-400k.yaml) against the floor, plain Boost.JSON read + parse + serialize +
 // write + fsync of the same file, on seeded generated sessions (the test tool
-// compactor_generate_session) of about 3.7, 13 and 57 MB. Each iteration times the floor and the
+// compactor_generate_session) of about 4.9, 14 and 56 MB. Each iteration times the floor and the
 // run back to back (paired rounds); the reported time is the run's, and the counters give the
 // floor's median, the run's median and the median of the per-round ratios run/floor. The run is
 // the real CLI process (start, dynamic linking, config, plugins, read, the pipeline child, write,

@@ -26,8 +26,8 @@ using namespace compactor::bench;
 
 constexpr const char* kHelp = R"(usage: compactor bench --corpus DIR --config FILE [--config FILE]… [--out DIR] [--jobs N]
                        [--shard I/N] [--prices FILE] [--window TOKENS] [--meter KIND] [--fit FILE]
-                       [--model NAME] [--chart-session PATH] [--fail-if-dearer]
-       compactor bench --merge DIR [--merge DIR]… --out DIR [--chart-session PATH] [--fail-if-dearer]
+                       [--model NAME] [--chart-session PATH] [--fail-if-dearer] [--explain]
+       compactor bench --merge DIR [--merge DIR]… --out DIR [--chart-session PATH] [--fail-if-dearer] [--explain]
 
 Replays every session below DIR (*.json messages or request bodies, Claude Code *.jsonl, OpenAI
 *.traj; imported as `compactor import` does) call by call through each pipeline, as an agent
@@ -48,12 +48,20 @@ tool inputs, the first line of each is_error result, every user prompt, the tool
 visible when their exact text is in the request, recoverable when also in a blob its receipts
 reach; a probe neither visible nor recoverable fails the bench (exit 1).
 
+Evidence: at a call, the lines (trimmed, 30 bytes or more) of the original's next assistant
+action (text, tool inputs) that occur verbatim in an earlier tool output and nowhere in the
+user's or the agent's own earlier words are what the agent went on to use; "evidence visible" is
+the share of them the request sent holds, over the calls that have some. A missed one is charged
+as the call that fetches it again (the history sent read from the cache, the smallest earlier
+result holding it written, 50 output tokens; once per call and result): "cost with re-fetch",
+which "dearer than uncompacted" and --fail-if-dearer compare.
+
 options:
   --out DIR          sessions.jsonl (one line per session x config, the baseline's last, the
                      per-call arrays), sessions.csv, timings.jsonl (the only wall times),
                      skipped.jsonl, configs.jsonl, pipeline-N.yaml, and the charts
                      tokens-per-call.svg, cumulative-cost.svg, cost-split.svg,
-                     cost-by-session.svg, retention.svg
+                     cost-by-session.svg, retention.svg, evidence.svg
   --jobs N           replay sessions on N threads (default 1); the output is the same
   --shard I/N        replay only the sessions whose index (in path order) is I modulo N
   --merge DIR        combine the --out folders of shards into one --out (repeatable)
@@ -66,8 +74,10 @@ options:
   --fit FILE         the calibrated meter's fit (default: fits/claude-code.yaml beside the first config)
   --model NAME       the model of sessions whose log names none (default: the price table's)
   --chart-session P  the session of tokens-per-call.svg (default: the one with the most calls)
-  --fail-if-dearer   exit 1 when a config made a session dearer than uncompacted where the
-                     uncompacted replay fit the window
+  --fail-if-dearer   exit 1 when a config made a session dearer than uncompacted (each with its
+                     re-fetch charge) where the uncompacted replay fit the window
+  --explain          after the tables, every evidence line a replay missed: the call, the line
+                     and the result it came from
 
 Sessions that cannot be imported, or that the API would refuse as they are (the input checkers),
 are reported and skipped. A config that fails validation stops the bench
@@ -100,6 +110,7 @@ int finish(BenchResults& results, const ParsedArgs& args) {
       return kExitPluginError;
     }
   fmt::print("{}", markdown_table(results));
+  if (args.has("explain")) fmt::print("{}", explain_misses(results));
   for (const auto& line : notices(results)) fmt::print(stderr, "compactor bench: {}\n", line);
   std::size_t dearer = 0;
   for (const auto& d : dearer_sessions(results)) dearer += d.baseline_fits;
@@ -182,7 +193,8 @@ int bench_command(int argc, char** argv) {
   int exit_code = kExitOk;
   auto args = command.parse(argc, argv, 2,
                             {{"corpus"}, {"config", true, true}, {"out"}, {"jobs"}, {"shard"}, {"merge", true, true},
-                             {"prices"}, {"window"}, {"meter"}, {"fit"}, {"model"}, {"chart-session"}, {"fail-if-dearer", false, false}},
+                             {"prices"}, {"window"}, {"meter"}, {"fit"}, {"model"}, {"chart-session"}, {"fail-if-dearer", false, false},
+                             {"explain", false, false}},
                             exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());

@@ -1,9 +1,12 @@
 #include "bench/charts.hpp"
 
+#include "bench/frontier.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -308,6 +311,63 @@ std::string retention_chart(const BenchResults& results) {
   return bar_chart("What the model still has, per config", "% of the session's probes", b, percent_label, 100);
 }
 
+// Each point's label beside it: its file's stem, so that a folder does not hide the name.
+std::string point_label(const std::string& name) {
+  const std::string stem = std::filesystem::path(name).stem().string();
+  return stem.empty() ? name : stem;
+}
+
+}  // namespace
+
+std::string frontier_chart(const std::string& title, const std::vector<FrontierPoint>& points, const std::vector<std::string>& colors,
+                           bool label_all) {
+  Frame f;
+  f.right = 120;  // room for the labels of the dearest points
+  f.bottom = 60 + 16 * std::ceil(static_cast<double>(points.size() + 1) / 3.0) + 20;
+  // Evidence from a round step under the lowest point to 100%: the differences show.
+  double low = 100;
+  for (const auto& p : points) f.x_max = std::max(f.x_max, p.cost), low = std::min(low, p.evidence);
+  const double step = tick_step(std::max(1.0, 100 - low), 5), y_low = std::max(0.0, std::floor((low - step / 2) / step) * step);
+  f.y_max = 100 - y_low;
+  f.x_max *= 1.05;
+  std::string out = svg_open(f, title) + axes(f, "cost with re-fetch, x uncompacted (on the same sessions)", "evidence visible",
+                                              [](double v) { return fmt::format("{:g}x", std::round(v * 100) / 100); },
+                                              [y_low](double v) { return percent_label(v + y_low); });
+  const std::vector<std::size_t> front = frontier(points);
+  if (front.size() > 1) {
+    out += "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"1\" stroke-dasharray=\"4 3\" points=\"";
+    for (std::size_t i = 0; i < front.size(); ++i)
+      out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.px(points[front[i]].cost), f.py(points[front[i]].evidence - y_low));
+    out += "\"/>\n";
+  }
+  std::vector<std::tuple<std::string, std::string, bool>> keys;
+  std::vector<std::pair<double, double>> placed;  // labels so far: a label near another moves down a line
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    const double x = f.px(p.cost), y = f.py(p.evidence - y_low);
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>\n", x, y, colors[i]);
+    double ly = y - 6;
+    while (std::any_of(placed.begin(), placed.end(), [&](const auto& q) { return std::abs(q.first - x) < 90 && std::abs(q.second - ly) < 12; }))
+      ly += 13;
+    if (label_all || std::find(front.begin(), front.end(), i) != front.end()) {
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", x + 8, ly, xml_escape(point_label(p.name)));
+      placed.emplace_back(x, ly);
+    }
+    keys.emplace_back(p.name, colors[i], false);
+  }
+  keys.emplace_back("the frontier: no config cheaper with as much evidence", "black", true);
+  return out + legend(f, keys) + "</svg>\n";
+}
+
+namespace {
+
+std::string evidence_chart(const BenchResults& results) {
+  const std::vector<FrontierPoint> points = frontier_points(results);
+  std::vector<std::string> colors;
+  for (const auto& p : points) colors.push_back(color_of(results, p.config_index));
+  return frontier_chart("Evidence the agent used, still visible, against cost with re-fetch", points, colors, true);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> charts_svg(const BenchResults& results) {
@@ -315,7 +375,8 @@ std::vector<std::pair<std::string, std::string>> charts_svg(const BenchResults& 
           {"cumulative-cost.svg", cumulative_cost_chart(results)},
           {"cost-split.svg", cost_split_chart(results)},
           {"cost-by-session.svg", cost_by_session_chart(results)},
-          {"retention.svg", retention_chart(results)}};
+          {"retention.svg", retention_chart(results)},
+          {"evidence.svg", evidence_chart(results)}};
 }
 
 }  // namespace compactor::bench

@@ -9,8 +9,11 @@
 //                         compacted, else the dearest)
 //   retention.svg         the probes visible at the median and last call, the paths and errors
 //                         visible at the last call, and what is recoverable, per config
+//   evidence.svg          per config, the evidence the agent used still visible against the
+//                         cost with re-fetch (x uncompacted), the frontier joined
 #pragma once
 
+#include "bench/frontier.hpp"
 #include "bench/results.hpp"
 
 #include <string>
@@ -21,5 +24,10 @@ namespace compactor::bench {
 
 // Every chart: its file name and its SVG.
 std::vector<std::pair<std::string, std::string>> charts_svg(const BenchResults& results);
+
+// Cost against evidence, a point per config in `colors` (one each), the frontier joined; labels
+// beside every point, or beside the frontier's only.
+std::string frontier_chart(const std::string& title, const std::vector<FrontierPoint>& points, const std::vector<std::string>& colors,
+                           bool label_all);
 
 }  // namespace compactor::bench

@@ -174,6 +174,9 @@ class CorpusReplay {
       return;
     }
     const std::string source(to_string(imported->report.format));
+    // The evidence probes are the original's: found once, measured in every replay.
+    const EvidenceIndex evidence(session, call_answers(session), *setup.meter);
+    setup.evidence = &evidence;
     std::size_t calls = 0;
     for (std::size_t k = 0; k <= run_.configs.size(); ++k) {
       // The last replay is the baseline: the whole history every call.

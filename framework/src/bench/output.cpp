@@ -60,6 +60,35 @@ Retention retention_from(const json::object& o) {
   return r;
 }
 
+json::object evidence_json(const Evidence& e) {
+  json::array misses;
+  for (const auto& m : e.misses) misses.push_back(json::object{{"call", m.call}, {"line", m.line}, {"from", m.from}});
+  return {{"calls", e.calls},
+          {"probes", e.probes},
+          {"visible", e.visible},
+          {"refetches", e.refetches},
+          {"refetch_tokens", json::object{{"cache_read", e.refetch_read}, {"cache_write", e.refetch_write}, {"output", e.refetch_output}}},
+          {"refetch_nusd", e.refetch_nusd},
+          {"misses", std::move(misses)}};
+}
+
+Evidence evidence_from(const json::object& o) {
+  Evidence e;
+  e.calls = u64(o, "calls");
+  e.probes = u64(o, "probes");
+  e.visible = u64(o, "visible");
+  e.refetches = u64(o, "refetches");
+  if (const auto* t = o.if_contains("refetch_tokens"); t != nullptr && t->is_object()) {
+    e.refetch_read = u64(t->get_object(), "cache_read");
+    e.refetch_write = u64(t->get_object(), "cache_write");
+    e.refetch_output = u64(t->get_object(), "output");
+  }
+  e.refetch_nusd = u64(o, "refetch_nusd");
+  for (const auto& m : arr(o, "misses"))
+    if (m.is_object()) e.misses.push_back({u64(m.get_object(), "call"), str(m.get_object(), "line"), str(m.get_object(), "from")});
+  return e;
+}
+
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -137,6 +166,7 @@ std::string to_json_line(const SessionReplay& r) {
                                              {"output", r.summarizer_output},
                                              {"cost_nusd", r.summarizer_cost_nusd}}},
                  {"retention", json::object{{"median", retention_json(r.median)}, {"last", retention_json(r.last)}}},
+                 {"evidence", evidence_json(r.evidence)},
                  {"errors", errors},
                  {"per_call", json::object{{"messages", messages},
                                            {"sent", sent},
@@ -210,6 +240,7 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
     if (const auto* m = ret->get_object().if_contains("median"); m != nullptr && m->is_object()) r.median = retention_from(m->get_object());
     if (const auto* l = ret->get_object().if_contains("last"); l != nullptr && l->is_object()) r.last = retention_from(l->get_object());
   }
+  if (const auto* e = o.if_contains("evidence"); e != nullptr && e->is_object()) r.evidence = evidence_from(e->get_object());
   for (const auto& e : arr(o, "errors"))
     if (e.is_string()) r.errors.emplace_back(e.get_string());
   const auto* pc = o.if_contains("per_call");
@@ -264,6 +295,7 @@ struct RowSums {
   std::uint64_t probes_m = 0, visible_m = 0, probes_l = 0, visible_l = 0, recoverable = 0, probes = 0, lost = 0, failed = 0;
   std::uint64_t cost = 0, summarizer_cost = 0, read_cost = 0, write_cost = 0, uncached_cost = 0, output_cost = 0;  // nano-USD
   std::uint64_t baseline_cost = 0, dearer = 0;  // of the same sessions, uncompacted; sessions dearer than it
+  std::uint64_t evidence = 0, evidence_visible = 0, misses = 0, refetch_cost = 0, baseline_with_refetch = 0;
   std::vector<std::int64_t> us;
 
   void add(const SessionReplay& r, const SessionReplay* baseline) {
@@ -294,10 +326,15 @@ struct RowSums {
     recoverable += r.median.recoverable + r.last.recoverable;
     lost += r.median.lost.size() + r.last.lost.size();
     failed += r.failures + r.rejections;
+    evidence += r.evidence.probes;
+    evidence_visible += r.evidence.visible;
+    misses += r.evidence.probes - r.evidence.visible;
+    refetch_cost += r.evidence.refetch_nusd;
     for (const auto& c : r.calls) us.push_back(c.pipeline_us);
     if (baseline != nullptr) {
       baseline_cost += baseline->cost_nusd;
-      dearer += r.cost_nusd > baseline->cost_nusd;
+      baseline_with_refetch += baseline->cost_with_refetch_nusd();
+      dearer += r.cost_with_refetch_nusd() > baseline->cost_with_refetch_nusd();
     }
   }
   std::string meter_list() const {
@@ -309,6 +346,12 @@ struct RowSums {
   std::string versus(bool baseline) const {
     if (baseline || baseline_cost == 0) return "—";
     return fmt::format("{:+.1f}%", 100.0 * (static_cast<double>(cost) - static_cast<double>(baseline_cost)) / static_cast<double>(baseline_cost));
+  }
+  // The same with the re-fetch charge on both sides.
+  std::string versus_with_refetch(bool baseline) const {
+    if (baseline || baseline_with_refetch == 0) return "—";
+    const double with = static_cast<double>(cost + refetch_cost), base = static_cast<double>(baseline_with_refetch);
+    return fmt::format("{:+.1f}%", 100.0 * (with - base) / base);
   }
 };
 
@@ -331,19 +374,23 @@ std::string main_table(const BenchResults& results) {
   std::string out =
       "| config | meter | sessions | calls | compactions | declined (cost) | refusals | over budget | tail alone over | summaries | tokens sent | "
       "cache read | cost USD | vs uncompacted | dearer sessions | summarizer USD | visible (median call) | visible (last call) | "
-      "paths + errors visible (last call) | recoverable | lost | failed calls | pipeline p50 ms | p99 ms |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "paths + errors visible (last call) | recoverable | lost | failed calls | evidence visible | evidence missed | re-fetch USD | "
+      "cost with re-fetch USD | with re-fetch vs uncompacted | pipeline p50 ms | p99 ms |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+      "---:|\n";
   const std::vector<RowSums> rows = row_sums(results, [](const SessionReplay&) { return true; });
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const RowSums& w = rows[k];
     if (w.sessions == 0) continue;
     const bool base = k == results.configs.size();
     out += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {} | {} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f}% | {:.4f} | {} | {} | {:.4f} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {} | {} | "
+        "{:.1f}% | {} | {:.4f} | {:.4f} | {} | {} | {} |\n",
         results.config_name(k), w.meter_list(), w.sessions, w.calls, w.compactions, w.declines, w.refusals, w.over, w.over_tail,
         w.summaries, w.sent, percent(w.read, w.sent), to_usd(w.cost), w.versus(base), base ? std::string("—") : std::to_string(w.dearer),
         to_usd(w.summarizer_cost), percent(w.visible_m, w.probes_m), percent(w.visible_l, w.probes_l), percent(w.facts_visible, w.facts),
-        percent(w.recoverable, w.probes), w.lost, w.failed, base ? std::string("—") : fmt::format("{:.2f}", percentile_ms(w.us, 0.5)),
+        percent(w.recoverable, w.probes), w.lost, w.failed, percent(w.evidence_visible, w.evidence), w.misses, to_usd(w.refetch_cost),
+        to_usd(w.cost + w.refetch_cost), w.versus_with_refetch(base), base ? std::string("—") : fmt::format("{:.2f}", percentile_ms(w.us, 0.5)),
         base ? std::string("—") : fmt::format("{:.2f}", percentile_ms(w.us, 0.99)));
   }
   return out;
@@ -371,7 +418,7 @@ std::string by_source_table(const BenchResults& results) {
   for (const auto& r : results.replays) sources.insert(r.source.empty() ? std::string("?") : r.source);
   std::string out =
       "| source | config | sessions | calls | compactions | cost USD | vs uncompacted | dearer sessions | paths + errors visible (last call) | "
-      "visible (last call) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "visible (last call) | evidence visible | with re-fetch vs uncompacted |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& source : sources) {
     const std::vector<RowSums> rows =
         row_sums(results, [&](const SessionReplay& r) { return (r.source.empty() ? std::string("?") : r.source) == source; });
@@ -379,9 +426,10 @@ std::string by_source_table(const BenchResults& results) {
       const RowSums& w = rows[k];
       if (w.sessions == 0) continue;
       const bool base = k == results.configs.size();
-      out += fmt::format("| {} | {} | {} | {} | {} | {:.4f} | {} | {} | {:.1f}% | {:.1f}% |\n", source, results.config_name(k), w.sessions,
-                         w.calls, w.compactions, to_usd(w.cost), w.versus(base), base ? std::string("—") : std::to_string(w.dearer),
-                         percent(w.facts_visible, w.facts), percent(w.visible_l, w.probes_l));
+      out += fmt::format("| {} | {} | {} | {} | {} | {:.4f} | {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {} |\n", source, results.config_name(k),
+                         w.sessions, w.calls, w.compactions, to_usd(w.cost), w.versus(base), base ? std::string("—") : std::to_string(w.dearer),
+                         percent(w.facts_visible, w.facts), percent(w.visible_l, w.probes_l), percent(w.evidence_visible, w.evidence),
+                         w.versus_with_refetch(base));
     }
   }
   return out;
@@ -397,7 +445,8 @@ std::string markdown_table(const BenchResults& results) {
   if (!dearer.empty()) {
     out += "\nDearer than uncompacted:\n\n";
     for (const auto& d : dearer)
-      out += fmt::format("- {} ({}): ${:.4f} vs ${:.4f} uncompacted ({:+.1f}%){}\n", d.session, d.config, to_usd(d.cost_nusd),
+      out += fmt::format("- {} ({}): ${:.4f}{} vs ${:.4f} uncompacted ({:+.1f}%){}\n", d.session, d.config, to_usd(d.cost_nusd),
+                         d.refetch_nusd ? fmt::format(" (${:.4f} of it re-fetching missed evidence)", to_usd(d.refetch_nusd)) : "",
                          to_usd(d.baseline_nusd),
                          d.baseline_nusd ? 100.0 * (to_usd(d.cost_nusd) - to_usd(d.baseline_nusd)) / to_usd(d.baseline_nusd) : 0.0,
                          d.baseline_fits ? "" : "; uncompacted, calls were over the window");
@@ -406,21 +455,33 @@ std::string markdown_table(const BenchResults& results) {
   return out;
 }
 
+std::string explain_misses(const BenchResults& results) {
+  std::string out;
+  for (const auto& r : results.replays)
+    for (const auto& m : r.evidence.misses)
+      out += fmt::format("- {} ({}): call {}: \"{}\" from {}\n", r.session, r.config, m.call, m.line.size() > 120 ? m.line.substr(0, 120) + "…" : m.line,
+                         m.from);
+  return out.empty() ? "\nEvidence missed: none\n" : "\nEvidence missed (the call, the line the agent used next, the result it came from):\n\n" + out;
+}
+
 std::string sessions_csv(const BenchResults& results) {
   std::string out =
       "session,source,config,model,meter,window,limit,calls,compactions,declines,refusals,over_window,over_budget,over_budget_tail,summaries,"
       "rejections,failures,tokens_sent,cache_read,cache_write,uncached,output,cost_usd,cache_read_usd,cache_write_usd,uncached_usd,output_usd,"
       "summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,probes_last,visible_last,recoverable_last,"
-      "facts_last,facts_visible_last\n";
+      "facts_last,facts_visible_last,evidence_calls,evidence_probes,evidence_visible,evidence_missed,refetches,refetch_usd,"
+      "cost_with_refetch_usd\n";
   for (const auto& r : results.replays)
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{},{:.9f},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{},{:.9f},{},{},{},{},{},{},{},{},"
+        "{},{},{},{},{},{:.9f},{:.9f}\n",
         csv_field(r.session), csv_field(r.source), csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.window, r.limit,
         r.calls.size(), r.compactions, r.declines, r.refusals, r.over_window, r.over_budget, r.over_budget_tail, r.summaries,
         r.rejections, r.failures, r.sent, r.cache_read, r.cache_write, r.uncached, r.output, to_usd(r.cost_nusd), to_usd(r.read_nusd),
         to_usd(r.write_nusd), to_usd(r.uncached_nusd), to_usd(r.output_nusd), r.summarizer_calls, to_usd(r.summarizer_cost_nusd),
         r.median.probes, r.median.visible, r.median.recoverable, r.last.probes, r.last.visible, r.last.recoverable, r.last.facts,
-        r.last.facts_visible);
+        r.last.facts_visible, r.evidence.calls, r.evidence.probes, r.evidence.visible, r.evidence.probes - r.evidence.visible,
+        r.evidence.refetches, to_usd(r.evidence.refetch_nusd), to_usd(r.cost_with_refetch_nusd()));
   return out;
 }
 

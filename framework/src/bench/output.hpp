@@ -27,6 +27,8 @@ Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& inde
 // The Markdown table, one row per config (the pipeline-time columns come from the timings).
 std::string markdown_table(const BenchResults& results);
 std::string sessions_csv(const BenchResults& results);
+// --explain: every probe a replay missed, with its call and the result it came from.
+std::string explain_misses(const BenchResults& results);
 
 // Writes every file of an --out folder (sessions.jsonl, timings.jsonl, skipped.jsonl,
 // configs.jsonl, sessions.csv, pipeline-N.yaml, tokens-per-call.svg, cumulative-cost.svg).

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace compactor::bench {
 
@@ -181,9 +182,18 @@ void price_totals(const ModelPrice& p, SessionReplay& out) {
   out.uncached_nusd = to_nusd(p.cost(out.uncached, 0, 0, 0));
   out.output_nusd = to_nusd(p.cost(0, 0, 0, out.output));
   out.cost_nusd = out.read_nusd + out.write_nusd + out.uncached_nusd + out.output_nusd;
+  const Evidence& e = out.evidence;
+  out.evidence.refetch_nusd = to_nusd(p.cost(0, e.refetch_write, e.refetch_read, e.refetch_output));
 }
 
 }  // namespace
+
+std::vector<std::size_t> call_answers(const Conversation& session) {
+  std::vector<std::size_t> answers;
+  for (std::size_t i = 1; i < session.size(); ++i)
+    if (session[i].role() == Role::assistant) answers.push_back(i);
+  return answers;
+}
 
 SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, const ReplaySetup& setup, StageLogger& log) {
   SessionReplay out;
@@ -192,9 +202,9 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
   out.meter = setup.meter_name;
   out.window = setup.window;
   const Conversation original = ConversationHost::with_meter(session, setup.meter);
-  std::vector<std::size_t> answers;  // a model call happens before each of these
-  for (std::size_t i = 1; i < original.size(); ++i)
-    if (original[i].role() == Role::assistant) answers.push_back(i);
+  const std::vector<std::size_t> answers = call_answers(original);
+  std::optional<EvidenceMeter> evidence;
+  if (setup.evidence != nullptr) evidence.emplace(*setup.evidence);
   const std::size_t last = answers.empty() ? 0 : answers.size() - 1, median = last / 2;
   const std::uint64_t min_cacheable = setup.price != nullptr ? setup.price->min_cacheable_tokens : 1024;
   std::map<std::string, std::string> blobs;
@@ -231,6 +241,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
     const std::uint64_t output =
         recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
     count_tokens(previous ? &*previous : nullptr, sent, output, min_cacheable, call, out);
+    if (evidence) evidence->measure(c, sent, call.sent, out.evidence);
 
     if (c == median || c == last) {
       auto probes = retention_probes(original, answers[c]);

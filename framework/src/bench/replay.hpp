@@ -4,6 +4,7 @@
 // original ones: a replay cannot know what the model would have said with less context.
 #pragma once
 
+#include "bench/evidence.hpp"
 #include "bench/retention.hpp"
 
 #include "archive/file_system.hpp"
@@ -71,7 +72,11 @@ struct SessionReplay {
   std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;
   std::uint64_t summarizer_cost_nusd = 0;
   Retention last, median;
+  Evidence evidence;  // what the agent went on to use, and the re-fetch charge for what it missed
   std::vector<std::string> errors;  // one line per failure
+
+  // What "dearer than uncompacted" compares: the cost with the calls that fetch a missed probe again.
+  std::uint64_t cost_with_refetch_nusd() const { return cost_nusd + evidence.refetch_nusd; }
 };
 
 // A file system for the bench's scratch archive: the real one without the syncs (the scratch
@@ -97,7 +102,12 @@ struct ReplaySetup {
   // The API's rules for the session's wire format (its adapter's), when it is not the Messages
   // API: the pipeline runs with them and the last request is checked against them.
   const std::vector<CheckerPtr>* rules = nullptr;
+  // The session's evidence probes (found once for every config): measured at each call that has some.
+  const EvidenceIndex* evidence = nullptr;
 };
+
+// The message indexes of `session` a model call happens before: every assistant message but a first one.
+std::vector<std::size_t> call_answers(const Conversation& session);
 
 // Replays `session` (as imported) through `pipeline`, or without one (null): the uncompacted
 // baseline, which sends the whole history every call. Never fails: a call whose pipeline fails

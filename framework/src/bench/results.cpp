@@ -26,8 +26,9 @@ std::vector<Dearer> dearer_sessions(const BenchResults& results) {
     if (results.is_baseline(r)) baseline[r.session] = &r;
   for (const auto& r : results.replays) {
     auto b = baseline.find(r.session);
-    if (results.is_baseline(r) || b == baseline.end() || r.cost_nusd <= b->second->cost_nusd) continue;
-    out.push_back({r.session, r.config, r.cost_nusd, b->second->cost_nusd, b->second->over_window == 0 && b->second->refusals == 0});
+    if (results.is_baseline(r) || b == baseline.end() || r.cost_with_refetch_nusd() <= b->second->cost_with_refetch_nusd()) continue;
+    out.push_back({r.session, r.config, r.cost_with_refetch_nusd(), b->second->cost_with_refetch_nusd(), r.evidence.refetch_nusd,
+                   b->second->over_window == 0 && b->second->refusals == 0});
   }
   return out;
 }

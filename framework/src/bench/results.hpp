@@ -33,10 +33,12 @@ struct BenchResults {
   std::string config_name(std::uint64_t index) const;
 };
 
-// A session a config replayed dearer than the uncompacted baseline did.
+// A session a config replayed dearer than the uncompacted baseline did, each cost with the calls
+// that fetch missed evidence again.
 struct Dearer {
   std::string session, config;
   std::uint64_t cost_nusd = 0, baseline_nusd = 0;
+  std::uint64_t refetch_nusd = 0;  // the config's re-fetch charge, in cost_nusd
   bool baseline_fits = true;  // the uncompacted replay had no call over the window
 };
 std::vector<Dearer> dearer_sessions(const BenchResults& results);
