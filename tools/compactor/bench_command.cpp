@@ -8,6 +8,9 @@
 
 #include "bench/corpus_run.hpp"
 #include "bench/output.hpp"
+#include "bench/sweep.hpp"
+#include "bench/sweep_report.hpp"
+#include "host/atomic_file.hpp"
 #include "host/exit_code.hpp"
 #include "meter/meter_kinds.hpp"
 #include "pricing/price_table.hpp"
@@ -16,6 +19,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <unistd.h>
 
 namespace compactor::cli {
 
@@ -27,6 +32,7 @@ using namespace compactor::bench;
 constexpr const char* kHelp = R"(usage: compactor bench --corpus DIR --config FILE [--config FILE]… [--out DIR] [--jobs N]
                        [--shard I/N] [--prices FILE] [--window TOKENS] [--meter KIND] [--fit FILE]
                        [--model NAME] [--chart-session PATH] [--fail-if-dearer] [--explain]
+       compactor bench --corpus DIR --sweep FILE [--config FILE]… [options as above]
        compactor bench --merge DIR [--merge DIR]… --out DIR [--chart-session PATH] [--fail-if-dearer] [--explain]
 
 Replays every session below DIR (*.json messages or request bodies, Claude Code *.jsonl, OpenAI
@@ -55,6 +61,11 @@ the share of them the request sent holds, over the calls that have some. A misse
 as the call that fetches it again (the history sent read from the cache, the smallest earlier
 result holding it written, 50 output tokens; once per call and result): "cost with re-fetch",
 which "dearer than uncompacted" and --fail-if-dearer compare.
+
+--sweep FILE runs a grid of budgets, stage parameters and stage orderings over a base config
+(docs/bench.md, "Sweeps"): each point is a config of the run; after the tables, each config's
+cost with re-fetch against uncompacted's and its evidence visible, which are on the frontier and
+which dominate which, over every session and over the long ones (frontier.svg, frontier-long.svg).
 
 options:
   --out DIR          sessions.jsonl (one line per session x config, the baseline's last, the
@@ -110,6 +121,7 @@ int finish(BenchResults& results, const ParsedArgs& args) {
       return kExitPluginError;
     }
   fmt::print("{}", markdown_table(results));
+  fmt::print("{}", sweep_report(results));
   if (args.has("explain")) fmt::print("{}", explain_misses(results));
   for (const auto& line : notices(results)) fmt::print(stderr, "compactor bench: {}\n", line);
   std::size_t dearer = 0;
@@ -131,7 +143,7 @@ int merge(const ParsedArgs& args) {
 std::string read_run_options(const ParsedArgs& args, CorpusRun& run) {
   std::string error;
   if (!args.get("corpus")) error = "--corpus is required";
-  else if (!args.has("config")) error = "at least one --config is required";
+  else if (!args.has("config") && !args.has("sweep")) error = "at least one --config or a --sweep is required";
   else if (auto j = args.get("jobs"); j && (!parse_count(*j) || *parse_count(*j) == 0 || *parse_count(*j) > 256))
     error = "--jobs takes a number from 1 to 256, got \"" + *j + "\"";
   else if (auto w = args.get("window"); w && *w != "auto" && (!parse_count(*w) || *parse_count(*w) == 0))
@@ -153,22 +165,58 @@ std::string read_run_options(const ParsedArgs& args, CorpusRun& run) {
   return "";
 }
 
+// The sweep's points as configs of the run, each named by its settings (the name, not a path,
+// so that shards of one sweep merge); a point the loader refuses is said and left out. The points'
+// files are kept in --out/sweep/.
+int load_sweep(const Sweep& sweep, const ParsedArgs& args, CorpusRun& run) {
+  const fs::path dir = args.get("out") ? fs::path(*args.get("out")) / "sweep" : fs::temp_directory_path() / ("compactor-sweep-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return print_error(dir.string() + ": cannot create the folder: " + ec.message());
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    const std::string file = (dir / ("point-" + std::to_string(i + 1) + ".yaml")).string();
+    if (auto w = write_file_atomically(file, "# " + sweep.points[i].name + "\n" + sweep.points[i].yaml); !w) return print_error(w.error().message);
+    ConfigLoadResult loaded = load_pipeline_config(file);
+    if (!loaded.config) {
+      fmt::print(stderr, "compactor bench: skipped {}: {}\n", sweep.points[i].name, loaded.errors.empty() ? "cannot load" : loaded.errors.front());
+      continue;
+    }
+    loaded.config->file = sweep.points[i].name;
+    run.configs.push_back(std::move(*loaded.config));
+  }
+  if (!args.get("out")) fs::remove_all(dir, ec);
+  int exit_code = kExitOk;
+  for (const auto& path : sweep.configs) {
+    auto config = load_config_or_print_errors(path, exit_code);
+    if (!config) return exit_code;
+    run.configs.push_back(std::move(*config));
+  }
+  return run.configs.empty() ? print_error(*args.get("sweep") + ": no point of the sweep loads") : kExitOk;
+}
+
 // Everything that can be wrong with the configs, prices, meters and --out stops the bench before
 // any session is replayed.
 int run_bench(const ParsedArgs& args, CorpusRun& run) {
   int exit_code = kExitOk;
-  const auto& config_paths = args.options.at("config");
+  const std::vector<std::string> config_paths = args.has("config") ? args.options.at("config") : std::vector<std::string>{};
   for (const auto& path : config_paths) {
     auto config = load_config_or_print_errors(path, exit_code);
     if (!config) return exit_code;
     run.configs.push_back(std::move(*config));
+  }
+  std::optional<Sweep> sweep;
+  if (auto file = args.get("sweep")) {
+    auto read = read_sweep(*file);
+    if (!read) return print_error(read.error().message);
+    sweep = std::move(*read);
+    if (int code = load_sweep(*sweep, args, run); code != kExitOk) return code;
   }
   if (auto out = args.get("out")) {
     std::error_code ec;
     fs::create_directories(*out, ec);
     if (ec || !fs::is_directory(*out, ec)) return print_error(*out + ": --out: cannot create the folder" + (ec ? ": " + ec.message() : ""));
   }
-  const fs::path beside = fs::path(config_paths.front()).parent_path();
+  const fs::path beside = fs::path(sweep ? sweep->base : config_paths.front()).parent_path();
   auto prices = read_price_table(args.get("prices").value_or((beside / "prices.yaml").string()));
   if (!prices) return print_error(prices.error().message + (args.get("prices") ? "" : " (the default beside the first config: give --prices FILE)"));
   auto meters = make_bench_meters(run.meter_kind, args.get("fit").value_or((beside / "fits" / "claude-code.yaml").string()));
@@ -183,6 +231,7 @@ int run_bench(const ParsedArgs& args, CorpusRun& run) {
     return kExitPluginError;
   }
   results->chart_session = args.get("chart-session").value_or("");
+  if (sweep) results->sweep_long_sessions = sweep->long_sessions;
   return finish(*results, args);
 }
 
@@ -194,13 +243,13 @@ int bench_command(int argc, char** argv) {
   auto args = command.parse(argc, argv, 2,
                             {{"corpus"}, {"config", true, true}, {"out"}, {"jobs"}, {"shard"}, {"merge", true, true},
                              {"prices"}, {"window"}, {"meter"}, {"fit"}, {"model"}, {"chart-session"}, {"fail-if-dearer", false, false},
-                             {"explain", false, false}},
+                             {"explain", false, false}, {"sweep"}},
                             exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
   if (args->has("merge")) {
     if (!args->get("out")) return command.usage_error("--merge needs --out");
-    if (args->has("corpus") || args->has("config")) return command.usage_error("--merge takes no --corpus or --config");
+    if (args->has("corpus") || args->has("config") || args->has("sweep")) return command.usage_error("--merge takes no --corpus, --config or --sweep");
     return merge(*args);
   }
   CorpusRun run;

@@ -98,12 +98,12 @@ std::string axes(Frame& f, const std::string& x_label, const std::string& y_labe
 
 // A legend of `items` (name, colour, dashed?) under the x axis's label, in rows of three across
 // the chart's width.
-std::string legend(const Frame& f, const std::vector<std::tuple<std::string, std::string, bool>>& items) {
+std::string legend(const Frame& f, const std::vector<std::tuple<std::string, std::string, bool>>& items, std::size_t columns = 3) {
   std::string out;
-  const double column = (f.w - 40) / 3;
+  const double column = (f.w - 40) / static_cast<double>(columns);
   for (std::size_t k = 0; k < items.size(); ++k) {
     const auto& [name, color, dashed] = items[k];
-    const double x = 20 + column * static_cast<double>(k % 3), y = f.h - f.bottom + 56 + 16 * static_cast<double>(k / 3);
+    const double x = 20 + column * static_cast<double>(k % columns), y = f.h - f.bottom + 56 + 16 * static_cast<double>(k / columns);
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>"
                        "<text x=\"{5:.1f}\" y=\"{6:.1f}\">{7}</text>\n",
                        x, y - 4, x + 22, color, dashed ? " stroke-dasharray=\"6 4\"" : "", x + 28, y, xml_escape(name));
@@ -313,6 +313,7 @@ std::string retention_chart(const BenchResults& results) {
 
 // Each point's label beside it: its file's stem, so that a folder does not hide the name.
 std::string point_label(const std::string& name) {
+  if (const std::size_t hash = name.find(" #"); hash != std::string::npos) return name.substr(0, name.find(':', hash));  // a sweep's point
   const std::string stem = std::filesystem::path(name).stem().string();
   return stem.empty() ? name : stem;
 }
@@ -323,7 +324,9 @@ std::string frontier_chart(const std::string& title, const std::vector<FrontierP
                            bool label_all) {
   Frame f;
   f.right = 120;  // room for the labels of the dearest points
-  f.bottom = 60 + 16 * std::ceil(static_cast<double>(points.size() + 1) / 3.0) + 20;
+  // A sweep's points have long names: its legend (the frontier's points) is one a line.
+  const std::size_t columns = label_all ? 3 : 1;
+  f.bottom = 60 + 16 * std::ceil(static_cast<double>((label_all ? points.size() : frontier(points).size()) + 1) / static_cast<double>(columns)) + 20;
   // Evidence from a round step under the lowest point to 100%: the differences show.
   double low = 100;
   for (const auto& p : points) f.x_max = std::max(f.x_max, p.cost), low = std::min(low, p.evidence);
@@ -352,11 +355,11 @@ std::string frontier_chart(const std::string& title, const std::vector<FrontierP
     if (label_all || std::find(front.begin(), front.end(), i) != front.end()) {
       out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", x + 8, ly, xml_escape(point_label(p.name)));
       placed.emplace_back(x, ly);
+      keys.emplace_back(p.name, colors[i], false);  // the legend names the labelled points
     }
-    keys.emplace_back(p.name, colors[i], false);
   }
   keys.emplace_back("the frontier: no config cheaper with as much evidence", "black", true);
-  return out + legend(f, keys) + "</svg>\n";
+  return out + legend(f, keys, columns) + "</svg>\n";
 }
 
 namespace {

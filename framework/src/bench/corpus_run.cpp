@@ -263,7 +263,7 @@ Expected<BenchResults> merge_outputs(const std::vector<std::string>& dirs) {
   for (const auto& dir : dirs) {
     auto part = read_outputs(dir);
     if (!part) return part.error();
-    if (results.configs.empty()) results.configs = part->configs;
+    if (results.configs.empty()) results.configs = part->configs, results.sweep_long_sessions = part->sweep_long_sessions;
     bool same = results.configs.size() == part->configs.size();
     for (std::size_t k = 0; same && k < part->configs.size(); ++k) same = results.configs[k].path == part->configs[k].path;
     if (!same) return Error{dir + ": ran other configs than " + dirs.front()};

@@ -3,6 +3,7 @@
 #include "platform/percentile.hpp"
 
 #include "bench/charts.hpp"
+#include "bench/sweep_report.hpp"
 #include "host/atomic_file.hpp"
 
 #include <boost/json.hpp>
@@ -507,6 +508,9 @@ Expected<bool> write_outputs(const BenchResults& results, const std::string& dir
   files.emplace_back("configs.jsonl", configs);
   files.emplace_back("sessions.csv", sessions_csv(results));
   for (auto& [name, svg] : charts_svg(results)) files.emplace_back(name, std::move(svg));
+  for (auto& [name, svg] : sweep_charts(results)) files.emplace_back(name, std::move(svg));
+  if (results.sweep_long_sessions > 0)
+    files.emplace_back("sweep.json", json::serialize(json::object{{"long_sessions", results.sweep_long_sessions}}) + "\n");
   for (const auto& [name, bytes] : files)
     if (auto w = write_file_atomically(dir + "/" + name, bytes); !w) return w.error();
   return true;
@@ -539,6 +543,14 @@ Expected<BenchResults> read_outputs(const std::string& dir) {
   for (std::size_t i = 0; i < timings->size(); ++i)
     if (auto t = apply_timings_line((*timings)[i], index, dir + "/timings.jsonl:" + std::to_string(i + 1)); !t)
       return t.error();
+  auto sweep = read_lines(dir + "/sweep.json", false);
+  if (!sweep) return sweep.error();
+  if (!sweep->empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(sweep->front(), ec);
+    if (ec || !v.is_object()) return Error{dir + "/sweep.json:1: not a JSON object"};
+    out.sweep_long_sessions = u64(v.get_object(), "long_sessions");
+  }
   auto skipped = read_lines(dir + "/skipped.jsonl", false);
   if (!skipped) return skipped.error();
   for (const auto& line : *skipped) {

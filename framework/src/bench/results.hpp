@@ -26,6 +26,9 @@ struct BenchResults {
   std::vector<SessionReplay> replays;
   std::vector<Skipped> skipped;        // sorted by session
   std::string chart_session;           // empty: the session with the most calls
+  // A sweep's: the frontier is drawn again over the sessions whose uncompacted history passes
+  // this many tokens (0: not a sweep, no frontier section).
+  std::uint64_t sweep_long_sessions = 0;
 
   void sort();
   bool is_baseline(const SessionReplay& r) const { return r.config_index == configs.size(); }
