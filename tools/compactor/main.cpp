@@ -37,9 +37,11 @@ commands:
                            fit a calibrated meter to the usage Claude Code recorded; its error
   bench           --corpus DIR --config F [--config F]… [--out DIR] [--jobs N] [--shard I/N]
                   [--prices F] [--window TOKENS] [--meter KIND] [--model NAME]
+  bench           --corpus DIR --sweep F [--config F]…
   bench           --merge DIR [--merge DIR]… --out DIR
-                           replay every session call by call through each pipeline: tokens
-                           sent, prompt-cache reuse, cost, retention
+                           replay every session call by call through each pipeline (or a
+                           sweep's grid): tokens sent, prompt-cache reuse, cost, retention,
+                           the evidence the agent used
   serve           --config F [--listen HOST:PORT] [--upstream [API=]URL]…
                            a proxy in front of the model APIs that compacts every request
   serve-token     --name NAME
