@@ -141,7 +141,7 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
   EXPECT_EQ(ints(base, "sent"), ints(plain, "sent"));
   EXPECT_EQ(u(base, "cost_nusd"), 6719550u);
   // micro.yaml paid 6,729,000 − 6,719,550 nano-USD more than sending everything: the table says so.
-  EXPECT_NE(r.out.find("- notes.json (" + kBench + "/configs/micro.yaml): $0.0067 vs $0.0067 uncompacted (+0.1%)\n"), std::string::npos)
+  EXPECT_NE(r.out.find("- notes.json (micro): $0.0067 vs $0.0067 uncompacted (+0.1%)\n"), std::string::npos)
       << r.out;
 }
 

@@ -194,12 +194,13 @@ TEST(BenchEvidence, TheBenchChargesAMissedQuoteAndComparesCostsWithTheCharge) {
   EXPECT_EQ(u(tokens, "output"), 50u);
   EXPECT_EQ(u(missed, "refetch_nusd"), 3219900u);
 
-  EXPECT_NE(r.out.find("- quoted-edit-short.json (" + micro + "): $0.0084 ($0.0032 of it re-fetching missed evidence) vs $0.0069 "
+  // The lines name a config by its short name: its file's stem.
+  EXPECT_NE(r.out.find("- quoted-edit-short.json (micro): $0.0084 ($0.0032 of it re-fetching missed evidence) vs $0.0069 "
                        "uncompacted (+20.9%)\n"),
             std::string::npos)
       << r.out;
-  EXPECT_EQ(r.out.find("- quoted-edit.json (" + micro + "): $"), std::string::npos) << r.out;  // 9,720,900 < 10,041,000
-  EXPECT_NE(r.out.find("- quoted-edit.json (" + micro + "): call 3: \"return 'Hello, ' + name + '!!'\" from Read /w/app.py (r1, messages.2)\n"),
+  EXPECT_EQ(r.out.find("- quoted-edit.json (micro): $"), std::string::npos) << r.out;  // 9,720,900 < 10,041,000
+  EXPECT_NE(r.out.find("- quoted-edit.json (micro): call 3: \"return 'Hello, ' + name + '!!'\" from Read /w/app.py (r1, messages.2)\n"),
             std::string::npos)
       << r.out;
   // The table's row: 2 probes, none visible, 2 missed, 2 × 3,219,900 nano-USD re-fetched.

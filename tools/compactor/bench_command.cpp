@@ -10,6 +10,7 @@
 #include "bench/output.hpp"
 #include "bench/sweep.hpp"
 #include "bench/sweep_report.hpp"
+#include "bench/verdict.hpp"
 #include "host/atomic_file.hpp"
 #include "host/exit_code.hpp"
 #include "meter/meter_kinds.hpp"
@@ -29,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace compactor::bench;
 
-constexpr const char* kHelp = R"(usage: compactor bench --corpus DIR --config FILE [--config FILE]… [--out DIR] [--jobs N]
+constexpr const char* kHelp = R"(usage: compactor bench --corpus DIR --config [NAME=]FILE [--config [NAME=]FILE]… [--out DIR] [--jobs N]
                        [--shard I/N] [--prices FILE] [--window TOKENS] [--meter KIND] [--fit FILE]
                        [--model NAME] [--chart-session PATH] [--fail-if-dearer] [--explain]
        compactor bench --corpus DIR --sweep FILE [--config FILE]… [options as above]
@@ -46,7 +47,11 @@ over the model's window is refused: the on_prompt_too_long pipeline runs once on
 session is replayed uncompacted too (the whole history every call): the baseline each config's
 cost is compared with.
 
-Prints Markdown tables: one row per config and the uncompacted baseline; the cost split into
+Prints first a verdict: each config's cost with re-fetch against uncompacted's and its evidence
+visible, which is cheapest, which keeps the most evidence, the cheapest keeping 97% of it, which
+are on the frontier and which dominate which, and what those figures do not show (calls left
+over budget, refusals, failures). A config goes by NAME (--config NAME=FILE), else its file's
+stem. Then Markdown tables: one row per config and the uncompacted baseline; the cost split into
 cache reads, cache writes, uncached input and output; cost and retention per source format
 (claude-code, codex, gemini-cli, openai, anthropic); then the sessions a config made dearer than
 uncompacted. Retention: probes of the original (file paths in
@@ -72,7 +77,8 @@ options:
                      per-call arrays), sessions.csv, timings.jsonl (the only wall times),
                      skipped.jsonl, configs.jsonl, pipeline-N.yaml, and the charts
                      tokens-per-call.svg, cumulative-cost.svg, cost-split.svg,
-                     cost-by-session.svg, retention.svg, evidence.svg
+                     cost-by-session.svg, retention.svg, evidence.svg (the frontier: cost
+                     against evidence, a point per config)
   --jobs N           replay sessions on N threads (default 1); the output is the same
   --shard I/N        replay only the sessions whose index (in path order) is I modulo N
   --merge DIR        combine the --out folders of shards into one --out (repeatable)
@@ -120,6 +126,7 @@ int finish(BenchResults& results, const ParsedArgs& args) {
       fmt::print(stderr, "compactor bench: {}\n", w.error().message);
       return kExitPluginError;
     }
+  fmt::print("{}", verdict(results));
   fmt::print("{}", markdown_table(results));
   fmt::print("{}", sweep_report(results));
   if (args.has("explain")) fmt::print("{}", explain_misses(results));
@@ -183,6 +190,7 @@ int load_sweep(const Sweep& sweep, const ParsedArgs& args, CorpusRun& run) {
     }
     loaded.config->file = sweep.points[i].name;
     run.configs.push_back(std::move(*loaded.config));
+    run.names.emplace_back();
   }
   if (!args.get("out")) fs::remove_all(dir, ec);
   int exit_code = kExitOk;
@@ -190,15 +198,43 @@ int load_sweep(const Sweep& sweep, const ParsedArgs& args, CorpusRun& run) {
     auto config = load_config_or_print_errors(path, exit_code);
     if (!config) return exit_code;
     run.configs.push_back(std::move(*config));
+    run.names.emplace_back();
   }
   return run.configs.empty() ? print_error(*args.get("sweep") + ": no point of the sweep loads") : kExitOk;
+}
+
+// --config NAME=PATH: a name (no '/') before the first '='; else the whole text is the path (a
+// file whose name holds '=' is given as ./NAME=…). The names are checked once they are all known.
+std::pair<std::string, std::string> name_and_path(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || text.substr(0, eq).find('/') != std::string::npos) return {"", text};
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// A usage error for a name that a table could not show or that two configs share; "" when fine.
+std::string names_error(const std::vector<std::string>& names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    if (n.empty()) continue;
+    if (n == kUncompacted) return "--config " + n + "=…: \"" + n + "\" is the baseline's name";
+    if (n.find_first_of("|\n#:") != std::string::npos) return "--config " + n + "=…: a name holds no '|', ':', '#' or line break";
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), n) != names.begin() + static_cast<std::ptrdiff_t>(i))
+      return "--config " + n + "=…: two configs named \"" + n + "\"";
+  }
+  return "";
 }
 
 // Everything that can be wrong with the configs, prices, meters and --out stops the bench before
 // any session is replayed.
 int run_bench(const ParsedArgs& args, CorpusRun& run) {
   int exit_code = kExitOk;
-  const std::vector<std::string> config_paths = args.has("config") ? args.options.at("config") : std::vector<std::string>{};
+  std::vector<std::string> config_paths;
+  for (const auto& text : args.has("config") ? args.options.at("config") : std::vector<std::string>{}) {
+    auto [name, path] = name_and_path(text);
+    run.names.push_back(std::move(name));
+    config_paths.push_back(std::move(path));
+  }
+  if (auto error = names_error(run.names); !error.empty()) return print_error(error);
   for (const auto& path : config_paths) {
     auto config = load_config_or_print_errors(path, exit_code);
     if (!config) return exit_code;

@@ -1,21 +1,20 @@
 #include "bench/charts.hpp"
 
 #include "bench/frontier.hpp"
+#include "bench/palette.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
+#include <tuple>
 
 namespace compactor::bench {
 
 namespace {
-
-const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-constexpr const char* kBaselineColor = "#7f7f7f";
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -29,19 +28,29 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-// A config's colour; the baseline's is grey.
-std::string color_of(const BenchResults& results, std::uint64_t index) {
-  if (index >= results.configs.size()) return kBaselineColor;
-  return kColors[index % (sizeof kColors / sizeof *kColors)];
-}
+std::string color_of(const BenchResults& results, std::uint64_t index) { return config_color(index, results.configs.size()); }
 
-// Round tick steps (1, 2 or 5 times a power of ten) giving about `count` ticks up to `max`.
-double tick_step(double max, int count) {
-  if (max <= 0) return 1;
-  const double raw = max / count, power = std::pow(10.0, std::floor(std::log10(raw)));
+// Round tick steps (1, 2 or 5 times a power of ten) giving about `count` ticks over `span`.
+double tick_step(double span, int count) {
+  if (span <= 0) return 1;
+  const double raw = span / count, power = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * power >= raw) return m * power;
   return 10 * power;
+}
+
+// The range of the data, widened to at least `min_span` and out to round ticks: a chart whose
+// values all lie between 98% and 100% shows them apart, not as one bar at the top of 0-100%.
+std::pair<double, double> data_range(double lo, double hi, double min_span, double floor_at, double ceil_at) {
+  const bool narrow = hi - lo < min_span;  // widened: no margin beyond
+  if (narrow) {
+    const double mid = (lo + hi) / 2;
+    lo = mid - min_span / 2, hi = mid + min_span / 2;
+    if (hi > ceil_at) lo -= hi - ceil_at, hi = ceil_at;
+    if (lo < floor_at) hi += floor_at - lo, lo = floor_at;
+  }
+  const double pad = narrow ? 0 : (hi - lo) * 0.06, step = tick_step(hi - lo + 2 * pad, 5);
+  return {std::max(floor_at, std::floor((lo - pad) / step) * step), std::min(ceil_at, std::ceil((hi + pad) / step) * step)};
 }
 
 using Format = std::function<std::string(double)>;
@@ -55,15 +64,23 @@ std::string usd_label(double v) {
   if (v <= 0) return "$0";
   return v >= 10 ? fmt::format("${:.0f}", v) : v >= 0.1 ? fmt::format("${:.2f}", v) : fmt::format("${:.3f}", v);
 }
-std::string percent_label(double v) { return fmt::format("{:g}%", v); }
+std::string percent_label(double v) { return fmt::format("{:g}%", std::round(v * 100) / 100); }
 std::string count_label(double v) { return fmt::format("{:g}", v); }
+std::string grouped(std::uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+// The width of a label at the charts' 12 px sans-serif, roughly (no font is measured here).
+double text_width(const std::string& s, double px = 12) { return 0.56 * px * static_cast<double>(s.size()); }
 
 // The plot area of a chart and its scales.
 struct Frame {
   double w = 900, h = 460, left = 90, right = 30, top = 46, bottom = 100;
-  double x_max = 1, y_max = 1;
-  double px(double x) const { return left + (w - left - right) * x / x_max; }
-  double py(double y) const { return top + (h - top - bottom) * (1.0 - y / y_max); }
+  double x_min = 0, x_max = 1, y_min = 0, y_max = 1;
+  double px(double x) const { return left + (w - left - right) * (x - x_min) / (x_max - x_min); }
+  double py(double y) const { return top + (h - top - bottom) * (1.0 - (y - y_min) / (y_max - y_min)); }
 };
 
 std::string svg_open(const Frame& f, const std::string& title) {
@@ -71,19 +88,20 @@ std::string svg_open(const Frame& f, const std::string& title) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 {0:.0f} {1:.0f}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2:.0f}\" y=\"26\" font-size=\"15\">{3}</text>\n",
-      f.w, f.h, f.left, xml_escape(title));
+      f.w, f.h, std::min(f.left, 20.0), xml_escape(title));
 }
 
-// Both axes with ticks, grid lines and labels; y's maximum is rounded up to a tick.
+// Both axes with ticks, grid lines and labels; each range is rounded out to its ticks.
 std::string axes(Frame& f, const std::string& x_label, const std::string& y_label, const Format& x_format, const Format& y_format) {
-  const double ys = tick_step(f.y_max, 5), xs = tick_step(f.x_max, 8);
-  f.y_max = std::max(ys, std::ceil(f.y_max / ys - 1e-9) * ys);
+  const double ys = tick_step(f.y_max - f.y_min, 5), xs = tick_step(f.x_max - f.x_min, 8);
+  f.y_min = std::floor(f.y_min / ys + 1e-9) * ys, f.y_max = std::max(f.y_min + ys, std::ceil(f.y_max / ys - 1e-9) * ys);
+  f.x_min = std::floor(f.x_min / xs + 1e-9) * xs, f.x_max = std::max(f.x_min + xs, std::ceil(f.x_max / xs - 1e-9) * xs);
   std::string out;
-  for (double y = 0; y <= f.y_max + ys / 2; y += ys)
+  for (double y = f.y_min; y <= f.y_max + ys / 2; y += ys)
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
                        "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
                        f.left, f.py(y), f.w - f.right, f.left - 6, f.py(y) + 4, xml_escape(y_format(y)));
-  for (double x = 0; x <= f.x_max + xs / 100; x += xs)
+  for (double x = f.x_min; x <= f.x_max + xs / 100; x += xs)
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"black\"/>"
                        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
                        f.px(x), f.h - f.bottom, f.h - f.bottom + 5, f.h - f.bottom + 18, xml_escape(x_format(x)));
@@ -96,17 +114,39 @@ std::string axes(Frame& f, const std::string& x_label, const std::string& y_labe
   return out;
 }
 
-// A legend of `items` (name, colour, dashed?) under the x axis's label, in rows of three across
-// the chart's width.
-std::string legend(const Frame& f, const std::vector<std::tuple<std::string, std::string, bool>>& items, std::size_t columns = 3) {
+// A legend entry: its name, its colour and how it is drawn.
+struct Key {
+  std::string name, color;
+  bool dashed = false;
+  bool swatch = false;  // a filled square (a bar's category), else a line
+};
+
+// As many columns as the longest name leaves room for across `width`.
+std::size_t legend_columns(const std::vector<Key>& keys, double width) {
+  double longest = 0;
+  for (const auto& k : keys) longest = std::max(longest, text_width(k.name));
+  return std::max<std::size_t>(1, static_cast<std::size_t>((width - 20) / (longest + 40)));
+}
+
+double legend_height(const std::vector<Key>& keys, double width) {
+  return 16 * std::ceil(static_cast<double>(keys.size()) / static_cast<double>(legend_columns(keys, width)));
+}
+
+// The legend under the x axis's label.
+std::string legend(const Frame& f, const std::vector<Key>& keys) {
   std::string out;
+  const std::size_t columns = legend_columns(keys, f.w);
   const double column = (f.w - 40) / static_cast<double>(columns);
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    const auto& [name, color, dashed] = items[k];
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const Key& key = keys[k];
     const double x = 20 + column * static_cast<double>(k % columns), y = f.h - f.bottom + 56 + 16 * static_cast<double>(k / columns);
-    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>"
-                       "<text x=\"{5:.1f}\" y=\"{6:.1f}\">{7}</text>\n",
-                       x, y - 4, x + 22, color, dashed ? " stroke-dasharray=\"6 4\"" : "", x + 28, y, xml_escape(name));
+    if (key.swatch)
+      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"22\" height=\"9\" fill=\"{}\" stroke=\"#555\" stroke-width=\"0.5\"/>", x, y - 9,
+                         key.color);
+    else
+      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"{4}/>", x, y - 4, x + 22,
+                         key.color, key.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 28, y, xml_escape(key.name));
   }
   return out;
 }
@@ -114,68 +154,86 @@ std::string legend(const Frame& f, const std::vector<std::tuple<std::string, std
 struct Series {
   std::string name, color;
   std::vector<double> y;
+  bool dashed = false;
 };
-struct Level {  // a horizontal line: a window or a budget limit
+// A limit across the chart: the window, a budget's limit.
+struct Level {
   std::string name, color;
-  double y;
+  std::vector<double> y;  // its one value
 };
 
+std::string polyline(const Frame& f, const std::vector<double>& y, const std::string& color, const std::string& style) {
+  std::string out = fmt::format("<polyline fill=\"none\" stroke=\"{}\"{} points=\"", color, style);
+  for (std::size_t i = 0; i < y.size(); ++i) out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.px(static_cast<double>(i + 1)), f.py(y[i]));
+  return out + "\"/>\n";
+}
+
+// Lines over calls or sessions. The series are drawn last first, so the first (the first config)
+// lies on top and the baseline, given last and dashed, underneath every config.
 std::string line_chart(const std::string& title, const std::string& x_label, const std::string& y_label, const std::vector<Series>& series,
                        const std::vector<Level>& levels, const Format& y_format) {
+  std::vector<Key> keys;
+  for (const auto& s : series) keys.push_back({s.name, s.color, s.dashed});
+  for (const auto& l : levels) keys.push_back({l.name, l.color, true});
   Frame f;
-  f.bottom = 60 + 16 * std::ceil(static_cast<double>(series.size() + levels.size()) / 3.0) + 20;
+  f.bottom = 60 + legend_height(keys, f.w) + 20;
+  f.h = 360 + f.bottom;
   std::size_t n = 1;
   f.y_max = 0;
   for (const auto& s : series) {
     n = std::max(n, s.y.size());
     for (double v : s.y) f.y_max = std::max(f.y_max, v);
   }
-  for (const auto& l : levels) f.y_max = std::max(f.y_max, l.y);
+  for (const auto& l : levels)
+    for (double v : l.y) f.y_max = std::max(f.y_max, v);
   if (f.y_max <= 0) f.y_max = 1;
   f.x_max = static_cast<double>(n);
   std::string out = svg_open(f, title) + axes(f, x_label, y_label, count_label, y_format);
-  std::vector<std::tuple<std::string, std::string, bool>> keys;
-  for (const auto& s : series) {
-    out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"", s.color);
-    for (std::size_t i = 0; i < s.y.size(); ++i) out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.px(static_cast<double>(i + 1)), f.py(s.y[i]));
-    out += "\"/>\n";
-    keys.emplace_back(s.name, s.color, false);
-  }
-  for (const auto& l : levels) {
+  for (const auto& l : levels)
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-dasharray=\"6 4\"/>\n", f.left,
-                       f.py(l.y), f.w - f.right, l.color);
-    keys.emplace_back(l.name, l.color, true);
-  }
+                       f.py(l.y.front()), f.w - f.right, l.color);
+  for (auto s = series.rbegin(); s != series.rend(); ++s)
+    out += polyline(f, s->y, s->color, s->dashed ? " stroke-width=\"2\" stroke-dasharray=\"7 4\"" : " stroke-width=\"1.8\"");
   return out + legend(f, keys) + "</svg>\n";
 }
 
 // Horizontal bars: one group per category, one bar per series in it (or the series stacked).
 struct Bars {
   std::vector<std::string> categories;
-  std::vector<Series> series;  // y[i]: the value for categories[i]
+  std::vector<std::string> category_colors;  // a swatch beside each category's name (its config's colour), or none
+  std::vector<Series> series;                // y[i]: the value for categories[i]
   bool stacked = false;
+  double x_min = 0, x_max = 0;  // the value axis (x_max 0: from the data)
 };
 
-std::string bar_chart(const std::string& title, const std::string& x_label, const Bars& b, const Format& x_format, double x_max = 0) {
+// A bar chart's frame: its left margin holds the categories' names and swatches.
+Frame bar_frame(const Bars& b, double per, const std::vector<Key>& keys) {
   Frame f;
-  const double per = b.stacked ? 18 : 8 * static_cast<double>(b.series.size()) + 6;
   f.left = 40;
-  for (const auto& c : b.categories) f.left = std::max(f.left, 12 + 6.5 * static_cast<double>(std::min<std::size_t>(c.size(), 60)));
-  f.bottom = 60 + 16 * std::ceil(static_cast<double>(b.series.size()) / 3.0) + 20;
-  f.h = f.top + f.bottom + per * static_cast<double>(b.categories.size()) + 10;
+  for (const auto& c : b.categories) f.left = std::max(f.left, 30 + text_width(c.substr(0, 60), 11));
   f.w = std::max(900.0, f.left + 640);
+  f.bottom = 60 + legend_height(keys, f.w) + 20;
+  f.h = f.top + f.bottom + per * static_cast<double>(b.categories.size()) + 10;
+  f.x_min = b.x_min;
   for (std::size_t i = 0; i < b.categories.size(); ++i) {
     double sum = 0;
     for (const auto& s : b.series) sum = b.stacked ? sum + s.y[i] : std::max(sum, s.y[i]);
     f.x_max = std::max(f.x_max, sum);
   }
-  if (x_max > 0) f.x_max = x_max;
-  // Bars run along x: the axes are drawn with x as the value axis.
-  const double xs = tick_step(f.x_max, 6);
-  f.x_max = std::max(xs, std::ceil(f.x_max / xs - 1e-9) * xs);
+  if (b.x_max > 0) f.x_max = b.x_max;
+  const double xs = tick_step(f.x_max - f.x_min, 6);
+  f.x_max = std::max(f.x_min + xs, std::ceil(f.x_max / xs - 1e-9) * xs);
+  return f;
+}
+
+std::string bar_chart(const std::string& title, const std::string& x_label, const Bars& b, const Format& x_format) {
+  const double per = b.stacked ? 18 : 8 * static_cast<double>(b.series.size()) + 6;
+  std::vector<Key> keys;
+  for (const auto& s : b.series) keys.push_back({s.name, s.color, false, true});
+  Frame f = bar_frame(b, per, keys);
+  const double xs = tick_step(f.x_max - f.x_min, 6), base = f.h - f.bottom;
   std::string out = svg_open(f, title);
-  const double base = f.h - f.bottom;
-  for (double x = 0; x <= f.x_max + xs / 100; x += xs)
+  for (double x = f.x_min; x <= f.x_max + xs / 100; x += xs)
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#e4e4e4\"/>"
                        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\">{4}</text>\n",
                        f.px(x), f.top, base + 5, base + 18, xml_escape(x_format(x)));
@@ -183,20 +241,21 @@ std::string bar_chart(const std::string& title, const std::string& x_label, cons
   out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"black\"/>\n", f.left, base, f.w - f.right);
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", (f.left + f.w - f.right) / 2, base + 36, xml_escape(x_label));
   for (std::size_t i = 0; i < b.categories.size(); ++i) {
-    const double y0 = f.top + 4 + per * static_cast<double>(i);
-    std::string label = b.categories[i].size() > 60 ? "…" + b.categories[i].substr(b.categories[i].size() - 59) : b.categories[i];
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" font-size=\"11\">{}</text>\n", f.left - 6, y0 + (per - 6) / 2 + 4,
-                       xml_escape(label));
-    double at = 0;
+    const double y0 = f.top + 4 + per * static_cast<double>(i), mid = y0 + (per - 6) / 2;
+    const std::string& c = b.categories[i];
+    std::string label = c.size() > 60 ? "…" + c.substr(c.size() - 59) : c;
+    if (i < b.category_colors.size())
+      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>\n", f.left - 16, mid - 5, b.category_colors[i]);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" font-size=\"11\">{}</text>\n", f.left - 20, mid + 4, xml_escape(label));
+    double at = f.x_min;
     for (std::size_t k = 0; k < b.series.size(); ++k) {
       const double v = b.series[k].y[i], y = b.stacked ? y0 : y0 + 8 * static_cast<double>(k), hgt = b.stacked ? per - 6 : 7;
-      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", f.px(b.stacked ? at : 0), y,
-                         std::max(0.0, f.px(v) - f.left), hgt, b.series[k].color);
+      const double from = f.px(b.stacked ? at : f.x_min), to = f.px(std::max(f.x_min, b.stacked ? at + v : v));
+      out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", from, y, std::max(0.0, to - from), hgt,
+                         b.series[k].color);
       if (b.stacked) at += v;
     }
   }
-  std::vector<std::tuple<std::string, std::string, bool>> keys;
-  for (const auto& s : b.series) keys.emplace_back(s.name, s.color, false);
   return out + legend(f, keys) + "</svg>\n";
 }
 
@@ -205,6 +264,27 @@ std::vector<const SessionReplay*> replays_of(const BenchResults& results, const 
   for (const auto& r : results.replays)
     if (r.session == session) out.push_back(&r);
   return out;
+}
+
+// A config's limit on the tokens chart. A chars or bytes limit is drawn where it lies in tokens
+// at this session's tokens per char (or byte) over its calls: a request there holds about as many
+// tokens as the line says.
+std::optional<Level> limit_level(const BenchResults& results, const SessionReplay& r) {
+  if (r.limit == 0 || results.is_baseline(r)) return std::nullopt;
+  const std::string unit = r.limit_unit.empty() ? "tokens" : r.limit_unit;
+  Level l{fmt::format("limit of {} ({} {})", results.config_name(r.config_index), grouped(r.limit), unit), color_of(results, r.config_index), {}};
+  if (unit == "tokens") {
+    l.y.push_back(static_cast<double>(r.limit));
+    return l;
+  }
+  double tokens = 0, size = 0;
+  for (const auto& c : r.calls)
+    if (c.budget_size > 0) tokens += static_cast<double>(c.sent), size += static_cast<double>(c.budget_size);
+  if (size == 0) return std::nullopt;
+  l.y.push_back(static_cast<double>(r.limit) * tokens / size);
+  l.name = fmt::format("limit of {} ({} {}, ~{} tokens here)", results.config_name(r.config_index), grouped(r.limit), unit,
+                       tokens_label(std::round(l.y.front() / 100) * 100));
+  return l;
 }
 
 std::string tokens_chart(const BenchResults& results) {
@@ -218,20 +298,20 @@ std::string tokens_chart(const BenchResults& results) {
   std::vector<Level> levels;
   std::uint64_t window = 0;
   for (const SessionReplay* r : replays_of(results, session)) {
-    Series s{results.config_name(r->config_index), color_of(results, r->config_index), {}};
+    Series s{results.config_name(r->config_index), color_of(results, r->config_index), {}, results.is_baseline(*r)};
     for (const auto& c : r->calls) s.y.push_back(static_cast<double>(c.sent));
     series.push_back(std::move(s));
     window = std::max(window, r->window);
-    if (r->limit > 0) levels.push_back({"limit of " + results.config_name(r->config_index), color_of(results, r->config_index), static_cast<double>(r->limit)});
+    if (auto l = limit_level(results, *r)) levels.push_back(std::move(*l));
   }
-  if (window > 0) levels.push_back({"the model's window", "black", static_cast<double>(window)});
+  if (window > 0) levels.push_back({fmt::format("the model's window ({} tokens)", grouped(window)), "black", {static_cast<double>(window)}});
   return line_chart("Tokens sent per call: " + session, "call", "tokens sent", series, levels, tokens_label);
 }
 
 std::string cumulative_cost_chart(const BenchResults& results) {
   std::vector<Series> series;
   for (std::size_t k = 0; k <= results.configs.size(); ++k) {
-    Series s{results.config_name(k), color_of(results, k), {}};
+    Series s{results.config_name(k), color_of(results, k), {}, k == results.configs.size()};
     double total = 0;
     for (const auto& r : results.replays)
       if (r.config_index == k) s.y.push_back(total += to_usd(r.cost_nusd));
@@ -243,7 +323,8 @@ std::string cumulative_cost_chart(const BenchResults& results) {
 std::string cost_split_chart(const BenchResults& results) {
   Bars b;
   b.stacked = true;
-  b.series = {{"cache read", "#1f77b4", {}}, {"cache write", "#d62728", {}}, {"uncached input", "#ff7f0e", {}}, {"output", "#2ca02c", {}}};
+  const char* const parts_names[] = {"cache read", "cache write", "uncached input", "output"};
+  for (std::size_t p = 0; p < 4; ++p) b.series.push_back({parts_names[p], category_color(p), {}});
   for (std::size_t k = 0; k <= results.configs.size(); ++k) {
     std::uint64_t parts[4] = {0, 0, 0, 0};
     bool any = false;
@@ -254,6 +335,7 @@ std::string cost_split_chart(const BenchResults& results) {
       }
     if (!any) continue;
     b.categories.push_back(results.config_name(k));
+    b.category_colors.push_back(color_of(results, k));
     for (std::size_t p = 0; p < 4; ++p) b.series[p].y.push_back(to_usd(parts[p]));
   }
   return bar_chart("Cost by what is billed, over the corpus", "USD", b, usd_label);
@@ -287,10 +369,9 @@ std::string cost_by_session_chart(const BenchResults& results) {
 
 std::string retention_chart(const BenchResults& results) {
   Bars b;
-  b.series = {{"visible at the median call", "#9ecae1", {}},
-              {"visible at the last call", "#3182bd", {}},
-              {"paths + errors visible at the last call", "#e6550d", {}},
-              {"recoverable", "#31a354", {}}};
+  const char* const kinds[] = {"visible at the median call", "visible at the last call", "paths + errors visible at the last call", "recoverable"};
+  for (std::size_t p = 0; p < 4; ++p) b.series.push_back({kinds[p], category_color(p), {}});
+  double low = 100;
   for (std::size_t k = 0; k <= results.configs.size(); ++k) {
     std::uint64_t pm = 0, vm = 0, pl = 0, vl = 0, f = 0, fv = 0, p = 0, rec = 0;
     bool any = false;
@@ -303,63 +384,80 @@ std::string retention_chart(const BenchResults& results) {
     if (!any) continue;
     auto pct = [](std::uint64_t a, std::uint64_t w) { return w == 0 ? 100.0 : 100.0 * static_cast<double>(a) / static_cast<double>(w); };
     b.categories.push_back(results.config_name(k));
-    b.series[0].y.push_back(pct(vm, pm));
-    b.series[1].y.push_back(pct(vl, pl));
-    b.series[2].y.push_back(pct(fv, f));
-    b.series[3].y.push_back(pct(rec, p));
+    b.category_colors.push_back(color_of(results, k));
+    for (std::size_t s = 0; s < 4; ++s) {
+      const double v = s == 0 ? pct(vm, pm) : s == 1 ? pct(vl, pl) : s == 2 ? pct(fv, f) : pct(rec, p);
+      b.series[s].y.push_back(v);
+      low = std::min(low, v);
+    }
   }
-  return bar_chart("What the model still has, per config", "% of the session's probes", b, percent_label, 100);
+  std::tie(b.x_min, b.x_max) = data_range(low, 100, 5, 0, 100);
+  return bar_chart("What the model still has, per config", fmt::format("% of the session's probes (the axis starts at {:g}%)", b.x_min), b,
+                   percent_label);
 }
 
-// Each point's label beside it: its file's stem, so that a folder does not hide the name.
-std::string point_label(const std::string& name) {
-  if (const std::size_t hash = name.find(" #"); hash != std::string::npos) return name.substr(0, name.find(':', hash));  // a sweep's point
-  const std::string stem = std::filesystem::path(name).stem().string();
-  return stem.empty() ? name : stem;
+// Where each point's label goes: a column right of the plot, in the points' order from top to
+// bottom, at least a line apart, each joined to its point by a thin line.
+std::vector<double> label_rows(const std::vector<double>& ys, double top, double bottom) {
+  std::vector<std::size_t> order(ys.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ys[a] < ys[b]; });
+  std::vector<double> rows(ys.size());
+  double at = top;
+  for (std::size_t i : order) at = rows[i] = std::max(at, ys[i] + 4), at += 14;
+  // Past the bottom: the column moves up as a whole.
+  const double over = at - 14 - bottom;
+  if (over > 0)
+    for (double& r : rows) r -= over;
+  return rows;
 }
 
 }  // namespace
 
 std::string frontier_chart(const std::string& title, const std::vector<FrontierPoint>& points, const std::vector<std::string>& colors,
                            bool label_all) {
-  Frame f;
-  f.right = 120;  // room for the labels of the dearest points
-  // A sweep's points have long names: its legend (the frontier's points) is one a line.
-  const std::size_t columns = label_all ? 3 : 1;
-  f.bottom = 60 + 16 * std::ceil(static_cast<double>((label_all ? points.size() : frontier(points).size()) + 1) / static_cast<double>(columns)) + 20;
-  // Evidence from a round step under the lowest point to 100%: the differences show.
-  double low = 100;
-  for (const auto& p : points) f.x_max = std::max(f.x_max, p.cost), low = std::min(low, p.evidence);
-  const double step = tick_step(std::max(1.0, 100 - low), 5), y_low = std::max(0.0, std::floor((low - step / 2) / step) * step);
-  f.y_max = 100 - y_low;
-  f.x_max *= 1.05;
-  std::string out = svg_open(f, title) + axes(f, "cost with re-fetch, x uncompacted (on the same sessions)", "evidence visible",
-                                              [](double v) { return fmt::format("{:g}x", std::round(v * 100) / 100); },
-                                              [y_low](double v) { return percent_label(v + y_low); });
   const std::vector<std::size_t> front = frontier(points);
+  const auto on = [&](std::size_t i) { return std::find(front.begin(), front.end(), i) != front.end(); };
+  std::vector<std::size_t> labelled;
+  double longest = 0;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (label_all || on(i)) labelled.push_back(i), longest = std::max(longest, text_width(points[i].name, 11));
+  const std::vector<Key> keys = {{"on the frontier (filled): no config costs no more with no less evidence", "black", true},
+                                 {"dominated (hollow): another costs no more and keeps no less", "#999999", false}};
+  Frame f;
+  f.right = 40 + longest;
+  f.w = std::max(900.0, 640 + f.right);
+  f.bottom = 60 + legend_height(keys, f.w) + 20;
+  f.h = std::max(460.0, f.top + f.bottom + 14 * static_cast<double>(labelled.size()) + 20);
+  // Both axes over the range of the data: the points near 1x and 100% show apart.
+  double lo_cost = 1e300, hi_cost = 0, lo_ev = 100, hi_ev = 0;
+  for (const auto& p : points)
+    lo_cost = std::min(lo_cost, p.cost), hi_cost = std::max(hi_cost, p.cost), lo_ev = std::min(lo_ev, p.evidence), hi_ev = std::max(hi_ev, p.evidence);
+  if (points.empty()) lo_cost = 0, hi_cost = 1, hi_ev = 100;
+  std::tie(f.x_min, f.x_max) = data_range(lo_cost, hi_cost, 0.05, 0, 1e300);
+  std::tie(f.y_min, f.y_max) = data_range(lo_ev, hi_ev, 5, 0, 100);
+  std::string out = svg_open(f, title) + axes(f, "cost with re-fetch, x uncompacted (on the same sessions)", "evidence visible",
+                                              [](double v) { return fmt::format("{:g}x", std::round(v * 1000) / 1000); }, percent_label);
   if (front.size() > 1) {
-    out += "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"1\" stroke-dasharray=\"4 3\" points=\"";
+    out += "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"1\" stroke-dasharray=\"6 4\" points=\"";
     for (std::size_t i = 0; i < front.size(); ++i)
-      out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.px(points[front[i]].cost), f.py(points[front[i]].evidence - y_low));
+      out += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.px(points[front[i]].cost), f.py(points[front[i]].evidence));
     out += "\"/>\n";
   }
-  std::vector<std::tuple<std::string, std::string, bool>> keys;
-  std::vector<std::pair<double, double>> placed;  // labels so far: a label near another moves down a line
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    const double x = f.px(p.cost), y = f.py(p.evidence - y_low);
-    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>\n", x, y, colors[i]);
-    double ly = y - 6;
-    while (std::any_of(placed.begin(), placed.end(), [&](const auto& q) { return std::abs(q.first - x) < 90 && std::abs(q.second - ly) < 12; }))
-      ly += 13;
-    if (label_all || std::find(front.begin(), front.end(), i) != front.end()) {
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", x + 8, ly, xml_escape(point_label(p.name)));
-      placed.emplace_back(x, ly);
-      keys.emplace_back(p.name, colors[i], false);  // the legend names the labelled points
-    }
+  std::vector<double> ys;
+  for (std::size_t i : labelled) ys.push_back(f.py(points[i].evidence));
+  const std::vector<double> rows = label_rows(ys, f.top + 4, f.h - f.bottom);
+  const double label_x = f.w - f.right + 24;
+  for (std::size_t j = 0; j < labelled.size(); ++j) {
+    const FrontierPoint& p = points[labelled[j]];
+    out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#bbbbbb\" stroke-width=\"0.7\"/>"
+                       "<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\" fill=\"{}\">{}</text>\n",
+                       f.px(p.cost) + 6, f.py(p.evidence), label_x - 4, rows[j] - 4, label_x, rows[j], colors[labelled[j]], xml_escape(p.name));
   }
-  keys.emplace_back("the frontier: no config cheaper with as much evidence", "black", true);
-  return out + legend(f, keys, columns) + "</svg>\n";
+  for (std::size_t i = 0; i < points.size(); ++i)
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" stroke=\"{}\" stroke-width=\"2\"/>\n", f.px(points[i].cost),
+                       f.py(points[i].evidence), on(i) ? colors[i] : "white", colors[i]);
+  return out + legend(f, keys) + "</svg>\n";
 }
 
 namespace {
@@ -368,7 +466,7 @@ std::string evidence_chart(const BenchResults& results) {
   const std::vector<FrontierPoint> points = frontier_points(results);
   std::vector<std::string> colors;
   for (const auto& p : points) colors.push_back(color_of(results, p.config_index));
-  return frontier_chart("Evidence the agent used, still visible, against cost with re-fetch", points, colors, true);
+  return frontier_chart("The frontier: evidence the agent used, still visible, against cost with re-fetch", points, colors, true);
 }
 
 }  // namespace

@@ -95,7 +95,10 @@ class CorpusReplay {
     fs::remove_all(scratch_, ec);
     if (plugin_failed_) return Error{failure_};
     BenchResults results;
-    for (const auto& c : run_.configs) results.configs.push_back({c.file, print_pipeline(c)});
+    std::vector<std::string> paths;
+    for (const auto& c : run_.configs) paths.push_back(c.file);
+    const std::vector<std::string> names = config_names(paths, run_.names);
+    for (std::size_t k = 0; k < run_.configs.size(); ++k) results.configs.push_back({paths[k], print_pipeline(run_.configs[k]), names[k]});
     for (std::size_t i = 0; i < mine_.size(); ++i) {
       for (auto& r : per_session_[i]) results.replays.push_back(std::move(r));
       if (skipped_[i]) results.skipped.push_back(std::move(*skipped_[i]));
@@ -265,7 +268,8 @@ Expected<BenchResults> merge_outputs(const std::vector<std::string>& dirs) {
     if (!part) return part.error();
     if (results.configs.empty()) results.configs = part->configs, results.sweep_long_sessions = part->sweep_long_sessions;
     bool same = results.configs.size() == part->configs.size();
-    for (std::size_t k = 0; same && k < part->configs.size(); ++k) same = results.configs[k].path == part->configs[k].path;
+    for (std::size_t k = 0; same && k < part->configs.size(); ++k)
+      same = results.configs[k].path == part->configs[k].path && results.configs[k].name == part->configs[k].name;
     if (!same) return Error{dir + ": ran other configs than " + dirs.front()};
     for (auto& r : part->replays) {
       // A shard given twice (or two overlapping shards) would count its sessions twice.

@@ -29,6 +29,7 @@ Expected<ModelMeters> make_bench_meters(const std::optional<std::string>& kind, 
 struct CorpusRun {
   std::string corpus;                  // the folder; sessions are named relative to it
   std::vector<PipelineConfig> configs;  // loaded: each thread builds its own pipelines from them
+  std::vector<std::string> names;       // given by --config NAME=PATH, or "" (bench/results.hpp config_names)
   const PriceTable* prices = nullptr;
   const ModelMeters* meters = nullptr;
   // The meter of every replay, of every config and of the baseline alike, so that their costs

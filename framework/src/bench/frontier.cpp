@@ -27,6 +27,7 @@ std::vector<FrontierPoint> frontier_points(const BenchResults& results, const st
     if (p.sessions == 0) continue;
     p.config_index = k;
     p.name = results.config_name(k);
+    p.path = results.config_path(k);
     p.cost = p.baseline_nusd == 0 ? 1.0 : static_cast<double>(p.cost_nusd) / static_cast<double>(p.baseline_nusd);
     p.evidence = p.probes == 0 ? 100.0 : 100.0 * static_cast<double>(visible[k]) / static_cast<double>(p.probes);
     out.push_back(std::move(p));

@@ -14,7 +14,8 @@ namespace compactor::bench {
 
 struct FrontierPoint {
   std::uint64_t config_index = 0;  // the baseline's is the number of configs
-  std::string name;
+  std::string name;  // the config's short name
+  std::string path;  // as given (a sweep's point: its settings)
   double cost = 0;      // cost with re-fetch against uncompacted's on the same sessions (1: the same)
   double evidence = 100;  // evidence visible, %
   std::uint64_t sessions = 0, probes = 0;

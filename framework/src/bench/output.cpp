@@ -121,7 +121,7 @@ Expected<std::vector<std::string>> read_lines(const std::string& path, bool requ
 }  // namespace
 
 std::string to_json_line(const SessionReplay& r) {
-  json::array messages, sent, cached_messages, cache_read, cache_write, output, compacted, refused, stages, errors;
+  json::array messages, sent, cached_messages, cache_read, cache_write, output, compacted, refused, stages, errors, budget_size;
   for (const auto& c : r.calls) {
     messages.emplace_back(c.messages);
     sent.emplace_back(c.sent);
@@ -132,6 +132,7 @@ std::string to_json_line(const SessionReplay& r) {
     compacted.emplace_back(c.compacted);
     refused.emplace_back(c.refused);
     stages.emplace_back(c.stages);
+    budget_size.emplace_back(c.budget_size);
   }
   for (const auto& e : r.errors) errors.emplace_back(e);
   json::object o{{"session", r.session},
@@ -145,6 +146,7 @@ std::string to_json_line(const SessionReplay& r) {
                  {"declines", r.declines},
                  {"window", r.window},
                  {"limit", r.limit},
+                 {"limit_unit", r.limit_unit},
                  {"refusals", r.refusals},
                  {"over_window", r.over_window},
                  {"over_budget", r.over_budget},
@@ -178,6 +180,8 @@ std::string to_json_line(const SessionReplay& r) {
                                            {"compacted", compacted},
                                            {"refused", refused},
                                            {"stages", stages}}}};
+  // A chars or bytes budget's size per call (the charts' limit line in tokens).
+  if (!r.limit_unit.empty() && r.limit_unit != "tokens") o["per_call"].as_object()["budget_size"] = std::move(budget_size);
   return json::serialize(o);
 }
 
@@ -211,6 +215,7 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
   r.declines = u64(o, "declines");
   r.window = u64(o, "window");
   r.limit = u64(o, "limit");
+  r.limit_unit = str(o, "limit_unit");
   r.refusals = u64(o, "refusals");
   r.over_window = u64(o, "over_window");
   r.over_budget = u64(o, "over_budget");
@@ -265,6 +270,8 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
             fill("compacted", [&](CallRecord& c, const json::value& e) { c.compacted = e.is_bool() && e.get_bool(); }) &&
             fill("refused", [&](CallRecord& c, const json::value& e) { c.refused = e.is_bool() && e.get_bool(); }) &&
             fill("stages", [&](CallRecord& c, const json::value& e) { c.stages = e.is_string() ? std::string(e.get_string()) : ""; });
+  if (p.contains("budget_size"))
+    ok = ok && fill("budget_size", [&](CallRecord& c, const json::value& e) { c.budget_size = num(e); });
   if (!ok) return Error{where + ": per_call arrays do not have " + std::to_string(n) + " entries each"};
   return r;
 }
@@ -460,23 +467,23 @@ std::string explain_misses(const BenchResults& results) {
   std::string out;
   for (const auto& r : results.replays)
     for (const auto& m : r.evidence.misses)
-      out += fmt::format("- {} ({}): call {}: \"{}\" from {}\n", r.session, r.config, m.call, m.line.size() > 120 ? m.line.substr(0, 120) + "…" : m.line,
+      out += fmt::format("- {} ({}): call {}: \"{}\" from {}\n", r.session, results.config_name(r.config_index), m.call, m.line.size() > 120 ? m.line.substr(0, 120) + "…" : m.line,
                          m.from);
   return out.empty() ? "\nEvidence missed: none\n" : "\nEvidence missed (the call, the line the agent used next, the result it came from):\n\n" + out;
 }
 
 std::string sessions_csv(const BenchResults& results) {
   std::string out =
-      "session,source,config,model,meter,window,limit,calls,compactions,declines,refusals,over_window,over_budget,over_budget_tail,summaries,"
+      "session,source,config,model,meter,window,limit,limit_unit,calls,compactions,declines,refusals,over_window,over_budget,over_budget_tail,summaries,"
       "rejections,failures,tokens_sent,cache_read,cache_write,uncached,output,cost_usd,cache_read_usd,cache_write_usd,uncached_usd,output_usd,"
       "summarizer_calls,summarizer_cost_usd,probes_median,visible_median,recoverable_median,probes_last,visible_last,recoverable_last,"
       "facts_last,facts_visible_last,evidence_calls,evidence_probes,evidence_visible,evidence_missed,refetches,refetch_usd,"
       "cost_with_refetch_usd\n";
   for (const auto& r : results.replays)
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{},{:.9f},{},{},{},{},{},{},{},{},"
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f},{:.9f},{},{:.9f},{},{},{},{},{},{},{},{},"
         "{},{},{},{},{},{:.9f},{:.9f}\n",
-        csv_field(r.session), csv_field(r.source), csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.window, r.limit,
+        csv_field(r.session), csv_field(r.source), csv_field(r.config), csv_field(r.model), csv_field(r.meter), r.window, r.limit, r.limit_unit,
         r.calls.size(), r.compactions, r.declines, r.refusals, r.over_window, r.over_budget, r.over_budget_tail, r.summaries,
         r.rejections, r.failures, r.sent, r.cache_read, r.cache_write, r.uncached, r.output, to_usd(r.cost_nusd), to_usd(r.read_nusd),
         to_usd(r.write_nusd), to_usd(r.uncached_nusd), to_usd(r.output_nusd), r.summarizer_calls, to_usd(r.summarizer_cost_nusd),
@@ -499,7 +506,7 @@ Expected<bool> write_outputs(const BenchResults& results, const std::string& dir
     skipped += json::serialize(json::object{{"session", s.session}, {"reason", s.reason}}) + "\n";
   std::vector<std::pair<std::string, std::string>> files;
   for (std::size_t k = 0; k < results.configs.size(); ++k) {
-    configs += json::serialize(json::object{{"index", k}, {"config", results.configs[k].path}}) + "\n";
+    configs += json::serialize(json::object{{"index", k}, {"config", results.configs[k].path}, {"name", results.configs[k].name}}) + "\n";
     files.emplace_back("pipeline-" + std::to_string(k) + ".yaml", results.configs[k].pipeline);
   }
   files.emplace_back("sessions.jsonl", sessions);
@@ -527,8 +534,13 @@ Expected<BenchResults> read_outputs(const std::string& dir) {
     std::ifstream in(dir + "/pipeline-" + std::to_string(k) + ".yaml", std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    out.configs.push_back({str(v.get_object(), "config"), text.str()});
+    out.configs.push_back({str(v.get_object(), "config"), text.str(), str(v.get_object(), "name")});
   }
+  // A folder written before configs had names: the names they go by by default.
+  std::vector<std::string> paths, given;
+  for (const auto& c : out.configs) paths.push_back(c.path), given.push_back(c.name);
+  const std::vector<std::string> names = config_names(paths, given);
+  for (std::size_t k = 0; k < out.configs.size(); ++k) out.configs[k].name = names[k];
   auto sessions = read_lines(dir + "/sessions.jsonl", true);
   if (!sessions) return sessions.error();
   for (std::size_t i = 0; i < sessions->size(); ++i) {

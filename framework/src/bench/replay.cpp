@@ -85,7 +85,8 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
   RunReport r = pipeline.run(sent, options, log);
   call.pipeline_us +=
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
-  if (r.budget.unit == SizeUnit::tokens) out.limit = r.budget.limit;
+  out.limit = r.budget.limit;
+  out.limit_unit = std::string(to_string(r.budget.unit));
   for (const auto& s : r.stages) {
     if (s.status == StageStatus::skipped) continue;
     if (!call.stages.empty()) call.stages += ' ';
@@ -241,6 +242,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
     const std::uint64_t output =
         recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
     count_tokens(previous ? &*previous : nullptr, sent, output, min_cacheable, call, out);
+    if (pipeline != nullptr && pipeline->config().budget.unit != SizeUnit::tokens) call.budget_size = sent.size_in(pipeline->config().budget.unit);
     if (evidence) evidence->measure(c, sent, call.sent, out.evidence);
 
     if (c == median || c == last) {

@@ -34,6 +34,9 @@ struct CallRecord {
   bool compacted = false;             // the request differs from the history the agent held
   bool refused = false;               // over the window: the on_prompt_too_long pipeline ran
   std::string stages;                 // "micro:committed summarize:declined" (skipped stages left out)
+  // The request sent in the config's budget unit when that is not tokens (0 otherwise): where a
+  // chars or bytes limit lies in tokens, for the charts.
+  std::uint64_t budget_size = 0;
   std::int64_t pipeline_us = 0;       // wall time of the pipeline runs (timings.jsonl only)
 };
 
@@ -66,7 +69,8 @@ struct SessionReplay {
   // The same split by what is billed: cache reads, cache writes, uncached input, output.
   std::uint64_t read_nusd = 0, write_nusd = 0, uncached_nusd = 0, output_nusd = 0;
   std::uint64_t window = 0;  // the model's window the replay refused calls over, in tokens
-  std::uint64_t limit = 0;   // the config's budget limit at that window (0: the baseline)
+  std::uint64_t limit = 0;   // the config's budget limit at that window (0: the baseline), in limit_unit
+  std::string limit_unit;    // tokens, chars or bytes ("" for the baseline)
   // A summarizer that is a model: its own calls, tokens and cost (priced by the config's `prices:`,
   // else by the bench's table).
   std::uint64_t summarizer_calls = 0, summarizer_input = 0, summarizer_output = 0;

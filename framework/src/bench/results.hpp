@@ -10,9 +10,16 @@
 namespace compactor::bench {
 
 struct BenchConfig {
-  std::string path;      // as given on the command line
+  std::string path;      // as given on the command line (a sweep's point: its settings)
   std::string pipeline;  // its print-pipeline text
+  std::string name;      // what tables, legends and the report call it (config_names)
 };
+
+// The names configs go by when none is given (`--config NAME=PATH`): each file's stem
+// ("configs/peers/codex-auto-compact.yaml" is codex-auto-compact), its folder too when two stems
+// are alike, the path itself when that is still not unique; a sweep's point by its number
+// ("default-budgets #7"). `given` holds a name or "" per path.
+std::vector<std::string> config_names(const std::vector<std::string>& paths, const std::vector<std::string>& given = {});
 
 struct Skipped {
   std::string session;
@@ -32,8 +39,10 @@ struct BenchResults {
 
   void sort();
   bool is_baseline(const SessionReplay& r) const { return r.config_index == configs.size(); }
-  // The config's path as given, or kUncompacted for the baseline.
+  // The config's short name, or kUncompacted for the baseline.
   std::string config_name(std::uint64_t index) const;
+  // The config's path as given, or kUncompacted for the baseline.
+  std::string config_path(std::uint64_t index) const;
 };
 
 // A session a config replayed dearer than the uncompacted baseline did, each cost with the calls
