@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Compactor needs to build, then the tokenizer rank files (npm ci of
+# Installs the Debian packages Compactor needs to build (librsvg2-dev: the headers of the library
+# `compactor bench` loads to draw its charts as PNG), then the tokenizer rank files (npm ci of
 # tools/tokenizer-data: gpt-tokenizer and @anthropic-ai/tokenizer at pinned versions,
 # integrity-checked by the lock file, cached by npm). With --tests, also what the tests and
 # benchmarks need: GoogleTest, Google Benchmark, clang and libc++ (the loader's foreign-ABI
@@ -23,6 +24,7 @@ packages=(
   libyaml-cpp-dev libspdlog-dev libfmt-dev
   libicu-dev nettle-dev libcurl4-openssl-dev
   libhiredis-dev
+  librsvg2-dev
 )
 if [ "$with_tests" -eq 1 ]; then
   packages+=(

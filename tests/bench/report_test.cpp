@@ -177,6 +177,52 @@ TEST(BenchReport, TheBaselineIsDrawnUnderEveryConfigAndDashed) {
   }
 }
 
+std::uint32_t big_endian(const std::string& bytes, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+// Every chart is a PNG too, drawn at twice the SVG's size (librsvg through its C API).
+TEST(BenchReport, EveryChartIsAPngTooAtTwiceItsSize) {
+  ScratchFolder folder("bench-report-png");
+  const BenchRun run = bench_evidence(folder);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.result.err.find("no PNG charts"), std::string::npos) << run.result.err;
+  for (const char* name : {"tokens-per-call", "cumulative-cost", "cost-split", "cost-by-session", "retention", "evidence"}) {
+    const std::string png = read_file(run.out + "/" + name + ".png");
+    ASSERT_GT(png.size(), 33u) << name;
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << name;
+    EXPECT_EQ(png.substr(12, 4), "IHDR") << name;
+    const auto svg = parse_svg(run.out + "/" + name + ".svg");
+    ASSERT_EQ(svg.front().tag, "svg");
+    EXPECT_EQ(big_endian(png, 16), 2 * std::stoul(svg.front().attr("width"))) << name;
+    EXPECT_EQ(big_endian(png, 20), 2 * std::stoul(svg.front().attr("height"))) << name;
+  }
+}
+
+// report.html: the verdict, the tables and every chart inline, and nothing it would fetch.
+TEST(BenchReport, TheHtmlReportIsSelfContainedAndHoldsTheVerdict) {
+  ScratchFolder folder("bench-report-html");
+  const BenchRun run = bench_evidence(folder);
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  const std::string html = read_file(run.out + "/report.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0u);
+  EXPECT_NE(html.find("<li>Cheapest: plain (1.000x, 100.0%).</li>"), std::string::npos);
+  EXPECT_NE(html.find("<li>Dominated: tight by plain; uncompacted.</li>"), std::string::npos);
+  EXPECT_NE(html.find("<td>tight</td><td class=\"num\">1.067x</td><td class=\"num\">0.0%</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th>cache read USD</th>"), std::string::npos);
+  std::size_t svgs = 0;
+  for (std::size_t at = 0; (at = html.find("<svg ", at)) != std::string::npos; ++at) ++svgs;
+  EXPECT_EQ(svgs, 6u);
+  for (const char* outside : {"<script", "<link", "<img", "<iframe", " src=", " href=", "url(", "@import", "http://", "https://"})
+    EXPECT_EQ(html.find(outside), std::string::npos) << outside;
+  // Well-formed: it parses as XML once its doctype line is left out.
+  std::istringstream in(html.substr(html.find('\n') + 1));
+  pt::ptree tree;
+  EXPECT_NO_THROW(pt::read_xml(in, tree));
+}
+
 TEST(BenchReport, ConfigNamesAreCheckedBeforeAnythingRuns) {
   const std::string plain = kBench + "/configs/plain.yaml";
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{

@@ -121,11 +121,14 @@ bool known_meter(const std::string& kind) {
 // Writes the --out folder, prints the table and what went wrong; exit 1 when a call failed the
 // checkers or a probe was lost.
 int finish(BenchResults& results, const ParsedArgs& args) {
-  if (auto out = args.get("out"))
-    if (auto w = write_outputs(results, *out); !w) {
+  if (auto out = args.get("out")) {
+    std::vector<std::string> notes;
+    if (auto w = write_outputs(results, *out, &notes); !w) {
       fmt::print(stderr, "compactor bench: {}\n", w.error().message);
       return kExitPluginError;
     }
+    for (const auto& note : notes) fmt::print(stderr, "compactor bench: {}\n", note);
+  }
   fmt::print("{}", verdict(results));
   fmt::print("{}", markdown_table(results));
   fmt::print("{}", sweep_report(results));

@@ -3,6 +3,8 @@
 #include "platform/percentile.hpp"
 
 #include "bench/charts.hpp"
+#include "bench/html_report.hpp"
+#include "bench/png_render.hpp"
 #include "bench/sweep_report.hpp"
 #include "host/atomic_file.hpp"
 
@@ -445,21 +447,31 @@ std::string by_source_table(const BenchResults& results) {
 
 }  // namespace
 
+MarkdownTables markdown_tables(const BenchResults& results) {
+  MarkdownTables t;
+  t.main = main_table(results);
+  t.cost_split = cost_split_table(results);
+  t.by_source = by_source_table(results);
+  for (const auto& d : dearer_sessions(results))
+    t.dearer += fmt::format("- {} ({}): ${:.4f}{} vs ${:.4f} uncompacted ({:+.1f}%){}\n", d.session, d.config, to_usd(d.cost_nusd),
+                            d.refetch_nusd ? fmt::format(" (${:.4f} of it re-fetching missed evidence)", to_usd(d.refetch_nusd)) : "",
+                            to_usd(d.baseline_nusd),
+                            d.baseline_nusd ? 100.0 * (to_usd(d.cost_nusd) - to_usd(d.baseline_nusd)) / to_usd(d.baseline_nusd) : 0.0,
+                            d.baseline_fits ? "" : "; uncompacted, calls were over the window");
+  for (const auto& w : meter_warnings(results)) t.warnings += w + "\n";
+  return t;
+}
+
 std::string markdown_table(const BenchResults& results) {
-  std::string out = main_table(results);
-  out += "\nCost by what is billed:\n\n" + cost_split_table(results);
-  out += "\nBy source format:\n\n" + by_source_table(results);
-  const std::vector<Dearer> dearer = dearer_sessions(results);
-  if (!dearer.empty()) {
-    out += "\nDearer than uncompacted:\n\n";
-    for (const auto& d : dearer)
-      out += fmt::format("- {} ({}): ${:.4f}{} vs ${:.4f} uncompacted ({:+.1f}%){}\n", d.session, d.config, to_usd(d.cost_nusd),
-                         d.refetch_nusd ? fmt::format(" (${:.4f} of it re-fetching missed evidence)", to_usd(d.refetch_nusd)) : "",
-                         to_usd(d.baseline_nusd),
-                         d.baseline_nusd ? 100.0 * (to_usd(d.cost_nusd) - to_usd(d.baseline_nusd)) / to_usd(d.baseline_nusd) : 0.0,
-                         d.baseline_fits ? "" : "; uncompacted, calls were over the window");
+  const MarkdownTables t = markdown_tables(results);
+  std::string out = t.main;
+  out += "\nCost by what is billed:\n\n" + t.cost_split;
+  out += "\nBy source format:\n\n" + t.by_source;
+  if (!t.dearer.empty()) out += "\nDearer than uncompacted:\n\n" + t.dearer;
+  for (std::size_t s = 0, nl; s < t.warnings.size(); s = nl + 1) {
+    nl = t.warnings.find('\n', s);
+    out += "\n" + t.warnings.substr(s, nl - s + 1);
   }
-  for (const auto& w : meter_warnings(results)) out += "\n" + w + "\n";
   return out;
 }
 
@@ -493,7 +505,7 @@ std::string sessions_csv(const BenchResults& results) {
   return out;
 }
 
-Expected<bool> write_outputs(const BenchResults& results, const std::string& dir) {
+Expected<bool> write_outputs(const BenchResults& results, const std::string& dir, std::vector<std::string>* notes) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{dir + ": cannot create the folder: " + ec.message()};
@@ -514,8 +526,19 @@ Expected<bool> write_outputs(const BenchResults& results, const std::string& dir
   files.emplace_back("skipped.jsonl", skipped);
   files.emplace_back("configs.jsonl", configs);
   files.emplace_back("sessions.csv", sessions_csv(results));
-  for (auto& [name, svg] : charts_svg(results)) files.emplace_back(name, std::move(svg));
-  for (auto& [name, svg] : sweep_charts(results)) files.emplace_back(name, std::move(svg));
+  std::vector<std::pair<std::string, std::string>> charts = charts_svg(results);
+  for (auto& chart : sweep_charts(results)) charts.push_back(std::move(chart));
+  files.emplace_back("report.html", html_report(results, charts));
+  // Each chart as PNG too; without librsvg, the SVGs alone, said once.
+  for (const auto& [name, svg] : charts) {
+    auto png = svg_to_png(svg);
+    if (!png) {
+      if (notes != nullptr) notes->push_back("no PNG charts in " + dir + ": " + png.error().message);
+      break;
+    }
+    files.emplace_back(name.substr(0, name.size() - 4) + ".png", std::move(*png));
+  }
+  for (auto& [name, svg] : charts) files.emplace_back(name, std::move(svg));
   if (results.sweep_long_sessions > 0)
     files.emplace_back("sweep.json", json::serialize(json::object{{"long_sessions", results.sweep_long_sessions}}) + "\n");
   for (const auto& [name, bytes] : files)

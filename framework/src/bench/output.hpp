@@ -24,15 +24,23 @@ Expected<SessionReplay> replay_from_json_line(std::string_view line, const std::
 using ReplayIndex = std::map<std::pair<std::string, std::uint64_t>, SessionReplay*>;
 Expected<bool> apply_timings_line(std::string_view line, const ReplayIndex& index, const std::string& where);
 
-// The Markdown table, one row per config (the pipeline-time columns come from the timings).
+// The Markdown tables: one row per config (the pipeline-time columns come from the timings), the
+// cost split, the rows per source format; the sessions dearer than uncompacted as a list, and
+// the meters' warnings as lines.
+struct MarkdownTables {
+  std::string main, cost_split, by_source, dearer, warnings;
+};
+MarkdownTables markdown_tables(const BenchResults& results);
+// All of them, as stdout shows them.
 std::string markdown_table(const BenchResults& results);
 std::string sessions_csv(const BenchResults& results);
 // --explain: every probe a replay missed, with its call and the result it came from.
 std::string explain_misses(const BenchResults& results);
 
 // Writes every file of an --out folder (sessions.jsonl, timings.jsonl, skipped.jsonl,
-// configs.jsonl, sessions.csv, pipeline-N.yaml, tokens-per-call.svg, cumulative-cost.svg).
-Expected<bool> write_outputs(const BenchResults& results, const std::string& dir);
+// configs.jsonl, sessions.csv, pipeline-N.yaml, the charts as SVG and PNG, report.html). What a
+// reader should know but is no failure (no PNG without librsvg) goes to `notes`.
+Expected<bool> write_outputs(const BenchResults& results, const std::string& dir, std::vector<std::string>* notes = nullptr);
 
 // Reads an --out folder back (for --merge).
 Expected<BenchResults> read_outputs(const std::string& dir);
