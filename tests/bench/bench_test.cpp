@@ -176,6 +176,47 @@ TEST(BenchFixture, BrokenSessionsAreReportedAndSkipped) {
       << r.err;
 }
 
+// Calls a pipeline leaves over its budget are a figure of the config, in the verdict and the
+// table, not a failure of the bench: exit 0 (docs/bench.md, "Running it"). With no stage and a
+// 1,000-char limit, notes.json's call 2 (5,260 chars, 5,212 of them the protected newest
+// exchange) is over with its tail alone over, call 3 (5,503 chars, its newest exchange 243) over.
+TEST(BenchFixture, CallsLeftOverBudgetAreAFigureAndTheBenchExitsZero) {
+  std::string dir = scratch("over-budget");
+  fs::create_directories(dir);
+  const std::string config = dir + "/tight.yaml";
+  std::ofstream(config) << "version: 1\nbudget: {unit: chars, limit: 1000}\narchive: {dir: .compactor/archive}\npipeline: []\n";
+  auto r = run_cli({"bench", "--corpus", kFixture, "--config", config, "--prices", kPrices, "--meter", "chars4", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("- tight: 1 call left over its budget and 1 call whose protected tail alone is over it.\n"), std::string::npos) << r.out;
+  const auto lines = read_sessions(dir + "/out");
+  EXPECT_EQ(u(lines.at("notes.json|0"), "over_budget"), 1u);
+  EXPECT_EQ(u(lines.at("notes.json|0"), "over_budget_tail"), 1u);
+}
+
+// The bench reads every body `run` reads: a Responses request body is replayed with that API's
+// rules (before, it was skipped: 'request body has no "messages"'); a body breaking one of its
+// rules is skipped with that rule, as `run` refuses it.
+TEST(BenchFixture, ResponsesBodiesAreReplayedAndThoseBreakingARuleSkippedWithIt) {
+  std::string out = scratch("responses");
+  auto r = run_cli({"bench", "--corpus", std::string(COMPACTOR_TEST_DATA_DIR) + "/responses", "--config",
+                    std::string(COMPACTOR_CONFIGS_DIR) + "/demo-50k-chars.yaml", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = read_sessions(out);
+  ASSERT_EQ(lines.count("valid.json|0"), 1u) << r.err;
+  EXPECT_EQ(lines.at("valid.json|0").at("source").as_string(), "responses");
+  EXPECT_EQ(lines.at("valid.json|0").at("model").as_string(), "gpt-5.1-codex");
+  EXPECT_EQ(lines.at("valid.json|0").at("meter").as_string(), "o200k");
+  EXPECT_EQ(u(lines.at("valid.json|0"), "calls"), 3u);  // one before each of its 3 assistant messages
+  EXPECT_EQ(u(lines.at("valid.json|0"), "failures"), 0u);
+  EXPECT_EQ(r.err.find("no \"messages\""), std::string::npos) << r.err;
+  for (const char* rule : {"call_without_output.json: pairing: ", "duplicate_call_id.json: unique_call_ids: ",
+                                  "duplicate_item_id.json: unique_item_ids: ", "instruction_inside_a_tool_pair.json: ",
+                                  "output_without_call.json: pairing: ", "reasoning_without_following_item.json: reasoning_followed: "})
+    EXPECT_NE(r.err.find(std::string("compactor bench: skipped ") + rule), std::string::npos) << rule << "\n" << r.err;
+  EXPECT_NE(r.err.find("instruction_inside_a_tool_pair.json: input.4: an instruction or context item inside a tool pair"), std::string::npos)
+      << r.err;
+}
+
 TEST(BenchFixture, AConfigThatFailsValidationStopsTheBenchBeforeAnythingRuns) {
   std::string dir = scratch("badconfig");
   fs::create_directories(dir);

@@ -9,6 +9,10 @@
 #include "import/importers.hpp"
 #include "wire/anthropic_messages.hpp"
 #include "wire/input_document.hpp"
+#include "wire/gemini.hpp"
+#include "wire/openai_responses.hpp"
+
+#include <boost/json.hpp>
 
 #include <fmt/core.h>
 
@@ -16,6 +20,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -73,6 +79,51 @@ std::map<std::size_t, std::uint64_t> recorded_output_of(const ImportResult& impo
     if (auto it = by_line.find(imported.message_lines[m]); it != by_line.end() && session[m].role() == Role::assistant)
       recorded_output.emplace(m, it->second);
   return recorded_output;
+}
+
+// A session as the bench replays it: what the importers make of a log or a messages array, else a
+// request body `compactor run` reads that no importer does (a Responses or a Gemini API body),
+// read by its wire format's adapter, with that API's rules.
+struct SessionRead {
+  ImportResult result;
+  const wire::WireFormat* format = nullptr;
+  std::string source;  // claude-code, codex, gemini-cli, openai, anthropic, responses, gemini
+  std::string model;   // from the log, or the body's "model"
+  bool openai = false;  // an OpenAI API's session: its tokenizer
+};
+
+std::string body_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(bytes.str(), ec);
+  const boost::json::value* model = !ec && v.is_object() ? v.get_object().if_contains("model") : nullptr;
+  return model != nullptr && model->is_string() ? std::string(model->get_string()) : std::string();
+}
+
+Expected<SessionRead> read_session(const std::string& path) {
+  auto imported = wire::import_session(path, std::nullopt);
+  if (imported) {
+    SessionRead s{std::move(imported->result), imported->format, "", "", false};
+    if (!s.result.conversation) return Error{"no message to import"};
+    s.source = std::string(to_string(s.result.report.format));
+    s.model = model_of(s.result);
+    s.openai = s.result.report.format == ImportFormat::openai || s.result.report.format == ImportFormat::codex;
+    return s;
+  }
+  // What `run` would say of it: a body's located error rather than the importers' "no messages".
+  auto body = wire::read_input_document(path, std::nullopt);
+  if (!body) return body.error();
+  if (body->format == &wire::anthropic_messages() || !body->imported.empty()) return imported.error();
+  SessionRead s;
+  s.result.conversation = body->request->conversation();
+  s.format = body->format;
+  // Named as --input-format names them.
+  s.source = body->format == &wire::openai_responses() ? "responses" : body->format == &wire::gemini() ? "gemini" : std::string(body->format->name());
+  s.model = body_model(path);
+  s.openai = body->format == &wire::openai_responses();
+  return s;
 }
 
 // One bench run: the work shared by its threads, and what they found.
@@ -135,9 +186,9 @@ class CorpusReplay {
   void replay_file(std::size_t i, const std::string& archive_dir, std::vector<Pipeline>& pipelines,
                    const std::vector<CheckerPtr>& input_checkers, StageLogger& log) {
     std::string name = fs::path(mine_[i]).lexically_relative(run_.corpus).generic_string();
-    auto session_read = wire::import_session(mine_[i], std::nullopt);
-    if (!session_read || !session_read->result.conversation) {
-      skipped_[i] = Skipped{name, session_read ? "no message to import" : session_read.error().message};
+    auto session_read = read_session(mine_[i]);
+    if (!session_read) {
+      skipped_[i] = Skipped{name, session_read.error().message};
       progress_.session_done(0);
       return;
     }
@@ -153,7 +204,7 @@ class CorpusReplay {
       progress_.session_done(0);
       return;
     }
-    std::string model = model_of(*imported);
+    std::string model = session_read->model;
     const bool named = !model.empty() || run_.model.has_value();  // else the table's default stands for it
     if (model.empty()) model = run_.model.value_or(run_.prices->default_model);
     const ModelPrice* price = run_.prices->find(model);
@@ -165,8 +216,8 @@ class CorpusReplay {
     setup.model = model;
     setup.archive_dir = archive_dir;
     setup.recorded_output = recorded_output_of(*imported);
-    // An OpenAI model's session (a chat history, a Codex session) is metered with its tokenizer.
-    setup.openai = imported->report.format == ImportFormat::openai || imported->report.format == ImportFormat::codex;
+    // An OpenAI model's session (a chat history, a Codex session, a Responses body) is metered with its tokenizer.
+    setup.openai = session_read->openai;
     auto window = run_.prices->window_of(model);
     setup.window = run_.window.value_or(window ? window->tokens : 200000);
     if (!rules.empty()) setup.rules = &rules;
@@ -176,7 +227,7 @@ class CorpusReplay {
       progress_.session_done(0);
       return;
     }
-    const std::string source(to_string(imported->report.format));
+    const std::string& source = session_read->source;
     // The evidence probes are the original's: found once, measured in every replay.
     const EvidenceIndex evidence(session, call_answers(session), *setup.meter);
     setup.evidence = &evidence;

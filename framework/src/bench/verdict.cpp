@@ -41,13 +41,13 @@ std::string list(const std::vector<std::string>& items) {
 // failures, lost probes.
 std::vector<std::string> caveats(const BenchResults& results) {
   struct Counts {
-    std::uint64_t over = 0, refused = 0, over_window = 0, failed = 0, lost = 0;
+    std::uint64_t over = 0, tail = 0, refused = 0, over_window = 0, failed = 0, lost = 0;
   };
   std::vector<Counts> counts(results.configs.size());
   for (const auto& r : results.replays) {
     if (results.is_baseline(r) || r.config_index >= counts.size()) continue;
     Counts& c = counts[r.config_index];
-    c.over += r.over_budget, c.refused += r.refusals, c.over_window += r.over_window, c.failed += r.failures + r.rejections;
+    c.over += r.over_budget, c.tail += r.over_budget_tail, c.refused += r.refusals, c.over_window += r.over_window, c.failed += r.failures + r.rejections;
     c.lost += r.median.lost.size() + r.last.lost.size();
   }
   std::vector<std::string> out;
@@ -55,6 +55,7 @@ std::vector<std::string> caveats(const BenchResults& results) {
     const Counts& c = counts[k];
     std::vector<std::string> parts;
     if (c.over) parts.push_back(fmt::format("{} call{} left over its budget", c.over, c.over == 1 ? "" : "s"));
+    if (c.tail) parts.push_back(fmt::format("{} call{} whose protected tail alone is over it", c.tail, c.tail == 1 ? "" : "s"));
     if (c.refused) parts.push_back(fmt::format("{} refused by the window ({} still over after the reactive pipeline)", c.refused, c.over_window));
     if (c.failed) parts.push_back(fmt::format("{} failed call{} (exit 1)", c.failed, c.failed == 1 ? "" : "s"));
     if (c.lost) parts.push_back(fmt::format("{} probe{} lost (exit 1)", c.lost, c.lost == 1 ? "" : "s"));
