@@ -12,6 +12,7 @@ int restore_command(int argc, char** argv);
 int archive_command(int argc, char** argv);
 int import_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
+int replay_command(int argc, char** argv);
 int count_command(int argc, char** argv);
 int calibrate_command(int argc, char** argv);
 int serve_command(int argc, char** argv);

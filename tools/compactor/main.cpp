@@ -42,6 +42,9 @@ commands:
                            replay every session call by call through each pipeline (or a
                            sweep's grid): tokens sent, prompt-cache reuse, cost, retention,
                            the evidence the agent used
+  replay          --through URL SESSION [--header "NAME: VALUE"]…
+                           send a recorded session to a running serve call by call, as its
+                           agent would; print what serve did with each call
   serve           --config F [--listen HOST:PORT] [--upstream [API=]URL]…
                            a proxy in front of the model APIs that compacts every request
   serve-token     --name NAME
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
     if (command == "archive") return cli::archive_command(argc, argv);
     if (command == "import") return cli::import_command(argc, argv);
     if (command == "bench") return cli::bench_command(argc, argv);
+    if (command == "replay") return cli::replay_command(argc, argv);
     if (command == "count") return cli::count_command(argc, argv);
     if (command == "calibrate") return cli::calibrate_command(argc, argv);
     if (command == "serve") return cli::serve_command(argc, argv);

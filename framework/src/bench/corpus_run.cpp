@@ -2,6 +2,7 @@
 
 #include "bench/output.hpp"
 #include "bench/replay.hpp"
+#include "bench/session_read.hpp"
 #include "checkers/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "host/pipeline.hpp"
@@ -9,10 +10,6 @@
 #include "import/importers.hpp"
 #include "wire/anthropic_messages.hpp"
 #include "wire/input_document.hpp"
-#include "wire/gemini.hpp"
-#include "wire/openai_responses.hpp"
-
-#include <boost/json.hpp>
 
 #include <fmt/core.h>
 
@@ -20,8 +17,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -62,12 +57,6 @@ class Progress {
   std::chrono::steady_clock::time_point started_;
 };
 
-std::string model_of(const ImportResult& imported) {
-  for (const auto& c : imported.recorded_calls)
-    if (!c.model.empty() && c.model != "<synthetic>") return c.model;
-  return "";
-}
-
 // The output tokens the log recorded for each answer, by the answer's message index.
 std::map<std::size_t, std::uint64_t> recorded_output_of(const ImportResult& imported) {
   const Conversation& session = *imported.conversation;
@@ -79,51 +68,6 @@ std::map<std::size_t, std::uint64_t> recorded_output_of(const ImportResult& impo
     if (auto it = by_line.find(imported.message_lines[m]); it != by_line.end() && session[m].role() == Role::assistant)
       recorded_output.emplace(m, it->second);
   return recorded_output;
-}
-
-// A session as the bench replays it: what the importers make of a log or a messages array, else a
-// request body `compactor run` reads that no importer does (a Responses or a Gemini API body),
-// read by its wire format's adapter, with that API's rules.
-struct SessionRead {
-  ImportResult result;
-  const wire::WireFormat* format = nullptr;
-  std::string source;  // claude-code, codex, gemini-cli, openai, anthropic, responses, gemini
-  std::string model;   // from the log, or the body's "model"
-  bool openai = false;  // an OpenAI API's session: its tokenizer
-};
-
-std::string body_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  boost::system::error_code ec;
-  const boost::json::value v = boost::json::parse(bytes.str(), ec);
-  const boost::json::value* model = !ec && v.is_object() ? v.get_object().if_contains("model") : nullptr;
-  return model != nullptr && model->is_string() ? std::string(model->get_string()) : std::string();
-}
-
-Expected<SessionRead> read_session(const std::string& path) {
-  auto imported = wire::import_session(path, std::nullopt);
-  if (imported) {
-    SessionRead s{std::move(imported->result), imported->format, "", "", false};
-    if (!s.result.conversation) return Error{"no message to import"};
-    s.source = std::string(to_string(s.result.report.format));
-    s.model = model_of(s.result);
-    s.openai = s.result.report.format == ImportFormat::openai || s.result.report.format == ImportFormat::codex;
-    return s;
-  }
-  // What `run` would say of it: a body's located error rather than the importers' "no messages".
-  auto body = wire::read_input_document(path, std::nullopt);
-  if (!body) return body.error();
-  if (body->format == &wire::anthropic_messages() || !body->imported.empty()) return imported.error();
-  SessionRead s;
-  s.result.conversation = body->request->conversation();
-  s.format = body->format;
-  // Named as --input-format names them.
-  s.source = body->format == &wire::openai_responses() ? "responses" : body->format == &wire::gemini() ? "gemini" : std::string(body->format->name());
-  s.model = body_model(path);
-  s.openai = body->format == &wire::openai_responses();
-  return s;
 }
 
 // One bench run: the work shared by its threads, and what they found.
