@@ -1,7 +1,8 @@
-// The bench's SVG charts, drawn from its results, every axis with ticks and every config (the
-// uncompacted baseline too) in one colour throughout:
+// The bench's SVG charts, drawn from its results, every axis with ticks, every config in its one
+// colour (bench/palette.hpp) and by its short name, the baseline grey, dashed and under the
+// configs, shares over the range of the data:
 //   tokens-per-call.svg   tokens sent per call over one session, with its window and each
-//                         config's budget limit (the sawtooth of compaction)
+//                         config's budget limit (a chars or bytes one where it lies in tokens)
 //   cumulative-cost.svg   the cost per config accumulated over the corpus, sessions in path order
 //   cost-split.svg        each config's cost split into cache reads, cache writes, uncached input
 //                         and output
@@ -9,8 +10,8 @@
 //                         compacted, else the dearest)
 //   retention.svg         the probes visible at the median and last call, the paths and errors
 //                         visible at the last call, and what is recoverable, per config
-//   evidence.svg          per config, the evidence the agent used still visible against the
-//                         cost with re-fetch (x uncompacted), the frontier joined
+//   evidence.svg          the frontier: per config, the evidence the agent used still visible
+//                         against the cost with re-fetch (x uncompacted), the frontier joined
 #pragma once
 
 #include "bench/frontier.hpp"

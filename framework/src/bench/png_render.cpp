@@ -1,10 +1,10 @@
 #include "bench/png_render.hpp"
 
+#include "platform/library_on_demand.hpp"
+
 #include <cairo.h>
-#include <dlfcn.h>
 #include <librsvg/rsvg.h>
 
-#include <mutex>
 
 namespace compactor::bench {
 
@@ -29,37 +29,21 @@ struct Rsvg {
   std::string error;  // why it could not be loaded, if it could not
 };
 
-template <typename F>
-bool find(void* library, const char* name, F& f, std::string& error) {
-  f = reinterpret_cast<F>(::dlsym(library, name));
-  if (f == nullptr && error.empty()) error = std::string("librsvg-2.so.2 has no ") + name;
-  return f != nullptr;
-}
-
-// Loaded once per process; never unloaded (GObject types cannot be unregistered).
+// Loaded once per process, kept open (platform/library_on_demand.hpp; GObject types cannot be
+// unregistered anyway).
 const Rsvg& rsvg() {
-  static Rsvg r;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* library = ::dlopen("librsvg-2.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      const char* why = ::dlerror();
-      r.error = std::string(why != nullptr ? why : "librsvg-2.so.2: cannot load") + " (Debian's librsvg2-2 draws the PNG charts)";
-      return;
-    }
-    find(library, "rsvg_handle_new_from_data", r.new_from_data, r.error);
-    find(library, "rsvg_handle_get_intrinsic_size_in_pixels", r.size_in_pixels, r.error);
-    find(library, "rsvg_handle_render_document", r.render_document, r.error);
-    find(library, "g_object_unref", r.object_unref, r.error);
-    find(library, "g_error_free", r.error_free, r.error);
-    find(library, "cairo_image_surface_create", r.surface_create, r.error);
-    find(library, "cairo_create", r.create, r.error);
-    find(library, "cairo_scale", r.scale, r.error);
-    find(library, "cairo_destroy", r.destroy, r.error);
-    find(library, "cairo_surface_destroy", r.surface_destroy, r.error);
-    find(library, "cairo_surface_write_to_png_stream", r.write_png, r.error);
-    find(library, "cairo_status_to_string", r.status_to_string, r.error);
-  });
+  static const Rsvg r = [] {
+    Rsvg out;
+    LibraryOnDemand lib("librsvg-2.so.2");
+    const bool found =
+        lib.get(out.new_from_data, "rsvg_handle_new_from_data") && lib.get(out.size_in_pixels, "rsvg_handle_get_intrinsic_size_in_pixels") &&
+        lib.get(out.render_document, "rsvg_handle_render_document") && lib.get(out.object_unref, "g_object_unref") &&
+        lib.get(out.error_free, "g_error_free") && lib.get(out.surface_create, "cairo_image_surface_create") && lib.get(out.create, "cairo_create") &&
+        lib.get(out.scale, "cairo_scale") && lib.get(out.destroy, "cairo_destroy") && lib.get(out.surface_destroy, "cairo_surface_destroy") &&
+        lib.get(out.write_png, "cairo_surface_write_to_png_stream") && lib.get(out.status_to_string, "cairo_status_to_string");
+    if (!found) out.error = lib.why() + " (Debian's librsvg2-2 draws the PNG charts)";
+    return out;
+  }();
   return r;
 }
 
