@@ -78,7 +78,7 @@ std::string verdict_lines(const BenchResults& results, const std::vector<Frontie
   for (std::size_t i : configs)
     if (points[i].evidence == most) keeping.push_back(points[i].name);
   const auto first_keeping = std::find_if(configs.begin(), configs.end(), [&](std::size_t i) { return points[i].evidence == most; });
-  out += fmt::format("- Most evidence kept ({:.1f}%): {}{}.\n", most, keeping.size() > 4 ? fmt::format("{} configs", keeping.size()) : list(keeping),
+  out += fmt::format("- Most evidence kept ({:.1f}%): {}{}.\n", most, keeping.size() > 6 ? fmt::format("{} configs", keeping.size()) : list(keeping),
                      keeping.size() > 1 ? "; the cheapest of them " + figures(points[*first_keeping]) : "");
   const auto pick = std::find_if(configs.begin(), configs.end(), [&](std::size_t i) { return points[i].evidence >= kPickEvidence; });
   out += pick == configs.end() ? fmt::format("- No config keeps {:g}% of the evidence.\n", kPickEvidence)
