@@ -73,12 +73,12 @@ cost with re-fetch against uncompacted's and its evidence visible, which are on 
 which dominate which, over every session and over the long ones (frontier.svg, frontier-long.svg).
 
 options:
-  --out DIR          sessions.jsonl (one line per session x config, the baseline's last, the
+  --out DIR          report.html (the verdict, tables and charts in one self-contained page),
+                     sessions.jsonl (one line per session x config, the baseline's last, the
                      per-call arrays), sessions.csv, timings.jsonl (the only wall times),
-                     skipped.jsonl, configs.jsonl, pipeline-N.yaml, and the charts
-                     tokens-per-call.svg, cumulative-cost.svg, cost-split.svg,
-                     cost-by-session.svg, retention.svg, evidence.svg (the frontier: cost
-                     against evidence, a point per config)
+                     skipped.jsonl, configs.jsonl, pipeline-N.yaml, and the charts as SVG and
+                     PNG: tokens-per-call, cumulative-cost, cost-split, cost-by-session,
+                     retention, evidence (the frontier: cost against evidence, a point per config)
   --jobs N           replay sessions on N threads (default 1); the output is the same
   --shard I/N        replay only the sessions whose index (in path order) is I modulo N
   --merge DIR        combine the --out folders of shards into one --out (repeatable)
@@ -100,7 +100,8 @@ Sessions that cannot be imported, or that the API would refuse as they are (the 
 are reported and skipped. A config that fails validation stops the bench
 before anything runs. exit codes: 0 ok; 1 a probe was lost or a call failed the checkers (or,
 with --fail-if-dearer, a session was dearer than uncompacted); 2 bad input or config; 3 plugin
-failure or internal error.
+failure or internal error. Calls a config leaves over its budget are a figure (the verdict and
+the table say them), not a failure: they do not change the exit code.
 )";
 
 int print_error(const std::string& message) {
