@@ -91,7 +91,9 @@ std::string verdict_lines(const BenchResults& results, const std::vector<Frontie
   out += "- On the frontier (no config costs no more with no less evidence): " + list(on) + ".\n";
   std::string joined;
   for (const auto& d : dominated) joined += (joined.empty() ? "" : "; ") + d;
-  if (!dominated.empty()) out += "- Dominated: " + joined + ".\n";
+  // A sweep's dozens of points: how many, the table says by which.
+  if (dominated.size() > 8) out += fmt::format("- Dominated: {} of the {} configs (the table says by which).\n", dominated.size(), configs.size());
+  else if (!dominated.empty()) out += "- Dominated: " + joined + ".\n";
   for (const auto& c : caveats(results)) out += "- " + c + ".\n";
   return out;
 }
