@@ -109,6 +109,10 @@ bool LoopbackHttpServer::answer(tcp::socket& socket, beast::flat_buffer& buffer,
   ScriptedResponse scripted = served < script_.size() ? script_[served] : ScriptedResponse{500, {}, "{\"error\":\"unscripted request\"}", {}};
   if (scripted.delay.count() > 0) std::this_thread::sleep_for(scripted.delay);
   if (scripted.before_answer) scripted.before_answer();
+  if (!scripted.raw.empty()) {
+    asio::write(socket, asio::buffer(scripted.raw), ec);
+    return false;
+  }
   const bool again = keep_alive_ && request.keep_alive();
   if (!scripted.chunks.empty()) {
     http::response<http::empty_body> head{static_cast<http::status>(scripted.status), 11};

@@ -32,6 +32,9 @@ struct ScriptedResponse {
   // `between_chunks` is called after the first one is sent.
   std::vector<std::string> chunks;
   std::function<void()> between_chunks;
+  // When not empty: written as the whole answer, byte for byte, and the connection closed after
+  // it (an answer Beast would refuse to write: an oversized or malformed head, a cut body).
+  std::string raw;
 };
 
 struct RecordedRequest {

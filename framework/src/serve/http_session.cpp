@@ -93,6 +93,7 @@ void HttpSession::on_body(beast::error_code ec) {
   stream_.expires_never();
   answering_ = true;
   answer_complete_ = false;
+  answer_begun_ = false;
   Request request = parser_->release();
   parser_.reset();
   // A large body passed through the read buffer: give its room back (a held stream keeps none).
@@ -116,6 +117,7 @@ void HttpSession::reply(const Reply& r) {
   res.content_length(r.body.size());
   std::string bytes = head_text(res.base());
   if (!head_only_) bytes += r.body;
+  answer_begun_ = true;
   answer_complete_ = true;
   send(std::move(bytes));
 }
@@ -128,7 +130,9 @@ void HttpSession::begin_stream(int status, const Headers& headers) {
   res.keep_alive(keep_alive_ && !draining_);
   chunked_ = version_ >= 11 && !head_only_;
   if (chunked_) res.chunked(true);
-  send(head_text(res.base()));
+  std::string bytes = head_text(res.base());
+  answer_begun_ = true;
+  send(std::move(bytes));
 }
 
 void HttpSession::write(std::string_view bytes) {

@@ -80,6 +80,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void set_feeder(std::weak_ptr<StreamFeeder> feeder) { feeder_ = std::move(feeder); }
   bool closed() const { return closed_; }
+  // Whether any of the current answer was handed to the connection (a failure after that can
+  // only cut it short).
+  bool answer_begun() const { return answer_begun_; }
   bool keep_alive() const { return keep_alive_; }
   void close_after_answer() { keep_alive_ = false; }
   // After serve starts draining: the connection closes once its answer is written.
@@ -115,7 +118,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   unsigned version_ = 11;
   bool keep_alive_ = true, head_only_ = false, chunked_ = false;
   bool answering_ = false, answer_complete_ = false, write_in_progress_ = false;
-  bool closed_ = false, draining_ = false, behind_ = false;
+  bool closed_ = false, draining_ = false, behind_ = false, answer_begun_ = false;
 };
 
 }  // namespace compactor::serve

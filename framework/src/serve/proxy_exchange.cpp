@@ -89,11 +89,15 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   }
   ~Exchange() override { shared_.in_flight.fetch_sub(1); }
 
-  void start();
+  void start() {
+    guarded("exchange", [&] { begin(); });
+  }
 
   void on_head(int status, Headers headers) override;
   bool on_body(std::string_view bytes) override;
-  void on_done(const std::string& error, long new_connections) override;
+  void on_done(const std::string& error, long new_connections) override {
+    guarded("exchange", [&] { finish(error, new_connections); });
+  }
   void on_writable() override {
     if (transfer_) pool_.resume(*transfer_);
   }
@@ -106,6 +110,21 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
  private:
   enum class Mode { waiting, holding, streaming, buffering };
 
+  // Every way into the exchange from an event loop's handler goes through here: whatever it
+  // throws ends this exchange alone (fail()), never the thread that runs every other one.
+  template <typename F>
+  void guarded(const char* where, F&& work) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      fail(where, e.what());
+    } catch (...) {
+      fail(where, "an exception that is no std::exception");
+    }
+  }
+  void fail(const char* where, std::string_view what);
+  void begin();
+  void finish(const std::string& error, long new_connections);
   void compact(bool prompt_too_long, std::function<void(JobRun)> then);
   void on_compacted(JobRun run);
   void on_retry_compacted(JobRun run);
@@ -135,7 +154,24 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   std::int64_t compact_us_ = 0, first_byte_us_ = -1;
 };
 
-void Exchange::start() {
+// Counted and logged by the server; the client gets the proxy's 502 when nothing of the answer
+// went out yet, else the connection is closed (a cut answer is never taken for a whole one).
+void Exchange::fail(const char* where, std::string_view what) {
+  shared_.fault(where, fmt::format("{} {}: tenant={}: {}", method_, path_, tenant_name(tenant_), what));
+  if (transfer_) pool_.cancel(*transfer_);
+  transfer_.reset();
+  if (gone_) return;
+  gone_ = true;  // nothing more of this exchange reaches the client
+  if (session_->answer_begun()) {
+    session_->abort();
+    return;
+  }
+  wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: the request failed inside serve");
+  session_->close_after_answer();
+  session_->reply(Reply{e.status, e.body, "application/json", {}});
+}
+
+void Exchange::begin() {
   if (route_.compacting == nullptr) {
     forward(client_body_, route_.extra);
     return;
@@ -146,7 +182,9 @@ void Exchange::start() {
     forward(client_body_, {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
     return;
   }
-  compact(false, [self = shared_from_this()](JobRun run) { self->on_compacted(std::move(run)); });
+  compact(false, [self = shared_from_this()](JobRun run) {
+    self->guarded("exchange", [&] { self->on_compacted(std::move(run)); });
+  });
 }
 
 // The compaction waits for a pipeline in the queue and runs on a queue thread; its result comes
@@ -159,12 +197,19 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
   auto job = std::make_shared<QueuedJob>();
   const auto queued = Clock::now();
   auto started = std::make_shared<Clock::time_point>();
-  job->run = [&metrics = shared_.metrics, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
+  job->run = [&metrics = shared_.metrics, fault = shared_.fault, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
               tenant = tenant_, model = route_.compacting->model_in_path(path_), prompt_too_long, executor, then, timer, queued]() {
     metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(us_since(queued)) / 1e6);
     const auto began = Clock::now();
-    JobRun run = d->zygote->run(Job{wire, prompt_too_long, tenant, model}, *body,
-                                std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
+    JobRun run;
+    try {
+      run = d->zygote->run(Job{wire, prompt_too_long, tenant, model}, *body, std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
+    } catch (const std::exception& e) {  // fail open, as for a worker that crashed
+      fault("pipeline_job", e.what());
+      run = JobRun{};
+      run.outcome.result = JobOutcome::failed;
+      run.outcome.warning = fmt::format("pipeline failed, forwarded unchanged: serve could not run it: {}", e.what());
+    }
     metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
     asio::post(executor, [then, timer, run = std::move(run)]() mutable {
       timer->cancel();
@@ -275,8 +320,8 @@ void Exchange::on_head(int status, Headers headers) {
 // From here on the answer is the client's: nothing is retried, so the request's bodies are let go
 // (thousands of streams may be held open).
 void Exchange::begin_streaming() {
-  mode_ = Mode::streaming;
   session_->begin_stream(status_, answer_headers(upstream_headers_, extra_));
+  mode_ = Mode::streaming;
   client_body_.reset();
   sent_.reset();
 }
@@ -316,7 +361,7 @@ bool Exchange::on_body(std::string_view bytes) {
   return true;
 }
 
-void Exchange::on_done(const std::string& error, long new_connections) {
+void Exchange::finish(const std::string& error, long new_connections) {
   transfer_.reset();
   error_ = error;
   shared_.metrics.add("compactor_serve_upstream_connections_total", new_connections > 0 ? "kind=\"new\"" : "kind=\"reused\"");
@@ -334,7 +379,9 @@ void Exchange::on_done(const std::string& error, long new_connections) {
   if (refusal && !retried_ && (mode_ == Mode::buffering || mode_ == Mode::holding)) {
     // The upstream refused the context: on_prompt_too_long on what the client sent, and one retry.
     retried_ = true;
-    compact(true, [self = shared_from_this()](JobRun run) { self->on_retry_compacted(std::move(run)); });
+    compact(true, [self = shared_from_this()](JobRun run) {
+      self->guarded("exchange", [&] { self->on_retry_compacted(std::move(run)); });
+    });
     return;
   }
   answer_buffered();
@@ -360,6 +407,7 @@ void Exchange::on_retry_compacted(JobRun run) {
 void Exchange::answer_buffered() {
   // Nothing of the upstream's answer went to the client yet: a failure is the proxy's own error.
   if (!error_.empty()) {
+    spdlog::warn("serve: {} {}: tenant={}: upstream failed: {}", method_, path_, tenant_name(tenant_), error_);
     wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + error_);
     session_->reply(Reply{e.status, e.body, "application/json", extra_});
   } else {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace compactor::serve {
 
@@ -24,6 +25,9 @@ struct ProxyShared {
   PipelineQueue& queue;
   std::atomic<int>& in_flight;               // requests not yet answered (the drain waits for 0)
   std::function<std::string(const std::string&)> tenant_label;  // a tenant as a bounded metric label
+  // A failure contained in an exchange (`where`: a short label; `what`: one line naming the
+  // request): counted and logged by the server. The exchange ends alone (502, or cut short).
+  std::function<void(std::string_view where, std::string_view what)> fault;
 };
 
 // How the server routed a request.

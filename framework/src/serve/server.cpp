@@ -90,6 +90,8 @@ class Server final : public RequestHandler {
 
   std::optional<Reply> screen(const RequestHead& head, std::uint64_t content_length, HttpSession& session) override;
   void handle(Request request, std::shared_ptr<HttpSession> session) override;
+  std::optional<Reply> admit(const RequestHead& head, std::uint64_t content_length, HttpSession& session);
+  void route(Request request, std::shared_ptr<HttpSession> session);
   void connection_closed() override;
 
  private:
@@ -98,6 +100,8 @@ class Server final : public RequestHandler {
     return current_;
   }
   void describe_metrics();
+  // A failure caught where it happened (a handler's exception): counted by where, logged.
+  void contain(std::string_view where, std::string_view what);
   void zero_tenant_metrics(const Deployment& d);
   std::string tenant_label(const std::string& tenant);
   void reload(const char* why);
@@ -134,7 +138,8 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
     : options_(std::move(options)),
       current_(std::move(deployment)),
       queue_(current_->workers(), static_cast<std::size_t>(current_->settings.serve.max_queued)),
-      shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); }} {
+      shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); },
+              [this](std::string_view where, std::string_view what) { contain(where, what); }} {
   describe_metrics();
   zero_tenant_metrics(*current_);
 }
@@ -153,9 +158,16 @@ void Server::describe_metrics() {
   metrics_.describe("compactor_serve_in_flight", "gauge", "Requests not yet answered (held streams included).");
   metrics_.describe("compactor_serve_pipelines_waiting", "gauge", "Requests waiting for a pipeline worker.");
   metrics_.describe("compactor_serve_mcp_requests_total", "counter", "/mcp requests by HTTP status.");
+  metrics_.describe("compactor_serve_internal_errors_total", "counter",
+                    "Failures inside serve caught where they happened (the one request failed, 502 or cut short), by where.");
   for (const char* op : {"state_get", "state_put", "blobs_put"})
     metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
   for (const char* result : {"ok", "refused"}) metrics_.add("compactor_serve_reloads_total", fmt::format("result=\"{}\"", result), 0);
+}
+
+void Server::contain(std::string_view where, std::string_view what) {
+  metrics_.add("compactor_serve_internal_errors_total", fmt::format("where=\"{}\"", where));
+  spdlog::error("serve: {}: {}", where, what);
 }
 
 // Every configured client is in the metrics from the start, at zero.
@@ -189,9 +201,35 @@ Reply Server::error_reply(const wire::WireFormat* format, wire::ProxyError kind,
   return Reply{e.status, e.body, "application/json", {}};
 }
 
+// A request's failure inside serve is its own: 500 or 502 in the API's shape, counted and logged.
+std::optional<Reply> Server::screen(const RequestHead& head, std::uint64_t content_length, HttpSession& session) {
+  try {
+    return admit(head, content_length, session);
+  } catch (const std::exception& e) {
+    contain("request_head", fmt::format("{} {}: {}", std::string(head.method_string()), path_of(std::string_view(head.target().data(), head.target().size())), e.what()));
+    return error_reply(nullptr, wire::ProxyError::pipeline_failed, "compactor serve: the request failed inside serve");
+  }
+}
+
+void Server::handle(Request request, std::shared_ptr<HttpSession> session) {
+  const std::string what = fmt::format("{} {}", std::string(request.method_string()),
+                                      path_of(std::string_view(request.target().data(), request.target().size())));
+  try {
+    route(std::move(request), session);
+  } catch (const std::exception& e) {
+    contain("request", fmt::format("{}: {}", what, e.what()));
+    if (!session->answer_begun()) {
+      session->close_after_answer();
+      session->reply(error_reply(nullptr, wire::ProxyError::upstream_failed, "compactor serve: the request failed inside serve"));
+    } else {
+      session->abort();
+    }
+  }
+}
+
 // Before the body is read: what can be refused from the head alone is, so that a large body is
 // never read only to be refused.
-std::optional<Reply> Server::screen(const RequestHead& head, std::uint64_t content_length, HttpSession&) {
+std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t content_length, HttpSession&) {
   auto d = current();
   const std::string_view target(head.target().data(), head.target().size());
   const std::string method(head.method_string());
@@ -231,7 +269,7 @@ UpstreamPool& Server::pool_of(HttpSession& session) {
   return io_.front()->pool;  // not reached: every session runs on one of the I/O threads
 }
 
-void Server::handle(Request request, std::shared_ptr<HttpSession> session) {
+void Server::route(Request request, std::shared_ptr<HttpSession> session) {
   if (draining_) session->drain();
   const std::string target(request.target());
   const std::string method(request.method_string());
@@ -288,7 +326,14 @@ void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, s
   in_flight_.fetch_add(1);
   asio::post(mcp_pool_, [this, request = std::move(request), session = std::move(session), d = std::move(d)] {
     std::string tenant = "none";  // refused before the caller was known
-    Reply r = d->mcp->handle(request, &tenant);
+    Reply r;
+    try {
+      r = d->mcp->handle(request, &tenant);
+    } catch (const std::exception& e) {
+      contain("mcp", fmt::format("{} /mcp: tenant={}: {}", request.method_string(), tenant, e.what()));
+      r = Reply{500, R"({"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"compactor serve: the request failed inside serve"}})",
+                "application/json", {}};
+    }
     metrics_.add("compactor_serve_mcp_requests_total", fmt::format("status=\"{}\"", r.status));
     spdlog::info("serve: {} /mcp {}: tenant={}", request.method_string(), r.status, tenant);
     asio::post(session->executor(), [this, session, r = std::move(r)] {
@@ -414,7 +459,7 @@ int Server::listen_and_serve() {
   const std::uint64_t descriptors = raise_descriptor_limit();
   max_connections_ = s.max_connections > 0 ? static_cast<std::uint64_t>(s.max_connections) : std::max<std::uint64_t>(16, (descriptors - 64) / 2);
   const std::size_t threads = s.io_threads > 0 ? static_cast<std::size_t>(s.io_threads) : 2;
-  const UpstreamSettings upstream{s.ca_file};
+  const UpstreamSettings upstream{s.ca_file, [this](std::string_view where, std::string_view what) { contain(where, what); }};
   for (std::size_t i = 0; i < threads; ++i) io_.push_back(std::make_unique<IoThread>(upstream));
 
   beast::error_code ec;
@@ -440,9 +485,20 @@ int Server::listen_and_serve() {
   for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, sig);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   for (auto& t : io_)
-    t->thread = std::thread([&context = t->context] {
+    t->thread = std::thread([this, &context = t->context] {
       block_signals_in_this_thread();
-      context.run();
+      // The last stop: a handler's exception that nothing nearer caught ends that handler, not
+      // the loop every other connection runs on (Asio lets run() go on after one).
+      for (;;) {
+        try {
+          context.run();
+          return;
+        } catch (const std::exception& e) {
+          contain("io_loop", e.what());
+        } catch (...) {
+          contain("io_loop", "an exception that is no std::exception");
+        }
+      }
     });
   asio::post(io_.front()->context, [this] { accept(); });
 

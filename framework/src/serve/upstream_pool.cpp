@@ -1,7 +1,11 @@
 #include "serve/upstream_pool.hpp"
 
+#include "serve/upstream_head.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <fmt/core.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -31,16 +35,17 @@ void unlock_share(CURL*, curl_lock_data data, void*) { shared().locks[data].unlo
 
 class UpstreamPool::Transfer {
  public:
+  UpstreamPool* pool = nullptr;
   CURL* easy = nullptr;
   curl_slist* header_list = nullptr;
   std::shared_ptr<const std::string> body;
   std::shared_ptr<UpstreamListener> listener;
   std::size_t sent = 0;  // of the body, to curl
   bool uploaded = false;
-  int status = 0;
-  Headers headers;
+  UpstreamHead head;
   bool head_given = false;
   bool paused = false;
+  std::string failure;  // why a callback ended the call (curl says only "write error")
 
   ~Transfer() {
     if (easy != nullptr) curl_easy_cleanup(easy);
@@ -48,16 +53,30 @@ class UpstreamPool::Transfer {
   }
 
   void give_head() {
-    if (head_given) return;
     head_given = true;
     release_body();
-    listener->on_head(status, std::move(headers));
+    listener->on_head(head.status(), head.take_fields());
   }
 
   // The body is kept until the whole of it went out and an answer came (curl sends it again on a
   // new connection when a reused one turns out closed before any answer): a held stream keeps none.
   void release_body() {
     if (uploaded && head_given) body.reset();
+  }
+
+  // Runs a callback's work; an exception stops here, inside this call, instead of crossing
+  // curl's C frames (std::terminate). False: the call ends, `failure` says why.
+  template <typename F>
+  bool contained(const char* where, F&& work) {
+    try {
+      return work();
+    } catch (const std::exception& e) {
+      failure = fmt::format("serve failed handling the upstream's answer ({}): {}", where, e.what());
+    } catch (...) {
+      failure = fmt::format("serve failed handling the upstream's answer ({})", where);
+    }
+    if (pool->settings_.fault) pool->settings_.fault(where, failure);
+    return false;
   }
 
   static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user);
@@ -75,29 +94,35 @@ struct UpstreamPool::Watch {
   bool reading = false, writing = false, gone = false;
 };
 
+// Each line of the answer's head is checked as it comes (serve/upstream_head.hpp): one that
+// Beast or the client could not take ends the call here, and the client gets a 502.
 std::size_t UpstreamPool::Transfer::on_header(char* data, std::size_t size, std::size_t n, void* user) {
   auto& t = *static_cast<Transfer*>(user);
-  std::string_view line(data, size * n);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (t.head_given) return size * n;  // trailers
-  if (line.starts_with("HTTP/")) {  // a status line: a new response (after a 1xx, say)
-    t.headers.clear();
-    std::size_t sp = line.find(' ');
-    t.status = sp == std::string_view::npos ? 0 : std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
-  } else if (line.empty()) {
-    if (t.status >= 200) t.give_head();
-  } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    t.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
-  }
-  return size * n;
+  if (t.head_given) return size * n;  // trailers: not passed on
+  const bool go_on = t.contained("upstream_header", [&] {
+    switch (t.head.line(std::string_view(data, size * n))) {
+      case UpstreamHead::Step::more: return true;
+      case UpstreamHead::Step::complete: t.give_head(); return true;
+      case UpstreamHead::Step::refused: t.failure = t.head.refusal(); return false;
+    }
+    return false;
+  });
+  return go_on ? size * n : 0;
 }
 
 std::size_t UpstreamPool::Transfer::on_write(char* data, std::size_t size, std::size_t n, void* user) {
   auto& t = *static_cast<Transfer*>(user);
-  t.give_head();
-  if (!t.listener->on_body(std::string_view(data, size * n))) {
+  bool pause = false;
+  const bool go_on = t.contained("upstream_write", [&] {
+    if (!t.head_given) {
+      t.failure = "the upstream's answer body came before a complete head";
+      return false;
+    }
+    pause = !t.listener->on_body(std::string_view(data, size * n));
+    return true;
+  });
+  if (!go_on) return 0;
+  if (pause) {
     t.paused = true;
     return CURL_WRITEFUNC_PAUSE;
   }
@@ -158,6 +183,7 @@ UpstreamPool::~UpstreamPool() {
 
 std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& call, std::shared_ptr<UpstreamListener> listener) {
   auto t = std::make_shared<Transfer>();
+  t->pool = this;
   t->easy = curl_easy_init();
   t->listener = std::move(listener);
   t->body = call.body;
@@ -231,8 +257,17 @@ void UpstreamPool::cancel(Transfer& t) {
   keep->listener.reset();
 }
 
-int UpstreamPool::on_socket(CURL*, curl_socket_t fd, int what, void* pool, void*) {
-  static_cast<UpstreamPool*>(pool)->watch(fd, what);
+// Nothing may leave a curl callback by an exception: a socket that cannot be watched ends the
+// one call it belongs to (from the loop: curl must not be re-entered from here).
+int UpstreamPool::on_socket(CURL* easy, curl_socket_t fd, int what, void* pool, void*) {
+  auto* self = static_cast<UpstreamPool*>(pool);
+  try {
+    self->watch(fd, what);
+  } catch (const std::exception& e) {
+    const std::string why = fmt::format("serve could not watch the upstream's socket: {}", e.what());
+    if (self->settings_.fault) self->settings_.fault("upstream_socket", why);
+    asio::post(self->io_, [self, easy, why] { self->abandon(easy, why); });
+  }
   return 0;
 }
 
@@ -242,12 +277,26 @@ int UpstreamPool::on_timer(CURLM*, long timeout_ms, void* pool) {
     self->timer_.cancel();
     return 0;
   }
-  // Never act from inside curl's own call: even a zero timeout goes through the loop.
-  self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
-  self->timer_.async_wait([self](const boost::system::error_code& ec) {
-    if (!ec) self->act(CURL_SOCKET_TIMEOUT, 0);
-  });
+  try {
+    // Never act from inside curl's own call: even a zero timeout goes through the loop.
+    self->timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+    self->timer_.async_wait([self](const boost::system::error_code& ec) {
+      if (!ec) self->act(CURL_SOCKET_TIMEOUT, 0);
+    });
+  } catch (const std::exception& e) {
+    if (self->settings_.fault) self->settings_.fault("upstream_timer", e.what());
+    return -1;
+  }
   return 0;
+}
+
+void UpstreamPool::abandon(CURL* easy, const std::string& why) {
+  auto it = transfers_.find(easy);
+  if (it == transfers_.end()) return;
+  auto t = it->second;
+  transfers_.erase(it);
+  curl_multi_remove_handle(multi_, easy);
+  if (auto listener = std::move(t->listener)) listener->on_done(why, 0);
 }
 
 void UpstreamPool::watch(curl_socket_t fd, int what) {
@@ -301,9 +350,10 @@ void UpstreamPool::finish_done() {
     long connects = 0;
     curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
     curl_multi_remove_handle(multi_, easy);
-    if (rc == CURLE_OK) t->give_head();
+    std::string error = rc == CURLE_OK ? std::string() : !t->failure.empty() ? t->failure : std::string(curl_easy_strerror(rc));
+    if (error.empty() && !t->head_given) error = "the upstream's answer ended before its head did";
     auto listener = std::move(t->listener);
-    if (listener) listener->on_done(rc == CURLE_OK ? std::string() : std::string(curl_easy_strerror(rc)), connects);
+    if (listener) listener->on_done(error, connects);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,6 +52,10 @@ struct UpstreamCall {
 // The settings every pool of a server shares.
 struct UpstreamSettings {
   std::string ca_file;  // serve.ca_file: trust this bundle instead of the system's (a private upstream)
+  // Told of a failure contained in a callback (an exception that would otherwise have crossed
+  // libcurl's C frames and ended the process), `where` a short name for a metric label: counted
+  // and logged by the server; the call it happened in fails alone.
+  std::function<void(std::string_view where, std::string_view what)> fault;
 };
 
 class UpstreamPool {
@@ -83,6 +88,8 @@ class UpstreamPool {
   void arm(const std::shared_ptr<Watch>& w);
   void act(int fd, int events);
   void finish_done();
+  // Ends a call that cannot go on (its socket could not be watched), from the loop.
+  void abandon(CURL* easy, const std::string& why);
 
   boost::asio::io_context& io_;
   CURLM* multi_ = nullptr;
