@@ -165,5 +165,39 @@ TEST(ServeHostile, AnOversizedOrMalformedUpstreamHeadIsA502AndTheServerLivesOn) 
     EXPECT_NE(serve.stderr_text().find(said), std::string::npos) << said << "\n" << serve.stderr_text();
 }
 
+// --- 2. The target stays under the upstream's base path ---------------------------------------
+
+// With the upstream at /gw/anthropic, "GET /../../admin/secret" reached /admin/secret (curl
+// removed the dot segments) and %2e%2e went through for the upstream to decode. Every spelling
+// of a dot segment is refused with 400 in the API's shape, and nothing reaches the upstream;
+// dots inside a name and a query pass as written.
+TEST(ServeHostile, ATargetNeverLeavesTheUpstreamsBasePath) {
+  test::ScratchFolder dir("serve-hostile-path");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(3, ScriptedResponse{200, {}, "{}"}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), ""), upstream.base_url() + "/gw/anthropic");
+  for (const std::string target : {"/../../admin/secret", "/v1/../../admin", "/v1/..", "/./v1/models", "/%2e%2e/%2e%2e/admin",
+                                   "/%2E%2e/admin", "/.%2E/admin", "/v1/..%2f..%2fadmin", "/v1/..%2F..%2Fadmin",
+                                   "/v1/..%5c..%5cadmin", "/v1/..\\..\\admin", "/v1/%2e/models"}) {
+    RawClient client(serve.port());
+    client.send(request_head("GET", target, serve.port()));
+    RawAnswer a = client.read();
+    ASSERT_TRUE(a.answered) << target;
+    EXPECT_EQ(a.status, 400) << target << ": " << a.body;
+    EXPECT_EQ(json::parse(a.body).at("error").at("type"), "invalid_request_error") << target << ": " << a.body;
+  }
+  EXPECT_TRUE(upstream.requests().empty()) << upstream.requests()[0].target;
+  for (const std::string target : {"/v1/models", "/v1/files/a..b/c.d", "/v1/models?after=/../x"}) {
+    RawClient client(serve.port());
+    client.send(request_head("GET", target, serve.port()));
+    EXPECT_EQ(client.read().status, 200) << target;
+  }
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].target, "/gw/anthropic/v1/models");
+  EXPECT_EQ(got[1].target, "/gw/anthropic/v1/files/a..b/c.d");
+  EXPECT_EQ(got[2].target, "/gw/anthropic/v1/models?after=/../x");
+  EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"target\"} 12"), std::string::npos) << metrics_of(serve);
+}
+
 }  // namespace
 }  // namespace compactor

@@ -7,6 +7,7 @@
 #include "serve/serve_metrics.hpp"
 #include "serve/tenant.hpp"
 #include "serve/upstream_pool.hpp"
+#include "serve/upstream_url.hpp"
 
 #include "host/exit_code.hpp"
 
@@ -236,10 +237,9 @@ std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t conten
   const std::string_view path = path_of(target);
   const wire::WireFormat* format = wire::wire_format_for(method, path);
   const wire::WireFormat* api = format != nullptr ? format : wire::wire_format_owning(method, path);
-  if (!target.starts_with('/')) {
+  if (auto why = target_refusal(target)) {
     metrics_.add("compactor_serve_rejections_total", "reason=\"target\"");
-    return error_reply(api, wire::ProxyError::bad_request,
-                       "compactor serve: the request target must be a path starting with \"/\" (origin form)");
+    return error_reply(api, wire::ProxyError::bad_request, "compactor serve: " + *why);
   }
   if (content_length > static_cast<std::uint64_t>(d->settings.serve.max_body_bytes)) {
     metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");

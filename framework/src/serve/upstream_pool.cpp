@@ -193,6 +193,8 @@ std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& 
   if (no_body) t->header_list = curl_slist_append(t->header_list, "Content-Type:");
   CURL* e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, call.url.c_str());
+  // The path goes out as upstream_url() built and checked it: curl removes no dot segment.
+  curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
   // Only HTTP and HTTPS, also after a redirect (which is refused anyway: it would resend the
   // client's key to another host).
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
