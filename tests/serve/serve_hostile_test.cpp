@@ -15,8 +15,13 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -60,7 +65,8 @@ const std::string kBody = R"({"model":"m","max_tokens":5,"messages":[{"role":"us
 // What a client read: an answer (any head size), or nothing before the connection closed or
 // `patience` passed with no byte.
 struct RawAnswer {
-  bool answered = false;
+  bool answered = false;  // a whole head came
+  bool complete = false;  // and the whole body
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-cased names
   std::string body;
@@ -74,17 +80,36 @@ class RawClient {
     beast::error_code ec;
     asio::write(socket_, asio::buffer(bytes.data(), bytes.size()), ec);
   }
+  // Waits for each piece with poll (Asio's blocking reads wait through SO_RCVTIMEO).
   RawAnswer read(std::chrono::milliseconds patience = std::chrono::milliseconds(20000)) {
-    timeval tv{static_cast<time_t>(patience.count() / 1000), static_cast<suseconds_t>((patience.count() % 1000) * 1000)};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     http::response_parser<http::string_body> parser;
     parser.header_limit(1u << 20);
     parser.body_limit(1u << 30);
+    parser.eager(true);
     beast::error_code ec;
-    http::read(socket_, buffer_, parser, ec);
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!parser.is_done()) {
+      if (buffer_.size() > 0) {
+        const std::size_t used = parser.put(buffer_.data(), ec);
+        buffer_.consume(used);
+        if (ec == http::error::need_more) ec = {};
+        if (ec || parser.is_done()) break;
+        if (used > 0) continue;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      pollfd p{socket_.native_handle(), POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+      const std::size_t n = socket_.read_some(buffer_.prepare(64 * 1024), ec);
+      if (ec) {
+        if (ec == asio::error::eof && parser.is_header_done()) parser.put_eof(ec);  // a body that ends with the connection
+        break;
+      }
+      buffer_.commit(n);
+    }
     RawAnswer a;
-    if (ec && !parser.is_header_done()) return a;
+    if (!parser.is_header_done()) return a;
     a.answered = true;
+    a.complete = parser.is_done();
     a.status = static_cast<int>(parser.get().result_int());
     for (const auto& f : parser.get()) {
       std::string name(f.name_string());
@@ -197,6 +222,111 @@ TEST(ServeHostile, ATargetNeverLeavesTheUpstreamsBasePath) {
   EXPECT_EQ(got[1].target, "/gw/anthropic/v1/files/a..b/c.d");
   EXPECT_EQ(got[2].target, "/gw/anthropic/v1/models?after=/../x");
   EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"target\"} 12"), std::string::npos) << metrics_of(serve);
+}
+
+// --- 5. /mcp: authenticated and limited from its head, its queue bounded ---------------------
+
+const std::string kPing = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+
+// /mcp read a body of up to 32 MiB before it authenticated the caller and checked its own 1 MiB
+// limit after the read. Now a stranger's head is answered 401 and an oversized one 413 before
+// any of the body is sent (the old server waited for the body, and closed at body_timeout_ms
+// without a word), and a chunked body stops at 1 MiB.
+TEST(ServeHostile, McpIsAuthenticatedAndLimitedBeforeItsBodyIsRead) {
+  test::ScratchFolder dir("serve-hostile-mcp");
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir.path(), write_config(dir.path(), "serve: {mcp_token_env: MCP_TEST_TOKEN, body_timeout_ms: 3000}\n"),
+                     upstream.base_url(), "serve", {{"MCP_TEST_TOKEN", "s3cret"}});
+  const std::pair<std::string, std::string> bearer{"Authorization", "Bearer s3cret"};
+  {  // a stranger announcing 32 MiB: refused from the head
+    RawClient client(serve.port());
+    client.send(request_head("POST", "/mcp", serve.port(), {{"Content-Type", "application/json"}, {"Content-Length", "33554432"}}));
+    RawAnswer a = client.read();
+    ASSERT_TRUE(a.answered) << "no answer before the body: the body was waited for";
+    EXPECT_EQ(a.status, 401) << a.body;
+  }
+  {  // the token, and 2 MiB announced: over /mcp's own limit, refused from the head
+    RawClient client(serve.port());
+    client.send(request_head("POST", "/mcp", serve.port(), {{"Content-Type", "application/json"}, {"Content-Length", "2097152"}, bearer}));
+    RawAnswer a = client.read();
+    ASSERT_TRUE(a.answered) << "no answer before the body: the body was waited for";
+    EXPECT_EQ(a.status, 413) << a.body;
+    EXPECT_EQ(json::parse(a.body).at("error").at("code"), -32600) << a.body;
+  }
+  {  // chunked: refused once past 1 MiB, the rest never sent
+    RawClient client(serve.port());
+    client.send(request_head("POST", "/mcp", serve.port(), {{"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}, bearer}));
+    const std::string chunk(256 * 1024, ' ');
+    for (int i = 0; i < 6; ++i) client.send(fmt::format("{:x}\r\n{}\r\n", chunk.size(), chunk));
+    RawAnswer a = client.read();
+    ASSERT_TRUE(a.answered) << "no answer before the body ended: the body was waited for";
+    EXPECT_EQ(a.status, 413) << a.body;
+  }
+  Reply ok = call(serve.port(), "POST", "/mcp", kPing, {{"authorization", "Bearer s3cret"}});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+// A Redis that takes connections and never answers (its listener never accepts): every archive
+// read waits on it, and /mcp's threads with them.
+class SilentRedis {
+ public:
+  SilentRedis() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // not inherited by serve: closing it here closes it
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 64);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentRedis() { release(); }
+  unsigned short port() const { return port_; }
+  // Closing the listener resets the connections it held: the reads waiting on them fail now.
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  unsigned short port_ = 0;
+};
+
+// /mcp's work went to an unbounded queue (mcp_in_flight_ was declared and never used): callers
+// piled up behind a slow archive, each holding its body. Past 64 read and unanswered, a caller
+// is answered 503 with Retry-After at once, counted.
+TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
+  test::ScratchFolder dir("serve-hostile-mcp-queue");
+  SilentRedis redis;
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir.path(),
+                     write_config(dir.path(), "store: {kind: redis, url: \"redis://127.0.0.1:" + std::to_string(redis.port()) +
+                                                  "/0\", timeout_ms: 60000}\n"),
+                     upstream.base_url());
+  const std::string restore = R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"restore","arguments":{"receipt":"sha256:)" +
+                              std::string(64, '0') + R"("}}})";
+  auto request = [&] {
+    return request_head("POST", "/mcp", serve.port(), {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(restore.size())}}) +
+           restore;
+  };
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 64; ++i) {
+    held.push_back(std::make_unique<RawClient>(serve.port()));
+    held.back()->send(request());
+  }
+  ASSERT_TRUE(eventually([&] { return metrics_of(serve).find("compactor_serve_in_flight 64\n") != std::string::npos; }))
+      << metrics_of(serve);
+  RawClient late(serve.port());
+  late.send(request());
+  RawAnswer a = late.read(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(a.answered) << "the 65th caller waited behind the others";
+  EXPECT_EQ(a.status, 503) << a.body;
+  EXPECT_EQ(a.headers["retry-after"], "1");
+  EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"mcp_busy\"} 1"), std::string::npos) << metrics_of(serve);
+  redis.release();
+  for (auto& c : held) EXPECT_EQ(c->read().status, 200);  // each told its receipt could not be read
 }
 
 }  // namespace

@@ -79,6 +79,10 @@ void HttpSession::on_head(beast::error_code ec) {
   read_body();
 }
 
+void HttpSession::limit_body(std::uint64_t bytes) {
+  if (parser_) parser_->body_limit(std::min<std::uint64_t>(bytes, limits_.max_body_bytes));
+}
+
 void HttpSession::read_body() {
   if (parser_->is_done()) {
     on_body({});

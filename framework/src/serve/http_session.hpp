@@ -87,6 +87,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void close_after_answer() { keep_alive_ = false; }
   // After serve starts draining: the connection closes once its answer is written.
   void drain() { draining_ = true; }
+  // From screen(): this request's body may be at most `bytes` (a route's own limit, below
+  // serve.max_body_bytes); a chunked body past it is refused as it arrives.
+  void limit_body(std::uint64_t bytes);
 
   boost::asio::any_io_executor executor();
   boost::asio::io_context& context() { return context_; }

@@ -32,7 +32,7 @@ std::optional<std::string> random_session_id() {
   return out;
 }
 
-std::string_view header(const Request& req, std::string_view name) {
+std::string_view header(const http::fields& req, std::string_view name) {
   auto it = req.find(name);
   return it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
@@ -69,7 +69,7 @@ std::optional<std::string> McpEndpoint::closed_reason() const {
 }
 
 // Whether the request may reach the archive, and for which tenant.
-std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenant) const {
+std::optional<Reply> McpEndpoint::refused(const RequestHead& req, std::string& tenant) const {
   if (auto why = closed_reason()) return rpc_error(403, -32001, "compactor serve: " + *why);
   if (access_.loopback) {
     if (!names_this_loopback_server(header(req, "host"), port_))
@@ -82,8 +82,7 @@ std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenan
     if (!origin.empty() && !is_loopback_origin(origin))
       return rpc_error(403, -32001, "compactor serve: /mcp refuses requests from the origin " + std::string(header(req, "origin")));
   }
-  Request headers_only;
-  headers_only.base() = req.base();
+  RequestHead headers_only = req;
   // With client tokens, each client's token is its credential on /mcp as on the API routes; the
   // shared serve.mcp_token_env is for a server without clients (validate says it is unused).
   if (access_.token && access_.clients.empty()) {
@@ -93,11 +92,20 @@ std::optional<Reply> McpEndpoint::refused(const Request& req, std::string& tenan
                        {{"www-authenticate", "Bearer"}});
     headers_only.erase(http::field::authorization);  // the server's token, not an API key
   }
-  auto who = identify_tenant(access_.clients, headers_only.base(), req.target(), true);
+  auto who = identify_tenant(access_.clients, headers_only, req.target(), true);
   if (!who) return rpc_error(401, -32001, who.error().message, {{"www-authenticate", "Bearer"}});
   tenant = *who;
   return std::nullopt;
 }
+
+std::optional<Reply> McpEndpoint::screen(const RequestHead& head, std::uint64_t content_length) const {
+  std::string tenant;
+  if (auto refusal = refused(head, tenant)) return refusal;
+  if (content_length > kMaxBodyBytes) return too_large();
+  return std::nullopt;
+}
+
+Reply McpEndpoint::too_large() { return Reply{413, mcp::McpServer::too_large(), "application/json", {}}; }
 
 std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::string& tenant) {
   constexpr std::size_t kKept = 16;
@@ -122,7 +130,7 @@ void McpEndpoint::adopt_sessions(McpEndpoint& before) {
 
 Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   std::string tenant;
-  if (auto refusal = refused(req, tenant)) return *refusal;
+  if (auto refusal = refused(req.base(), tenant)) return *refusal;
   if (caller != nullptr) *caller = tenant_name(tenant);
   const std::string_view version = header(req, "mcp-protocol-version");
   if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end())
@@ -138,7 +146,7 @@ Reply McpEndpoint::handle(const Request& req, std::string* caller) {
     return Reply{200, "", "application/json", {}};
   }
   if (req.method() != http::verb::post) return Reply{405, "", "application/json", {{"allow", "POST, DELETE"}}};
-  if (req.body().size() > mcp::McpServer::kMaxMessageBytes) return Reply{413, mcp::McpServer::too_large(), "application/json", {}};
+  if (req.body().size() > kMaxBodyBytes) return too_large();
   // The session this message belongs to: a known one, a new one for `initialize`, or none
   // (served at the header's version).
   boost::system::error_code ec;

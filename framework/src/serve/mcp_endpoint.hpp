@@ -52,6 +52,16 @@ class McpEndpoint {
   // folder, or Redis), where each tenant's namespace is read.
   McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access);
 
+  // A message's size at most (a larger body is refused from its head, or as it arrives).
+  static constexpr std::size_t kMaxBodyBytes = mcp::McpServer::kMaxMessageBytes;
+
+  // From the head alone, before any of the body is read: a caller who may not call (403, 401),
+  // or a body over kMaxBodyBytes by its Content-Length (413). Nothing else is decided here.
+  std::optional<Reply> screen(const RequestHead& head, std::uint64_t content_length) const;
+
+  // The answer to a body over kMaxBodyBytes that was refused as it arrived (chunked).
+  static Reply too_large();
+
   // Thread-safe: requests are served on a small pool of their own (an archive read may block).
   // `tenant`, when given, is set to the caller's tenant once authenticated (for the log line).
   Reply handle(const Request& req, std::string* tenant = nullptr);
@@ -67,7 +77,7 @@ class McpEndpoint {
   void bind_port(unsigned port) { port_ = port; }
 
  private:
-  std::optional<Reply> refused(const Request& req, std::string& tenant) const;
+  std::optional<Reply> refused(const RequestHead& head, std::string& tenant) const;
   // The archive's MCP server over `tenant`'s namespace, made at its first request; the few most
   // recently used are kept (each keeps a few blobs the model is paging through).
   std::shared_ptr<const mcp::ArchiveServer> archive_for(const std::string& tenant);

@@ -45,6 +45,10 @@ using Clock = std::chrono::steady_clock;
 // Distinct tenants named in metrics; past this, the rest are counted as "other" (a key-hash
 // tenant per API key must not grow the metrics without bound).
 constexpr std::size_t kTenantLabels = 1000;
+// /mcp requests read and not yet answered, at most: its two threads read archives, which may
+// block (a slow store); past this a caller is told to come back (503 with Retry-After) rather
+// than its body kept waiting (each up to 1 MiB).
+constexpr int kMcpInFlight = 64;
 
 std::int64_t mtime_of(const std::string& file) {
   struct stat st {};
@@ -111,6 +115,8 @@ class Server final : public RequestHandler {
   void on_accepted(IoThread& thread, tcp::socket socket);
   SessionLimits limits() const;
   Reply error_reply(const wire::WireFormat* format, wire::ProxyError kind, const std::string& message) const;
+  std::optional<Reply> admit_mcp(const RequestHead& head, std::uint64_t content_length, HttpSession& session, const Deployment& d);
+  std::optional<Reply> mcp_busy();
   void handle_mcp(Request request, std::shared_ptr<HttpSession> session, std::shared_ptr<const Deployment> d);
   UpstreamPool& pool_of(HttpSession& session);
   int drain();
@@ -230,7 +236,7 @@ void Server::handle(Request request, std::shared_ptr<HttpSession> session) {
 
 // Before the body is read: what can be refused from the head alone is, so that a large body is
 // never read only to be refused.
-std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t content_length, HttpSession&) {
+std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t content_length, HttpSession& session) {
   auto d = current();
   const std::string_view target(head.target().data(), head.target().size());
   const std::string method(head.method_string());
@@ -246,7 +252,8 @@ std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t conten
     return error_reply(api, wire::ProxyError::body_too_large,
                        fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})", d->settings.serve.max_body_bytes));
   }
-  if (path == "/healthz" || path == "/metrics" || path == "/mcp") return std::nullopt;
+  if (path == "/mcp") return admit_mcp(head, content_length, session, *d);
+  if (path == "/healthz" || path == "/metrics") return std::nullopt;
   if (!d->settings.serve.clients.empty())
     if (auto who = identify_tenant(d->settings.serve.clients, head, target, false); !who) {
       metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
@@ -320,9 +327,35 @@ void Server::route(Request request, std::shared_ptr<HttpSession> session) {
   start_exchange(shared_, std::move(d), pool_of(*session), std::move(request), session, std::move(route), std::move(*tenant));
 }
 
+// /mcp is authenticated and its 1 MiB limit applied from the head: no stranger's body is read,
+// and a chunked one stops at the limit.
+std::optional<Reply> Server::admit_mcp(const RequestHead& head, std::uint64_t content_length, HttpSession& session, const Deployment& d) {
+  if (auto refusal = d.mcp->screen(head, content_length)) {
+    if (refusal->status == 413) metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");
+    metrics_.add("compactor_serve_mcp_requests_total", fmt::format("status=\"{}\"", refusal->status));
+    return refusal;
+  }
+  session.limit_body(McpEndpoint::kMaxBodyBytes);
+  if (mcp_in_flight_.load() >= kMcpInFlight) return mcp_busy();
+  return std::nullopt;
+}
+
+std::optional<Reply> Server::mcp_busy() {
+  metrics_.add("compactor_serve_rejections_total", "reason=\"mcp_busy\"");
+  metrics_.add("compactor_serve_mcp_requests_total", "status=\"503\"");
+  return Reply{503, R"({"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"compactor serve: /mcp is busy; try again shortly"}})",
+               "application/json", {{"retry-after", "1"}}};
+}
+
 // /mcp reads the archive, which may block: it runs on a small pool of its own, and the answer
-// comes back to the connection's thread. It counts in flight like any request (the drain waits).
+// comes back to the connection's thread. It counts in flight like any request (the drain waits);
+// the bound is taken here, once the body is read, so that heads arriving together cannot pass it.
 void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, std::shared_ptr<const Deployment> d) {
+  if (mcp_in_flight_.fetch_add(1) >= kMcpInFlight) {
+    mcp_in_flight_.fetch_sub(1);
+    session->reply(*mcp_busy());
+    return;
+  }
   in_flight_.fetch_add(1);
   asio::post(mcp_pool_, [this, request = std::move(request), session = std::move(session), d = std::move(d)] {
     std::string tenant = "none";  // refused before the caller was known
@@ -338,6 +371,7 @@ void Server::handle_mcp(Request request, std::shared_ptr<HttpSession> session, s
     spdlog::info("serve: {} /mcp {}: tenant={}", request.method_string(), r.status, tenant);
     asio::post(session->executor(), [this, session, r = std::move(r)] {
       session->reply(r);
+      mcp_in_flight_.fetch_sub(1);
       in_flight_.fetch_sub(1);
     });
   });
@@ -386,6 +420,7 @@ void Server::on_accepted(IoThread& t, tcp::socket socket) {
       std::move(socket), *this, limits(), [this](const RequestHead& head, std::string_view) {
         metrics_.add("compactor_serve_rejections_total", "reason=\"body_size\"");
         const std::string target(head.target());
+        if (path_of(target) == "/mcp") return McpEndpoint::too_large();
         const wire::WireFormat* format = wire::wire_format_for(std::string(head.method_string()), path_of(target));
         return error_reply(format, wire::ProxyError::body_too_large,
                            fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})",
