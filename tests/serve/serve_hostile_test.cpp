@@ -123,6 +123,7 @@ class RawClient {
     beast::error_code ec;
     socket_.close(ec);
   }
+  int native_handle() { return socket_.native_handle(); }
 
  private:
   asio::io_context io_;
@@ -327,6 +328,90 @@ TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
   EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"mcp_busy\"} 1"), std::string::npos) << metrics_of(serve);
   redis.release();
   for (auto& c : held) EXPECT_EQ(c->read().status, 200);  // each told its receipt could not be read
+}
+
+// --- 6. The queue's bound, taken from the head; a given-up job leaves at once ----------------
+
+std::string hold_pipeline() { return "pipeline:\n  - stage: misbehave\n    params: {mode: hold}\n"; }
+
+// Whether the held stage has started (it notes "start" in the stage log when it does).
+bool stage_started(const fs::path& log) {
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.find("start") != std::string::npos;
+}
+
+std::string body_saying(const std::string& text) {
+  return R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":")" + text + R"("}]})";
+}
+
+std::string whole_request(unsigned short port, const std::string& body) {
+  return request_head("POST", "/v1/messages", port, {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(body.size())}}) +
+         body;
+}
+
+// Which of the clients' connections has something to read first (an answer, or its end), or -1
+// when none has within `patience`.
+int first_readable(const std::vector<RawClient*>& clients, std::chrono::milliseconds patience) {
+  std::vector<pollfd> fds;
+  for (RawClient* c : clients) fds.push_back(pollfd{c->native_handle(), POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), static_cast<int>(patience.count())) <= 0) return -1;
+  for (std::size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents != 0) return static_cast<int>(i);
+  return -1;
+}
+
+// serve.max_queued was checked when a head arrived, against the jobs already queued: heads that
+// arrived together all passed (each body then queued past the bound). The place is now taken
+// from the head: of two heads sent together with max_queued 1, one is refused at once (529 with
+// Retry-After) while the other's body is still to come, and that one is compacted.
+TEST(ServeHostile, HeadsThatArriveTogetherCannotAllPassMaxQueued) {
+  test::ScratchFolder dir("serve-hostile-heads");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), "serve: {workers: 1, max_queued: 1, body_timeout_ms: 3000}\n"), upstream.base_url());
+  RawClient first(serve.port()), second(serve.port());
+  const std::string body = body_saying("queued");
+  const std::string head = request_head("POST", "/v1/messages", serve.port(),
+                                        {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(body.size())}});
+  first.send(head);
+  second.send(head);
+  const int refused = first_readable({&first, &second}, std::chrono::milliseconds(20000));
+  ASSERT_NE(refused, -1) << "neither head was refused: both passed max_queued";
+  RawClient& out = refused == 0 ? first : second;
+  RawClient& in = refused == 0 ? second : first;
+  RawAnswer a = out.read();
+  ASSERT_TRUE(a.answered) << "the refused head's connection closed without an answer (the body timed out)";
+  EXPECT_EQ(a.status, 529) << a.body;
+  EXPECT_EQ(a.headers["retry-after"], "1");
+  in.send(body);
+  RawAnswer b = in.read();
+  EXPECT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.headers["x-compactor-status"], "unchanged");
+  // The place went with the job: the next request is let in.
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+  EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"queue_full\"} 1"), std::string::npos) << metrics_of(serve);
+}
+
+// A job whose serve.queue_timeout_ms passed was forwarded as it came, but stayed in the queue,
+// its body with it, until a worker popped it. It now leaves at once: while the one worker is
+// still held, the queue is empty again as soon as the timed-out call is answered.
+TEST(ServeHostile, AJobGivenUpAtItsDeadlineLeavesTheQueueAtOnce) {
+  test::ScratchFolder dir("serve-hostile-deadline");
+  const fs::path hold = dir.path() / "release", log = dir.path() / "stages.log";
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), "serve: {workers: 1, queue_timeout_ms: 300}\n", hold_pipeline()), upstream.base_url(),
+                     "serve", {{"COMPACTOR_TEST_HOLD_FILE", hold.string()}, {"COMPACTOR_TEST_STAGE_LOG", log.string()}});
+  RawClient held(serve.port());
+  held.send(whole_request(serve.port(), body_saying("holds the worker")));
+  ASSERT_TRUE(eventually([&] { return stage_started(log); }));
+  Reply late = call(serve.port(), "POST", "/v1/messages", body_saying("waits past its deadline"));
+  EXPECT_EQ(late.status, 200);
+  EXPECT_EQ(late.headers["x-compactor-status"], "failed");
+  EXPECT_NE(late.headers["x-compactor-warning"].find("serve.queue_timeout_ms"), std::string::npos) << late.headers["x-compactor-warning"];
+  const std::string metrics = metrics_of(serve);
+  EXPECT_NE(metrics.find("compactor_serve_pipelines_waiting 0\n"), std::string::npos) << "the given-up job is still queued:\n" << metrics;
+  std::ofstream(hold) << "go";
+  EXPECT_EQ(held.read().status, 200);
 }
 
 }  // namespace

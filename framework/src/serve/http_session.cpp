@@ -46,6 +46,7 @@ asio::any_io_executor HttpSession::executor() { return stream_.get_executor(); }
 void HttpSession::start() { read_head(); }
 
 void HttpSession::read_head() {
+  reservation_.reset();
   parser_.emplace();
   parser_->header_limit(kHeaderLimit);
   parser_->body_limit(limits_.max_body_bytes);
@@ -104,6 +105,7 @@ void HttpSession::on_body(beast::error_code ec) {
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
   handler_.handle(std::move(request), shared_from_this());
 }
+
 
 // A refusal before the body was read closes the connection after it: the unread body must not
 // be taken for the next request.

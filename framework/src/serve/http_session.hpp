@@ -90,6 +90,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // From screen(): this request's body may be at most `bytes` (a route's own limit, below
   // serve.max_body_bytes); a chunked body past it is refused as it arrives.
   void limit_body(std::uint64_t bytes);
+  // What screen() reserved for this request (a place in the pipeline queue), kept until handle()
+  // takes it, and let go of with the request when it ends before (a client gone mid-body).
+  void hold(std::shared_ptr<void> reservation) { reservation_ = std::move(reservation); }
+  std::shared_ptr<void> take_reservation() { return std::move(reservation_); }
 
   boost::asio::any_io_executor executor();
   boost::asio::io_context& context() { return context_; }
@@ -117,6 +121,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   SessionLimits limits_;
   std::function<Reply(const RequestHead&, std::string_view)> too_large_;
   std::weak_ptr<StreamFeeder> feeder_;
+  std::shared_ptr<void> reservation_;
   std::string pending_, writing_;  // bytes queued, and the bytes of the write in progress
   unsigned version_ = 11;
   bool keep_alive_ = true, head_only_ = false, chunked_ = false;

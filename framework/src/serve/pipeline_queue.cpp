@@ -17,17 +17,40 @@ PipelineQueue::~PipelineQueue() {
   for (auto& t : threads_) t.join();
 }
 
-bool PipelineQueue::has_room() const {
-  std::lock_guard lock(mutex_);
-  return waiting_.size() < max_waiting_;
+PipelineQueue::Place::~Place() {
+  std::lock_guard lock(queue_.mutex_);
+  if (held_) --queue_.reserved_;
 }
 
-void PipelineQueue::submit(std::shared_ptr<QueuedJob> job) {
+std::shared_ptr<PipelineQueue::Place> PipelineQueue::reserve() {
+  std::lock_guard lock(mutex_);
+  if (waiting_.size() + reserved_ >= max_waiting_) return nullptr;
+  ++reserved_;
+  return std::make_shared<Place>(*this);
+}
+
+void PipelineQueue::submit(std::shared_ptr<QueuedJob> job, std::shared_ptr<Place> place) {
   {
     std::lock_guard lock(mutex_);
     waiting_.push_back(std::move(job));
+    // The job takes the place's count over: it leaves with the job.
+    if (place && place->held_) {
+      place->held_ = false;
+      --reserved_;
+    }
   }
   wake_.notify_one();
+}
+
+bool PipelineQueue::withdraw(const std::shared_ptr<QueuedJob>& job) {
+  std::lock_guard lock(mutex_);
+  if (!job->claim()) return false;
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+    if (*it == job) {
+      waiting_.erase(it);
+      break;
+    }
+  return true;
 }
 
 // One thread per pipeline that may run at once; a reload that lowers the limit leaves the extra

@@ -143,6 +143,8 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   std::vector<std::string> header_lines_;
   std::shared_ptr<const std::string> client_body_, sent_;
   std::shared_ptr<UpstreamPool::Transfer> transfer_;
+  std::shared_ptr<QueuedJob> job_;                     // submitted and not yet back
+  std::shared_ptr<asio::steady_timer> queue_timer_;    // its serve.queue_timeout_ms
   Headers extra_, upstream_headers_;
   Mode mode_ = Mode::waiting;
   int status_ = 0;
@@ -177,6 +179,7 @@ void Exchange::begin() {
     return;
   }
   if (auto why = route_.compacting->passed_through(*client_body_)) {
+    route_.place.reset();  // no pipeline: its place goes to the next request
     spdlog::info("serve: POST {}: tenant={}: passed through untouched: {}", path_, tenant_name(tenant_), *why);
     shared_.metrics.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"passed\"", route_.label));
     forward(client_body_, {{"x-compactor-status", "passed"}, {"x-compactor-warning", header_safe(*why)}});
@@ -216,15 +219,18 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
       then(std::move(run));
     });
   };
-  timer->async_wait([job, then, timeout = s.queue_timeout_ms, &metrics = shared_.metrics](const boost::system::error_code& ec) {
-    if (ec || !job->claim()) return;
+  // Given up at the deadline: out of the queue at once, its body with it.
+  timer->async_wait([job, then, timeout = s.queue_timeout_ms, &queue = shared_.queue, &metrics = shared_.metrics](const boost::system::error_code& ec) {
+    if (ec || !queue.withdraw(job)) return;
     metrics.add("compactor_serve_rejections_total", "reason=\"queue_timeout\"");
     JobRun run;
     run.outcome.result = JobOutcome::failed;
     run.outcome.warning = fmt::format("no pipeline worker was free within serve.queue_timeout_ms ({} ms): forwarded unchanged", timeout);
     then(std::move(run));
   });
-  shared_.queue.submit(std::move(job));
+  job_ = job;
+  queue_timer_ = timer;
+  shared_.queue.submit(std::move(job), std::move(route_.place));
 }
 
 void Exchange::record(const JobOutcome& c, const std::string& route) {
@@ -263,6 +269,7 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
 }
 
 void Exchange::on_compacted(JobRun run) {
+  job_.reset();
   compact_us_ = us_since(started_);
   record(run.outcome, route_.label);
   outcome_ = run.outcome;
@@ -388,6 +395,7 @@ void Exchange::finish(const std::string& error, long new_connections) {
 }
 
 void Exchange::on_retry_compacted(JobRun run) {
+  job_.reset();
   record(run.outcome, route_.label + "_retry");
   const bool ran = run.outcome.result == JobOutcome::compacted || run.outcome.result == JobOutcome::unchanged;
   auto again = run.outcome.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;

@@ -37,6 +37,7 @@ struct ProxyRoute {
   std::string label;                             // the route in metrics and logs
   std::string upstream;                          // the base URL
   Headers extra;                                 // the server's own headers on the answer
+  std::shared_ptr<PipelineQueue::Place> place;   // reserved from the head, for a compacting route
 };
 
 // Starts the exchange; it keeps itself alive until the answer is written or the client is gone.

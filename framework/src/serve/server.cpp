@@ -155,6 +155,7 @@ Server::~Server() {
   for (auto& t : io_) t->context.stop();
   for (auto& t : io_)
     if (t->thread.joinable()) t->thread.join();
+  io_.clear();  // the sessions it holds hold places in queue_, which must outlive them
 }
 
 void Server::describe_metrics() {
@@ -260,13 +261,17 @@ std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t conten
       spdlog::info("serve: {} {}: refused 401: {}", method, path, who.error().message);
       return error_reply(api, wire::ProxyError::unauthorized, who.error().message);
     }
-  if (format != nullptr && !queue_.has_room()) {
+  if (format == nullptr) return std::nullopt;
+  // Taken now, atomically: heads that arrive together cannot all pass serve.max_queued.
+  auto place = queue_.reserve();
+  if (!place) {
     metrics_.add("compactor_serve_rejections_total", "reason=\"queue_full\"");
     Reply r = error_reply(format, wire::ProxyError::overloaded,
                           "compactor serve: serve.max_queued requests already wait for a pipeline; try again shortly");
     r.headers.emplace_back("retry-after", "1");
     return r;
   }
+  session.hold(std::move(place));
   return std::nullopt;
 }
 
@@ -308,6 +313,7 @@ void Server::route(Request request, std::shared_ptr<HttpSession> session) {
   route.compacting = format;
   route.shape = api != nullptr ? api : wire::wire_formats().front();
   route.upstream = d->upstream_for(*route.shape);
+  route.place = std::static_pointer_cast<PipelineQueue::Place>(session->take_reservation());
   if (format != nullptr) {
     route.label = std::string(format->route());
   } else if (api != nullptr && beast::iequals(request[http::field::upgrade], "websocket")) {

@@ -1,7 +1,9 @@
 // TEST ONLY: a stage that archives a blob (so the run has a temporary file) and then takes the
 // process down in the way its `mode` says, to prove the host survives it: exit(0), abort,
 // a segfault, a stack overflow, or an endless loop; or, `slow`, takes two seconds and changes
-// nothing (a worker a test can kill from outside mid-request).
+// nothing (a worker a test can kill from outside mid-request); or, `hold`, changes nothing once
+// the file named by COMPACTOR_TEST_HOLD_FILE exists (a worker a test holds for as long as it
+// needs, and lets go of when it chooses; a minute at most).
 #include "compactor/archive.hpp"
 #include "compactor/plugin.hpp"
 
@@ -36,7 +38,7 @@ class MisbehaveStage final : public Stage {
     if (mode_ == "overflow") sink = recurse(0);
     if (mode_ == "hang")
       for (;;) sink = sink + 1;
-    if (mode_ == "slow") {
+    if (mode_ == "slow" || mode_ == "hold") {
       // When a test names a log, the stage notes when it starts and ends (steady clock, ns).
       const char* log = std::getenv("COMPACTOR_TEST_STAGE_LOG");
       auto note = [&](const char* what) {
@@ -44,7 +46,10 @@ class MisbehaveStage final : public Stage {
         std::ofstream(log, std::ios::app) << what << ' ' << std::chrono::steady_clock::now().time_since_epoch().count() << '\n';
       };
       note("start");
-      std::this_thread::sleep_for(std::chrono::seconds(2));
+      if (mode_ == "slow") std::this_thread::sleep_for(std::chrono::seconds(2));
+      const char* hold = std::getenv("COMPACTOR_TEST_HOLD_FILE");
+      for (int i = 0; mode_ == "hold" && hold != nullptr && i < 6000 && !std::ifstream(hold).good(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
       note("end");
     }
     return StageResult::candidate(committed);
@@ -57,7 +62,7 @@ class MisbehaveStage final : public Stage {
 StageInfo stage_info() {
   StageInfo info;
   info.description = "TEST ONLY: takes the process down";
-  info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "slow", "none"})};
+  info.params = {ParamSpec::choice("mode", "how", "exit", {"exit", "abort", "segv", "overflow", "hang", "slow", "hold", "none"})};
   info.create = factory_of<MisbehaveStage>();
   return info;
 }
