@@ -414,5 +414,37 @@ TEST(ServeHostile, AJobGivenUpAtItsDeadlineLeavesTheQueueAtOnce) {
   EXPECT_EQ(held.read().status, 200);
 }
 
+// --- 7. A client that leaves is noticed: no upstream call for nobody --------------------------
+
+// A client that disconnected while its call waited for a pipeline or compacted was not noticed:
+// the call was still made and billed (an agent that times out and retries pays twice). Now the
+// queued one is withdrawn and the compacting one's result dropped: the upstream hears only the
+// call whose client stayed.
+TEST(ServeHostile, AClientThatLeavesWhileItsCallWaitsOrCompactsCostsNoUpstreamCall) {
+  test::ScratchFolder dir("serve-hostile-gone");
+  const fs::path hold = dir.path() / "release", log = dir.path() / "stages.log";
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(3, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), "serve: {workers: 1}\n", hold_pipeline()), upstream.base_url(), "serve",
+                     {{"COMPACTOR_TEST_HOLD_FILE", hold.string()}, {"COMPACTOR_TEST_STAGE_LOG", log.string()}});
+  RawClient compacting(serve.port()), queued(serve.port());
+  compacting.send(whole_request(serve.port(), body_saying("left while compacting")));
+  ASSERT_TRUE(eventually([&] { return stage_started(log); }));
+  queued.send(whole_request(serve.port(), body_saying("left while queued")));
+  ASSERT_TRUE(eventually([&] { return metrics_of(serve).find("compactor_serve_pipelines_waiting 1\n") != std::string::npos; }));
+  compacting.close();
+  queued.close();
+  EXPECT_TRUE(eventually([&] {
+    const std::string m = metrics_of(serve);
+    return m.find("compactor_serve_client_gone_total{during=\"compacting\"} 1") != std::string::npos &&
+           m.find("compactor_serve_client_gone_total{during=\"queued\"} 1") != std::string::npos;
+  })) << metrics_of(serve);
+  std::ofstream(hold) << "go";
+  Reply stayed = call(serve.port(), "POST", "/v1/messages", body_saying("stayed"));
+  EXPECT_EQ(stayed.status, 200);
+  auto got = upstream.requests();
+  ASSERT_EQ(got.size(), 1u) << "calls made for clients that had left: " << got.size() - 1;
+  EXPECT_NE(got[0].body.find("stayed"), std::string::npos) << got[0].body;
+}
+
 }  // namespace
 }  // namespace compactor

@@ -7,6 +7,9 @@
 #include <boost/beast/http/write.hpp>
 #include <fmt/core.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <sstream>
 
 namespace compactor::serve {
@@ -103,9 +106,24 @@ void HttpSession::on_body(beast::error_code ec) {
   parser_.reset();
   // A large body passed through the read buffer: give its room back (a held stream keeps none).
   if (buffer_.size() == 0) buffer_.shrink_to_fit();
+  ++requests_;
+  if (buffer_.size() == 0) watch_for_close();
   handler_.handle(std::move(request), shared_from_this());
 }
 
+// A client that leaves while its request is answered closes its end: the socket turns readable
+// with nothing to read. Bytes that arrive instead (a pipelined request) end the watch and are left
+// for the next read; so does a client that half-closes after its request (it is taken as gone,
+// as nginx takes it).
+void HttpSession::watch_for_close() {
+  stream_.socket().async_wait(asio::ip::tcp::socket::wait_read, [self = shared_from_this(), request = requests_](beast::error_code ec) {
+    if (ec || self->closed_ || !self->answering_ || request != self->requests_) return;
+    char byte;
+    const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) self->close();
+    else if (n < 0) self->watch_for_close();
+  });
+}
 
 // A refusal before the body was read closes the connection after it: the unread body must not
 // be taken for the next request.

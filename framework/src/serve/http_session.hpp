@@ -5,7 +5,10 @@
 // to the server, and writes what the server answers: a whole reply, or a stream (chunked) that
 // the server feeds as the upstream's bytes arrive. A stream's writes are buffered up to a
 // high-water mark; past it the server is told to stop feeding (the upstream call is paused)
-// until the client has read the bytes. A connection costs its socket, its buffers and no thread.
+// until the client has read the bytes. While a request is answered the connection is watched
+// for the client's leaving (its end of the connection closed), so that a call still waiting for
+// a pipeline or the upstream is given up at once, not made for nobody. A connection costs its
+// socket, its buffers and no thread.
 #pragma once
 
 #include "serve/reply.hpp"
@@ -104,6 +107,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_head(boost::beast::error_code ec);
   void read_body();
   void on_body(boost::beast::error_code ec);
+  void watch_for_close();
   void refuse(const Reply& r);
   void send(std::string bytes);
   void flush();
@@ -122,6 +126,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::function<Reply(const RequestHead&, std::string_view)> too_large_;
   std::weak_ptr<StreamFeeder> feeder_;
   std::shared_ptr<void> reservation_;
+  std::uint64_t requests_ = 0;  // read so far: a close watch belongs to one request
   std::string pending_, writing_;  // bytes queued, and the bytes of the write in progress
   unsigned version_ = 11;
   bool keep_alive_ = true, head_only_ = false, chunked_ = false;

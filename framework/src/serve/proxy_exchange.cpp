@@ -101,11 +101,7 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   void on_writable() override {
     if (transfer_) pool_.resume(*transfer_);
   }
-  void on_client_gone() override {
-    gone_ = true;
-    if (transfer_) pool_.cancel(*transfer_);
-    transfer_.reset();
-  }
+  void on_client_gone() override;
 
  private:
   enum class Mode { waiting, holding, streaming, buffering };
@@ -173,7 +169,29 @@ void Exchange::fail(const char* where, std::string_view what) {
   session_->reply(Reply{e.status, e.body, "application/json", {}});
 }
 
+// The client left: a call still waiting for a pipeline leaves the queue now, one compacting has
+// its result dropped, and the upstream call is never made for nobody (an agent that timed out
+// and retried would pay twice); one already made is cancelled.
+void Exchange::on_client_gone() {
+  gone_ = true;
+  const char* during = "upstream";
+  if (job_) {
+    if (shared_.queue.withdraw(job_)) {
+      during = "queued";
+      queue_timer_->cancel();
+    } else {
+      during = "compacting";
+    }
+    job_.reset();
+  }
+  shared_.metrics.add("compactor_serve_client_gone_total", fmt::format("during=\"{}\"", during));
+  spdlog::info("serve: {} {}: tenant={}: the client left while its call was {}", method_, path_, tenant_name(tenant_), during);
+  if (transfer_) pool_.cancel(*transfer_);
+  transfer_.reset();
+}
+
 void Exchange::begin() {
+  session_->set_feeder(weak_from_this());
   if (route_.compacting == nullptr) {
     forward(client_body_, route_.extra);
     return;
@@ -272,6 +290,7 @@ void Exchange::on_compacted(JobRun run) {
   job_.reset();
   compact_us_ = us_since(started_);
   record(run.outcome, route_.label);
+  if (gone_) return;  // the client left while it compacted: nothing goes upstream
   outcome_ = run.outcome;
   const JobOutcome& o = run.outcome;
   Headers extra;
@@ -396,6 +415,7 @@ void Exchange::finish(const std::string& error, long new_connections) {
 
 void Exchange::on_retry_compacted(JobRun run) {
   job_.reset();
+  if (gone_) return;
   record(run.outcome, route_.label + "_retry");
   const bool ran = run.outcome.result == JobOutcome::compacted || run.outcome.result == JobOutcome::unchanged;
   auto again = run.outcome.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
@@ -459,6 +479,9 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures (status 0).");
   m.describe("compactor_serve_upstream_connections_total", "counter", "Upstream calls by connection: new, or a warm one reused.");
   m.describe("compactor_serve_retries_total", "counter", "Requests sent again after a context-length refusal.");
+  m.describe("compactor_serve_client_gone_total", "counter",
+             "Clients that left before their answer was whole, by what their call was doing: queued (withdrawn), compacting "
+             "(its result dropped; the upstream never called) or upstream (the call cancelled).");
   m.describe("compactor_serve_state_total", "counter", "Continuity state lookups: hit or miss.");
   m.describe("compactor_serve_status_total", "counter",
              "Compacting requests by x-compactor-status (compacted only within budget; over_budget, declined, deferred, …).");
