@@ -446,5 +446,33 @@ TEST(ServeHostile, AClientThatLeavesWhileItsCallWaitsOrCompactsCostsNoUpstreamCa
   EXPECT_NE(got[0].body.find("stayed"), std::string::npos) << got[0].body;
 }
 
+// --- 8. A long stream is not cut at serve.request_timeout_ms ---------------------------------
+
+// request_timeout_ms became curl's CURLOPT_TIMEOUT, which counts a whole streamed answer: long
+// outputs and extended thinking were cut at 10 minutes. It now bounds the time to the answer's
+// head; a stream that keeps sending lasts as long as it does (here past a 1 s limit, with a pause
+// of 1.5 s under a 5 s stall limit), and a head that does not come in time is still a 502 naming
+// the setting.
+TEST(ServeHostile, AStreamOutlivesTheRequestTimeoutWhileItKeepsSending) {
+  test::ScratchFolder dir("serve-hostile-long-stream");
+  ScriptedResponse stream{200, {{"content-type", "text/event-stream"}}};
+  for (int i = 0; i < 4; ++i) stream.chunks.push_back("event: ping\ndata: {\"type\": \"ping\", \"n\": " + std::to_string(i) + "}\n\n");
+  stream.between_chunks = [] { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); };  // the upstream thinks
+  ScriptedResponse late{200, {}, test::anthropic_reply("too late"), std::chrono::milliseconds(2500)};
+  LoopbackHttpServer upstream({stream, late});
+  ServeProcess serve(dir.path(), write_config(dir.path(), "serve: {request_timeout_ms: 1000, upstream_stall_ms: 5000}\n"), upstream.base_url());
+  RawClient client(serve.port());
+  client.send(request_head("GET", "/v1/models", serve.port()));
+  RawAnswer a = client.read();
+  EXPECT_EQ(a.status, 200);
+  EXPECT_TRUE(a.complete) << "the stream was cut: " << a.body;
+  std::string whole;
+  for (const auto& c : stream.chunks) whole += c;
+  EXPECT_EQ(a.body, whole);
+  Reply r = call(serve.port(), "GET", "/v1/models");
+  EXPECT_EQ(r.status, 502) << r.body;
+  EXPECT_NE(r.body.find("no answer head from the upstream within serve.request_timeout_ms (1000 ms)"), std::string::npos) << r.body;
+}
+
 }  // namespace
 }  // namespace compactor

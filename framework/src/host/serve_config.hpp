@@ -40,7 +40,7 @@ struct ServeConfig {
   std::int64_t workers = 0;                 // pipelines that run at once; 0: one per core
   std::int64_t max_queued = 1024;           // requests waiting for a pipeline; more: 529/503 before the body
   std::int64_t queue_timeout_ms = 60000;    // a request waiting longer is forwarded uncompacted
-  std::int64_t request_timeout_ms = 600000; // the pipeline's and the upstream's time per request
+  std::int64_t request_timeout_ms = 600000; // the pipeline's time, and the upstream's to its answer's head
   std::int64_t header_timeout_ms = 60000;   // a request's head (and an idle keep-alive connection)
   std::int64_t body_timeout_ms = 60000;     // a request's body
   std::int64_t upstream_stall_ms = 300000;  // the upstream sends nothing for this long: the call ends

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 namespace compactor::serve {
 namespace {
@@ -46,6 +47,7 @@ class UpstreamPool::Transfer {
   bool head_given = false;
   bool paused = false;
   std::string failure;  // why a callback ended the call (curl says only "write error")
+  std::optional<asio::steady_timer> head_deadline;  // cancelled when the head has come
 
   ~Transfer() {
     if (easy != nullptr) curl_easy_cleanup(easy);
@@ -54,6 +56,7 @@ class UpstreamPool::Transfer {
 
   void give_head() {
     head_given = true;
+    head_deadline.reset();
     release_body();
     listener->on_head(head.status(), head.take_fields());
   }
@@ -207,7 +210,7 @@ std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& 
   curl_easy_setopt(e, CURLOPT_SHARE, shared().share);
   curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout_ms));
+  // No CURLOPT_TIMEOUT: it counts a whole streamed answer. The head has a deadline of its own.
   // A stall: less than one byte a second for stall_ms (curl counts in whole seconds).
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(call.stall_ms / 1000)));
@@ -235,6 +238,12 @@ std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& 
     if (no_body) t->uploaded = true;
   }
   transfers_.emplace(e, t);
+  t->head_deadline.emplace(io_, std::chrono::milliseconds(call.head_timeout_ms));
+  t->head_deadline->async_wait([this, e, ms = call.head_timeout_ms, weak = std::weak_ptr<Transfer>(t)](const boost::system::error_code& ec) {
+    auto held = weak.lock();
+    if (ec || !held || held->head_given) return;
+    abandon(e, fmt::format("no answer head from the upstream within serve.request_timeout_ms ({} ms)", ms));
+  });
   if (curl_multi_add_handle(multi_, e) != CURLM_OK) {
     transfers_.erase(e);
     auto l = t->listener;

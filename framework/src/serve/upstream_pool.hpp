@@ -45,7 +45,9 @@ struct UpstreamCall {
   std::string method = "POST";
   std::vector<std::string> header_lines;  // "Name: value", hop-by-hop ones already left out
   std::shared_ptr<const std::string> body;
-  std::int64_t timeout_ms = 600000;   // the whole call
+  // The answer's head within this (serve.request_timeout_ms); a streamed answer then lasts as
+  // long as it keeps sending (a long output, extended thinking), bounded by stall_ms only.
+  std::int64_t head_timeout_ms = 600000;
   std::int64_t stall_ms = 300000;     // no byte from the upstream for this long ends the call
 };
 
