@@ -20,10 +20,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -124,11 +127,28 @@ class RawClient {
     socket_.close(ec);
   }
   int native_handle() { return socket_.native_handle(); }
+  // Reads the raw bytes of a stream until they hold `text` (false when the connection ended or
+  // `patience` passed first); what was read stays read.
+  bool read_raw_until(std::string_view text, std::chrono::milliseconds patience = std::chrono::milliseconds(20000)) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (raw_.find(text) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      pollfd p{socket_.native_handle(), POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+      char bytes[4096];
+      beast::error_code ec;
+      const std::size_t n = socket_.read_some(asio::buffer(bytes), ec);
+      if (ec) return false;
+      raw_.append(bytes, n);
+    }
+    return true;
+  }
 
  private:
   asio::io_context io_;
   tcp::socket socket_;
   beast::flat_buffer buffer_;
+  std::string raw_;
 };
 
 std::string request_head(const std::string& method, const std::string& target, unsigned short port,
@@ -472,6 +492,100 @@ TEST(ServeHostile, AStreamOutlivesTheRequestTimeoutWhileItKeepsSending) {
   Reply r = call(serve.port(), "GET", "/v1/models");
   EXPECT_EQ(r.status, 502) << r.body;
   EXPECT_NE(r.body.find("no answer head from the upstream within serve.request_timeout_ms (1000 ms)"), std::string::npos) << r.body;
+}
+
+// --- 11. Reloads: one config per deployment, and no old zygote held by a stream ---------------
+
+std::string cmdline(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+// The zygote: serve's one child running `compactor serve-worker`, or -1.
+pid_t zygote_of(const ServeProcess& serve) {
+  for (pid_t child : test::children_of(serve.pid()))
+    if (cmdline(child).find(" serve-worker ") != std::string::npos) return child;
+  return -1;
+}
+
+bool alive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ::kill(pid, 0) == 0 && stat.find(") Z ") == std::string::npos;
+}
+
+// Lets a held upstream answer go on when the test ends, however it ends (the upstream's thread
+// is joined after).
+struct Release {
+  std::promise<void>& promise;
+  ~Release() {
+    try {
+      promise.set_value();
+    } catch (const std::future_error&) {
+    }
+  }
+};
+
+// Every exchange held its deployment for its whole life, so a reload's old zygote, its plugins
+// loaded, lived as long as the longest stream that began before the reload (hours, for an agent
+// left open). A stream needs no pipeline once its answer streams: the old zygote ends while the
+// stream goes on.
+TEST(ServeHostile, ALongStreamDoesNotKeepAReloadsOldZygoteAlive) {
+  test::ScratchFolder dir("serve-hostile-reload-stream");
+  std::promise<void> go_on;
+  std::shared_future<void> released = go_on.get_future().share();
+  ScriptedResponse stream{200, {{"content-type", "text/event-stream"}}};
+  stream.chunks = {"event: first\ndata: {}\n\n", "event: second\ndata: {}\n\n"};
+  stream.between_chunks = [released] { released.wait_for(std::chrono::seconds(60)); };
+  LoopbackHttpServer upstream({stream});
+  Release release{go_on};
+  ServeProcess serve(dir.path(), write_config(dir.path(), ""), upstream.base_url());
+  const pid_t first = zygote_of(serve);
+  ASSERT_GT(first, 0);
+  RawClient client(serve.port());
+  client.send(request_head("GET", "/v1/models", serve.port()));
+  ASSERT_TRUE(client.read_raw_until("event: first"));
+  serve.signal(SIGHUP);
+  ASSERT_TRUE(eventually([&] { return serve.stderr_text().find("compactor serve: reloaded") != std::string::npos; })) << serve.stderr_text();
+  EXPECT_TRUE(eventually([&] { return !alive(first); })) << "the first zygote lives as long as the stream";
+  go_on.set_value();
+  EXPECT_TRUE(client.read_raw_until("event: second")) << "the stream did not go on";
+}
+
+// A zygote that ended was replaced by one started from the config file as it is now, beside the
+// deployment's old settings: a config that a reload had refused still had its pipeline run. Now
+// the replacement is a reload: the refused config's pipeline never runs (requests fail open until
+// the file loads), and once it loads everything comes from it.
+TEST(ServeHostile, AZygoteThatEndsIsReplacedOnlyByAConfigThatLoadsWhole) {
+  test::ScratchFolder dir("serve-hostile-zygote-config");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(3, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), ""), upstream.base_url());
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", kBody).headers["x-compactor-status"], "unchanged");
+  // A config whose pipeline would end every worker, and whose serve section a reload refuses.
+  std::ofstream(dir.path() / "next.yaml") << test::read_file((dir.path() / "c.yaml").string()) << "serve:\n  upstreams: {bogus: \"http://127.0.0.1:1\"}\n";
+  {
+    std::string text = test::read_file((dir.path() / "next.yaml").string());
+    text.replace(text.find("  - stage: snip\n    params: {max_messages: 50, keep_head: 3}\n"), 61, "  - stage: misbehave\n    params: {mode: exit}\n");
+    std::ofstream(dir.path() / "next.yaml") << text;
+  }
+  fs::rename(dir.path() / "next.yaml", dir.path() / "c.yaml");
+  ASSERT_TRUE(eventually([&] { return serve.stderr_text().find("reload (the file changed) refused") != std::string::npos; })) << serve.stderr_text();
+  const pid_t zygote = zygote_of(serve);
+  ASSERT_GT(zygote, 0);
+  ::kill(zygote, SIGKILL);
+  ASSERT_TRUE(eventually([&] {
+    const pid_t now = zygote_of(serve);
+    return !alive(zygote) && ((now > 0 && now != zygote) || serve.stderr_text().find("ended; reloading") != std::string::npos);
+  }));
+  Reply r = call(serve.port(), "POST", "/v1/messages", kBody);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "failed");
+  EXPECT_EQ(r.headers["x-compactor-warning"].find("misbehave"), std::string::npos) << "the refused config's pipeline ran: " << r.headers["x-compactor-warning"];
+  write_config(dir.path(), "");  // fixed: the next reload takes it, and compacts again
+  ASSERT_TRUE(eventually([&] { return serve.stderr_text().find("compactor serve: reloaded") != std::string::npos; })) << serve.stderr_text();
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", kBody).headers["x-compactor-status"], "unchanged");
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ Reply McpEndpoint::too_large() { return Reply{413, mcp::McpServer::too_large(), 
 
 std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::string& tenant) {
   constexpr std::size_t kKept = 16;
+  std::lock_guard lock(mutex_);
   for (auto it = archives_.begin(); it != archives_.end(); ++it)
     if (it->first == tenant) {
       archives_.splice(archives_.begin(), archives_, it);
@@ -123,10 +124,7 @@ std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::st
   return archives_.front().second;
 }
 
-void McpEndpoint::adopt_sessions(McpEndpoint& before) {
-  std::scoped_lock lock(mutex_, before.mutex_);
-  sessions_ = std::move(before.sessions_);
-}
+void McpEndpoint::adopt_sessions(const McpEndpoint& before) { sessions_ = before.sessions_; }
 
 Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   std::string tenant;
@@ -136,13 +134,14 @@ Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   if (!version.empty() && std::find(mcp::kProtocolVersions.begin(), mcp::kProtocolVersions.end(), version) == mcp::kProtocolVersions.end())
     return rpc_error(400, -32600, "unsupported MCP-Protocol-Version " + std::string(version));
   const std::string id(header(req, "mcp-session-id"));
-  std::unique_lock lock(mutex_);
-  auto known = sessions_.find(id);
+  auto& sessions = sessions_->by_id;
+  std::unique_lock lock(sessions_->mutex);
+  auto known = sessions.find(id);
   // A session opened by another tenant is no session of this one.
-  if (known != sessions_.end() && known->second.tenant != tenant) known = sessions_.end();
+  if (known != sessions.end() && known->second.tenant != tenant) known = sessions.end();
   if (req.method() == http::verb::delete_) {
-    if (known == sessions_.end()) return Reply{404, "", "application/json", {}};
-    sessions_.erase(known);
+    if (known == sessions.end()) return Reply{404, "", "application/json", {}};
+    sessions.erase(known);
     return Reply{200, "", "application/json", {}};
   }
   if (req.method() != http::verb::post) return Reply{405, "", "application/json", {{"allow", "POST, DELETE"}}};
@@ -156,7 +155,7 @@ Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   mcp::McpSession session;
   std::string session_id;
   if (!id.empty()) {
-    if (known == sessions_.end())
+    if (known == sessions.end())
       return rpc_error(404, -32001, "no MCP session " + id + " for this client (it ended, this server restarted, or another "
                                     "client opened it): initialize again");
     session = known->second.state;
@@ -168,14 +167,14 @@ Reply McpEndpoint::handle(const Request& req, std::string* caller) {
   } else {
     session = mcp::McpSession::assumed(version.empty() ? "2025-03-26" : std::string(version));
   }
-  auto archive = archive_for(tenant);
   lock.unlock();
+  auto archive = archive_for(tenant);
   std::optional<std::string> answer = archive->server().handle(req.body(), session);
   Headers extra;
   if (!session_id.empty()) {
     lock.lock();
-    if (sessions_.size() >= kMaxSessions && sessions_.count(session_id) == 0) sessions_.erase(sessions_.begin());
-    if (!initialize || session.protocol_version) sessions_[session_id] = Session{tenant, session};
+    if (sessions.size() >= kMaxSessions && sessions.count(session_id) == 0) sessions.erase(sessions.begin());
+    if (!initialize || session.protocol_version) sessions[session_id] = Session{tenant, session};
     if (initialize && session.protocol_version) extra.emplace_back("mcp-session-id", session_id);
   }
   if (!answer) return Reply{202, "", "application/json", std::move(extra)};

@@ -69,9 +69,11 @@ class McpEndpoint {
   // Why /mcp is closed (a line for the server to print at start), or nothing.
   std::optional<std::string> closed_reason() const;
 
-  // A reload's endpoint takes over the sessions the one before opened (a client's session lives
-  // on; a request is still authenticated anew, so a removed client's session is of no use to it).
-  void adopt_sessions(McpEndpoint& before);
+  // A reload's endpoint shares the sessions of the one before (a client's session lives on; a
+  // request is still authenticated anew, so a removed client's session is of no use to it). One
+  // table, not a copy: a request the old endpoint still serves after the swap opens or updates
+  // its session where the new one finds it.
+  void adopt_sessions(const McpEndpoint& before);
 
   // The port the server bound (serve.listen may say 0: any free port), for the Host check.
   void bind_port(unsigned port) { port_ = port; }
@@ -87,13 +89,17 @@ class McpEndpoint {
   std::string version_;
   McpAccess access_;
   std::atomic<unsigned> port_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // archives_
   std::list<std::pair<std::string, std::shared_ptr<const mcp::ArchiveServer>>> archives_;  // most recent first
   struct Session {
     std::string tenant;
     mcp::McpSession state;
   };
-  std::map<std::string, Session> sessions_;  // by Mcp-Session-Id
+  struct Sessions {
+    std::mutex mutex;
+    std::map<std::string, Session> by_id;  // by Mcp-Session-Id
+  };
+  std::shared_ptr<Sessions> sessions_ = std::make_shared<Sessions>();
 };
 
 }  // namespace compactor::serve

@@ -350,6 +350,9 @@ void Exchange::begin_streaming() {
   mode_ = Mode::streaming;
   client_body_.reset();
   sent_.reset();
+  // Nor is the deployment needed: a reload's old zygote (its plugins loaded) ends with the last
+  // request that may still compact, not with the longest stream.
+  d_.reset();
 }
 
 bool Exchange::on_body(std::string_view bytes) {

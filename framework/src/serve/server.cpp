@@ -109,11 +109,12 @@ class Server final : public RequestHandler {
   void contain(std::string_view where, std::string_view what);
   void zero_tenant_metrics(const Deployment& d);
   std::string tenant_label(const std::string& tenant);
-  void reload(const char* why);
+  // `say_refusal` false: a refusal already said (a retry every second) is neither logged nor counted.
+  void reload(const char* why, bool say_refusal = true);
   void replace_zygote_if_gone();
   void accept();
   void on_accepted(IoThread& thread, tcp::socket socket);
-  SessionLimits limits() const;
+  SessionLimits limits();
   Reply error_reply(const wire::WireFormat* format, wire::ProxyError kind, const std::string& message) const;
   std::optional<Reply> admit_mcp(const RequestHead& head, std::uint64_t content_length, HttpSession& session, const Deployment& d);
   std::optional<Reply> mcp_busy();
@@ -130,6 +131,7 @@ class Server final : public RequestHandler {
   std::atomic<std::uint64_t> connections_{0};
   std::uint64_t max_connections_ = 0;
   std::atomic<bool> draining_{false}, accept_paused_{false};
+  bool zygote_gone_said_ = false;  // main thread only
   std::vector<std::unique_ptr<IoThread>> io_;
   std::size_t next_io_ = 0;
   std::optional<tcp::acceptor> acceptor_;
@@ -197,8 +199,9 @@ std::string Server::tenant_label(const std::string& tenant) {
   return tenant;
 }
 
-SessionLimits Server::limits() const {
-  const ServeConfig& s = current_->settings.serve;
+SessionLimits Server::limits() {
+  auto d = current();  // under the lock: a reload replaces current_ from the main thread
+  const ServeConfig& s = d->settings.serve;
   return SessionLimits{std::chrono::milliseconds(s.header_timeout_ms), std::chrono::milliseconds(s.body_timeout_ms),
                        std::chrono::milliseconds(s.upstream_stall_ms), static_cast<std::uint64_t>(s.max_body_bytes)};
 }
@@ -397,7 +400,9 @@ void Server::accept() {
   if (draining_ || !acceptor_) return;
   if (connections_.load() >= max_connections_) {
     accept_paused_ = true;
-    return;
+    // A connection that closed between the count and the flag saw no flag and woke nobody: look
+    // again, and go on if it did (whoever clears the flag accepts).
+    if (connections_.load() >= max_connections_ || !accept_paused_.exchange(false)) return;
   }
   IoThread& t = *io_[next_io_++ % io_.size()];
   acceptor_->async_accept(t.context, [this, &t](beast::error_code ec, tcp::socket socket) {
@@ -448,9 +453,10 @@ bool same_archive(const ServeSettings& a, const ServeSettings& b) {
 }  // namespace
 
 // Runs on the main thread only: the zygote it starts dies with the thread that started it.
-void Server::reload(const char* why) {
+void Server::reload(const char* why, bool say_refusal) {
   LoadOutcome next = load_deployment(options_);
   if (!next.deployment) {
+    if (!say_refusal) return;
     for (const auto& e : next.errors) spdlog::error("serve: reload ({}) refused: {}", why, e);
     metrics_.add("compactor_serve_reloads_total", "result=\"refused\"");
     return;
@@ -476,22 +482,22 @@ void Server::reload(const char* why) {
   fmt::print(stderr, "compactor serve: reloaded {} ({}): validated and in use\n", options_.config_file, why);
 }
 
-// A zygote that ended (killed from outside, out of memory) is replaced with the same config, so
-// the server keeps compacting; until then its requests fail open.
+// A zygote that ended (killed from outside, out of memory) is replaced by reloading the config
+// file, so that a deployment's settings and its pipeline always come from one config: started
+// alone from the file, the new zygote would run whatever the file now says (a config a reload
+// refused, say) beside the old settings. Until a reload succeeds its requests fail open.
 void Server::replace_zygote_if_gone() {
   auto d = current();
-  if (d->zygote->alive()) return;
-  spdlog::error("serve: the pipeline's zygote (pid {}) ended; starting another", d->zygote->pid());
-  Zygote::StartFailure failure;
-  auto zygote = Zygote::start(options_.config_file, std::chrono::milliseconds(120000), failure);
-  if (!zygote) {
-    for (const auto& e : failure.errors) spdlog::error("serve: the pipeline's zygote could not be started again: {}", e);
+  if (d->zygote->alive()) {
+    zygote_gone_said_ = false;
     return;
   }
-  auto next = std::make_shared<Deployment>(*d);
-  next->zygote = std::move(zygote);
-  std::lock_guard lock(config_mutex_);
-  current_ = std::move(next);
+  const bool first = !zygote_gone_said_;
+  if (first)
+    spdlog::error("serve: the pipeline's zygote (pid {}) ended; reloading {} to replace it (requests are forwarded uncompacted "
+                  "until it loads)", d->zygote->pid(), options_.config_file);
+  zygote_gone_said_ = true;
+  reload("the pipeline's zygote ended", first);
 }
 
 int Server::listen_and_serve() {
