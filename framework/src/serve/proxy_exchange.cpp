@@ -1,5 +1,6 @@
 #include "serve/proxy_exchange.hpp"
 
+#include "serve/answer_hold.hpp"
 #include "serve/tenant.hpp"
 #include "serve/upstream_url.hpp"
 
@@ -20,12 +21,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using Clock = std::chrono::steady_clock;
 
-// An error answer is held whole so that a context refusal can be retried; one larger than this is
-// no refusal, and goes to the client as it arrives instead.
-constexpr std::size_t kErrorBodyLimit = 1 << 20;
-// More than this before a stream's first blank line is no event stream worth holding.
-constexpr std::size_t kHoldLimit = 1 << 20;
-
 std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
 }
@@ -37,11 +32,6 @@ bool hop_by_hop(std::string_view name) {
   for (std::string_view n : names)
     if (beast::iequals(name, n)) return true;
   return false;
-}
-
-// Events end at a blank line ("\n\n", or "\r\n\r\n").
-bool first_event_complete(const std::string& held) {
-  return held.find("\n\n") != std::string::npos || held.find("\r\n\r\n") != std::string::npos;
 }
 
 // The upstream's headers a client may see, with the server's own set over them.
@@ -68,7 +58,10 @@ void record_store(Metrics& m, const JobOutcome::StoreReport& st) {
                  "every failure): {}", st.error);
 }
 
-class Exchange final : public UpstreamListener, public StreamFeeder, public std::enable_shared_from_this<Exchange> {
+class Exchange final : public UpstreamListener,
+                       public StreamFeeder,
+                       public AnswerHold::Sink,
+                       public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(ProxyShared& shared, std::shared_ptr<const Deployment> d, UpstreamPool& pool, Request request,
            std::shared_ptr<HttpSession> session, ProxyRoute route, std::string tenant)
@@ -103,9 +96,12 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   }
   void on_client_gone() override;
 
- private:
-  enum class Mode { waiting, holding, streaming, buffering };
+  // Where the answer goes once it is the client's (AnswerHold decides when).
+  void begin_stream() override { begin_streaming(); }
+  bool behind() const override { return session_->behind(); }  // the pool pauses the call until on_writable()
+  void write(std::string_view bytes) override { session_->write(bytes); }
 
+ private:
   // Every way into the exchange from an event loop's handler goes through here: whatever it
   // throws ends this exchange alone (fail()), never the thread that runs every other one.
   template <typename F>
@@ -142,9 +138,8 @@ class Exchange final : public UpstreamListener, public StreamFeeder, public std:
   std::shared_ptr<QueuedJob> job_;                     // submitted and not yet back
   std::shared_ptr<asio::steady_timer> queue_timer_;    // its serve.queue_timeout_ms
   Headers extra_, upstream_headers_;
-  Mode mode_ = Mode::waiting;
+  AnswerHold hold_{route_.compacting};
   int status_ = 0;
-  std::string held_;  // a held first event, or a held error answer
   bool retried_ = false, gone_ = false;
   std::string error_;
   JobOutcome outcome_;
@@ -320,9 +315,8 @@ void Exchange::forward(std::shared_ptr<const std::string> body, Headers extra) {
   }
   sent_ = body;
   extra_ = std::move(extra);
-  mode_ = Mode::waiting;
+  hold_.reset();
   status_ = 0;
-  held_.clear();
   upstream_headers_.clear();
   const ServeConfig& s = d_->settings.serve;
   UpstreamCall call{std::move(*url), method_, header_lines_, std::move(body), s.request_timeout_ms, s.upstream_stall_ms};
@@ -334,20 +328,13 @@ void Exchange::forward(std::shared_ptr<const std::string> body, Headers extra) {
 void Exchange::on_head(int status, Headers headers) {
   status_ = status;
   upstream_headers_ = std::move(headers);
-  if (status / 100 != 2) {
-    mode_ = Mode::buffering;
-  } else if (route_.compacting != nullptr && route_.compacting->refuses_in_stream()) {
-    mode_ = Mode::holding;
-  } else {
-    begin_streaming();
-  }
+  hold_.head(status, *this);
 }
 
 // From here on the answer is the client's: nothing is retried, so the request's bodies are let go
 // (thousands of streams may be held open).
 void Exchange::begin_streaming() {
   session_->begin_stream(status_, answer_headers(upstream_headers_, extra_));
-  mode_ = Mode::streaming;
   client_body_.reset();
   sent_.reset();
   // Nor is the deployment needed: a reload's old zygote (its plugins loaded) ends with the last
@@ -358,36 +345,7 @@ void Exchange::begin_streaming() {
 bool Exchange::on_body(std::string_view bytes) {
   if (gone_) return true;
   if (first_byte_us_ < 0) first_byte_us_ = us_since(forwarding_);
-  switch (mode_) {
-    case Mode::streaming:
-      if (session_->behind()) return false;  // the pool pauses the call until on_writable()
-      session_->write(bytes);
-      return true;
-    case Mode::holding:
-      held_.append(bytes);
-      if (!first_event_complete(held_) && held_.size() < kHoldLimit) return true;
-      if (route_.compacting->context_refusal(200, held_)) {
-        mode_ = Mode::buffering;  // a refusal: the rest is held with it, and the caller retries
-        return true;
-      }
-      begin_streaming();
-      session_->write(held_);
-      held_.clear();
-      return true;
-    case Mode::buffering:
-      if (held_.size() + bytes.size() <= kErrorBodyLimit) {
-        held_.append(bytes);
-        return true;
-      }
-      begin_streaming();
-      session_->write(held_);
-      held_.clear();
-      session_->write(bytes);
-      return true;
-    case Mode::waiting:
-      return true;
-  }
-  return true;
+  return hold_.body(bytes, *this);
 }
 
 void Exchange::finish(const std::string& error, long new_connections) {
@@ -397,15 +355,13 @@ void Exchange::finish(const std::string& error, long new_connections) {
   if (!error.empty() || status_ / 100 != 2)
     shared_.metrics.add("compactor_serve_upstream_errors_total", fmt::format("status=\"{}\"", error.empty() ? status_ : 0));
   if (gone_) return;
-  if (mode_ == Mode::streaming) {
+  if (hold_.mode() == AnswerHold::Mode::streaming) {
     if (error.empty()) session_->end_stream();
     else session_->abort();  // cut short: closing tells the client the body is incomplete
     log_done();
     return;
   }
-  const bool refusal = error.empty() && route_.compacting != nullptr &&
-                       route_.compacting->context_refusal(mode_ == Mode::buffering ? status_ : 200, held_);
-  if (refusal && !retried_ && (mode_ == Mode::buffering || mode_ == Mode::holding)) {
+  if (error.empty() && !retried_ && hold_.refusal()) {
     // The upstream refused the context: on_prompt_too_long on what the client sent, and one retry.
     retried_ = true;
     compact(true, [self = shared_from_this()](JobRun run) {
@@ -442,7 +398,7 @@ void Exchange::answer_buffered() {
     wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + error_);
     session_->reply(Reply{e.status, e.body, "application/json", extra_});
   } else {
-    session_->reply(Reply{status_, std::move(held_), "", answer_headers(upstream_headers_, extra_)});
+    session_->reply(Reply{status_, hold_.take_held(), "", answer_headers(upstream_headers_, extra_)});
   }
   log_done();
 }

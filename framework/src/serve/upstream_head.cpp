@@ -62,9 +62,11 @@ UpstreamHead::Step UpstreamHead::line(std::string_view raw) {
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && is_ows(value.front())) value.remove_prefix(1);
   while (!value.empty() && is_ows(value.back())) value.remove_suffix(1);
+  // RFC 9110: a value is visible characters, spaces, tabs and obs-text; a control character
+  // (CR, LF and NUL among them) could end the field where the client reads it.
   for (char c : value)
-    if (c == '\r' || c == '\n' || c == '\0')
-      return refuse(fmt::format("the upstream's answer field {} holds a CR, LF or NUL", line.substr(0, colon)));
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
+      return refuse(fmt::format("the upstream's answer field {} holds a control character", line.substr(0, colon)));
   fields_.emplace_back(std::string(line.substr(0, colon)), std::string(value));
   return Step::more;
 }

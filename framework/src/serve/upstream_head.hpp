@@ -2,8 +2,8 @@
 // callback, and checked before any of it reaches Beast or the client. Beast's fields keep a
 // name or value in at most 65,535 bytes and throw std::length_error past that, which inside
 // curl's callback ended the process (every tenant's streams with it); a field name that is no
-// token, a value holding CR, LF or NUL, or an obs-fold continuation line would be written to
-// the client as it came (a response split). RFC 9112 lets a proxy reject such a message, and
+// token, a value holding a control character (CR, LF, NUL…), or an obs-fold continuation line
+// would be written to the client as it came (a response split). RFC 9112 lets a proxy reject such a message, and
 // nginx ("upstream sent too big header") and Envoy (60 KiB) refuse an oversized head with 502:
 // so does serve. Dropping the field instead would lose what the upstream said.
 #pragma once
