@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include <sys/socket.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -153,6 +155,18 @@ int UpstreamPool::Transfer::on_seek(void* user, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
+// An upstream connection's receive buffer is fixed at 1 MiB (512 KiB asked; Linux doubles it),
+// what a paused call may leave in the kernel: autotuning would grow it up to tcp_rmem's maximum
+// (32 MiB here) while curl read fast, before the client fell behind. 512 KiB of window is 40
+// Mbit/s at 100 ms: far more than a model's stream.
+int UpstreamPool::on_socket_options(void*, curl_socket_t fd, curlsocktype purpose) {
+  if (purpose == CURLSOCKTYPE_IPCXN) {
+    const int bytes = 512 * 1024;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  }
+  return CURL_SOCKOPT_OK;
+}
+
 void UpstreamPool::global_init() {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   Shared& s = shared();
@@ -214,6 +228,12 @@ std::shared_ptr<UpstreamPool::Transfer> UpstreamPool::start(const UpstreamCall& 
   // A stall: less than one byte a second for stall_ms (curl counts in whole seconds).
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(call.stall_ms / 1000)));
+  // HTTP/1.1, not curl's HTTP/2 for https: libcurl 7.88 opens every HTTP/2 stream with a 32 MiB
+  // window and has no option to shrink it, so a stream paused for a slow client still takes in
+  // up to 32 MiB (measured: tools/bench/paused_stream_memory.py). Over HTTP/1.1 a paused call
+  // stops reading its own connection, whose receive buffer is bounded (on_socket_options).
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_socket_options);
   curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
   curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
   if (!settings_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, settings_.ca_file.c_str());

@@ -6,7 +6,7 @@
 // only the DNS cache and TLS session tickets (a curl share).
 //
 // Why libcurl rather than Beast's own client: libcurl is already how serve reaches the upstream,
-// and it brings what a team's network needs and Beast leaves to us: proxies (HTTPS_PROXY), HTTP/2,
+// and it brings what a team's network needs and Beast leaves to us: proxies (HTTPS_PROXY),
 // certificate checks against the system's store, TLS session resumption, and a per-host
 // connection cache with idle limits.
 #pragma once
@@ -86,6 +86,7 @@ class UpstreamPool {
   struct Watch;
   static int on_socket(CURL* easy, curl_socket_t fd, int what, void* pool, void* socketp);
   static int on_timer(CURLM* multi, long timeout_ms, void* pool);
+  static int on_socket_options(void*, curl_socket_t fd, curlsocktype purpose);
   void watch(int fd, int what);
   void arm(const std::shared_ptr<Watch>& w);
   void act(int fd, int events);
