@@ -144,7 +144,7 @@ class Exchange final : public UpstreamListener,
   std::string error_;
   JobOutcome outcome_;
   Clock::time_point started_, forwarding_;
-  std::int64_t compact_us_ = 0, first_byte_us_ = -1;
+  std::int64_t compact_us_ = 0, queue_us_ = 0, first_byte_us_ = -1;  // compact_us_: the queue's wait and the worker
 };
 
 // Counted and logged by the server; the client gets the proxy's 502 when nothing of the answer
@@ -212,10 +212,10 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
   auto timer = std::make_shared<asio::steady_timer>(executor, std::chrono::milliseconds(s.queue_timeout_ms));
   auto job = std::make_shared<QueuedJob>();
   const auto queued = Clock::now();
-  auto started = std::make_shared<Clock::time_point>();
   job->run = [&metrics = shared_.metrics, fault = shared_.fault, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
               tenant = tenant_, model = route_.compacting->model_in_path(path_), prompt_too_long, executor, then, timer, queued]() {
-    metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(us_since(queued)) / 1e6);
+    const std::int64_t waited = us_since(queued);
+    metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(waited) / 1e6);
     const auto began = Clock::now();
     JobRun run;
     try {
@@ -227,6 +227,7 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
       run.outcome.warning = fmt::format("pipeline failed, forwarded unchanged: serve could not run it: {}", e.what());
     }
     metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
+    run.queue_us = waited;
     asio::post(executor, [then, timer, run = std::move(run)]() mutable {
       timer->cancel();
       then(std::move(run));
@@ -284,6 +285,7 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
 void Exchange::on_compacted(JobRun run) {
   job_.reset();
   compact_us_ = us_since(started_);
+  queue_us_ = run.queue_us;
   record(run.outcome, route_.label);
   if (gone_) return;  // the client left while it compacted: nothing goes upstream
   outcome_ = run.outcome;
@@ -406,9 +408,10 @@ void Exchange::answer_buffered() {
 void Exchange::log_done() {
   const JobOutcome& o = outcome_;
   spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} received={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
-               "worker_us={} first_byte_us={} forward_us={}",
+               "worker_us={} first_byte_us={} forward_us={} queue_us={}",
                method_, path_, status_, o.status, tenant_name(tenant_), o.messages, o.covered,
-               o.size_received, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_, us_since(forwarding_));
+               o.size_received, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_,
+               us_since(forwarding_), queue_us_);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ namespace compactor::serve {
 struct JobRun {
   JobOutcome outcome;
   std::string body;  // the body to forward, when outcome.result is compacted
+  std::int64_t queue_us = 0;  // how long it waited for a pipeline (set by the server's queue)
 };
 
 class Zygote {
