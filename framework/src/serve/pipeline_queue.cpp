@@ -1,5 +1,7 @@
 #include "serve/pipeline_queue.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <signal.h>
 
 namespace compactor::serve {
@@ -87,7 +89,13 @@ void PipelineQueue::work() {
     if (!job->claim()) continue;  // its owner gave up waiting
     ++running_;
     lock.unlock();
-    job->run();
+    // The job fails open on its own failures; what still escapes must not end this thread (and
+    // with it the process).
+    try {
+      job->run();
+    } catch (const std::exception& e) {
+      spdlog::error("serve: a pipeline job failed outside its own handling: {}", e.what());
+    }
     job.reset();
     lock.lock();
     --running_;
