@@ -1,5 +1,9 @@
 #include "serve/answer_hold.hpp"
 
+#include "serve/tenant.hpp"
+
+#include <boost/beast/core/string.hpp>
+
 namespace compactor::serve {
 namespace {
 
@@ -9,6 +13,23 @@ bool first_event_complete(const std::string& held) {
 }
 
 }  // namespace
+
+bool hop_by_hop(std::string_view name) {
+  static constexpr std::string_view names[] = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+                                               "trailer", "upgrade", "host", "content-length", "expect", "accept-encoding",
+                                               "proxy-authorization", kTokenHeader};
+  for (std::string_view n : names)
+    if (boost::beast::iequals(name, n)) return true;
+  return false;
+}
+
+Headers answer_fields(const Headers& upstream, const Headers& extra) {
+  Headers out;
+  for (const auto& [k, v] : upstream)
+    if (!hop_by_hop(k) && header_value(extra, k).empty()) out.emplace_back(k, v);
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
 
 void AnswerHold::reset() {
   mode_ = Mode::waiting;

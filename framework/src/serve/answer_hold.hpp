@@ -8,6 +8,7 @@
 // streams as it arrives.
 #pragma once
 
+#include "serve/reply.hpp"
 #include "wire/wire_format.hpp"
 
 #include <cstddef>
@@ -15,6 +16,14 @@
 #include <string_view>
 
 namespace compactor::serve {
+
+// A field that belongs to one connection, or is serve's own (a client's token), and is passed on
+// neither way: not from the client to the upstream, nor from the upstream's answer to the client
+// (where its framing is serve's: it writes its own Content-Length or chunks).
+bool hop_by_hop(std::string_view name);
+
+// The upstream's answer fields a client may see, with the server's own set over them.
+Headers answer_fields(const Headers& upstream, const Headers& extra);
 
 class AnswerHold {
  public:

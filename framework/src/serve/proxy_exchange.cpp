@@ -25,24 +25,6 @@ std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
 }
 
-bool hop_by_hop(std::string_view name) {
-  static constexpr std::string_view names[] = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
-                                               "trailer", "upgrade", "host", "content-length", "expect", "accept-encoding",
-                                               "proxy-authorization", kTokenHeader};
-  for (std::string_view n : names)
-    if (beast::iequals(name, n)) return true;
-  return false;
-}
-
-// The upstream's headers a client may see, with the server's own set over them.
-Headers answer_headers(const Headers& upstream, const Headers& extra) {
-  Headers out;
-  for (const auto& [k, v] : upstream)
-    if (!hop_by_hop(k) && header_value(extra, k).empty()) out.emplace_back(k, v);
-  out.insert(out.end(), extra.begin(), extra.end());
-  return out;
-}
-
 // The store: each operation's latency and failures; the first failure said once (a store that is
 // down would otherwise say it on every request).
 void record_store(Metrics& m, const JobOutcome::StoreReport& st) {
@@ -336,7 +318,7 @@ void Exchange::on_head(int status, Headers headers) {
 // From here on the answer is the client's: nothing is retried, so the request's bodies are let go
 // (thousands of streams may be held open).
 void Exchange::begin_streaming() {
-  session_->begin_stream(status_, answer_headers(upstream_headers_, extra_));
+  session_->begin_stream(status_, answer_fields(upstream_headers_, extra_));
   client_body_.reset();
   sent_.reset();
   // Nor is the deployment needed: a reload's old zygote (its plugins loaded) ends with the last
@@ -400,7 +382,7 @@ void Exchange::answer_buffered() {
     wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::upstream_failed, "compactor serve: upstream failed: " + error_);
     session_->reply(Reply{e.status, e.body, "application/json", extra_});
   } else {
-    session_->reply(Reply{status_, hold_.take_held(), "", answer_headers(upstream_headers_, extra_)});
+    session_->reply(Reply{status_, hold_.take_held(), "", answer_fields(upstream_headers_, extra_)});
   }
   log_done();
 }
