@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a client that stops reading costs serve when its upstream speaks HTTP/2: nginx (from
 Debian) serves a large file over TLS with HTTP/2 on loopback (a certificate made here, trusted by
-serve through serve.ca_file); N clients ask serve for it and read nothing past the answer's head.
+serve through serve.ca_file); N clients ask serve for it, read the first --read-mib MiB as fast as they can, and then nothing.
 serve pauses each upstream call once 64 KiB wait for its client, but an HTTP/2 stream may keep
 receiving what its flow-control window allows (libcurl 7.88 opens each with 32 MiB). It prints
 serve's resident memory before and once it has settled, per held stream, the protocol nginx
@@ -9,7 +9,7 @@ served serve with, and the bytes it sent; run it with two builds to compare. Wit
 test: it exits 1 when a paused stream costs serve more than --limit-mib (its resident memory and
 its connection's kernel receive buffer, per stream).
 
-usage: paused_stream_memory.py COMPACTOR [--clients 4] [--mib 64] [--check] [--limit-mib 4]
+usage: paused_stream_memory.py COMPACTOR [--clients 4] [--mib 64] [--read-mib 16] [--check] [--limit-mib 4]
 """
 import argparse
 import os
@@ -88,6 +88,7 @@ def main():
     p.add_argument("compactor")
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--mib", type=int, default=64)
+    p.add_argument("--read-mib", type=int, default=16)
     p.add_argument("--check", action="store_true")
     p.add_argument("--limit-mib", type=float, default=4)
     a = p.parse_args()
@@ -126,7 +127,12 @@ def main():
             if not head.startswith(b"HTTP/1.1 200"):
                 print("not answered 200:", head.decode(errors="replace").splitlines()[0])
                 return 1
-            clients.append(s)  # and never read again
+            clients.append(s)
+        # Each client reads fast for a while (the connections' buffers grow with the rate), then stops.
+        for s in clients:
+            left = a.read_mib << 20
+            while left > 0:
+                left -= len(s.recv(min(left, 1 << 16)))
         held = settled_rss(serve.pid)
         print(f"serve's resident memory: {before / 1024:.1f} MiB before, {held / 1024:.1f} MiB with {a.clients} paused streams "
               f"of a {a.mib} MiB answer: {(held - before) / 1024 / a.clients:.1f} MiB per paused stream")

@@ -156,9 +156,9 @@ int UpstreamPool::Transfer::on_seek(void* user, curl_off_t offset, int origin) {
 }
 
 // An upstream connection's receive buffer is fixed at 1 MiB (512 KiB asked; Linux doubles it),
-// what a paused call may leave in the kernel: autotuning would grow it up to tcp_rmem's maximum
-// (32 MiB here) while curl read fast, before the client fell behind. 512 KiB of window is 40
-// Mbit/s at 100 ms: far more than a model's stream.
+// what a paused call may leave in the kernel: autotuning sizes it by rate times round trip, up
+// to tcp_rmem's maximum (32 MiB here), for a fast transfer on a long path before the client fell
+// behind. 512 KiB of window is 40 Mbit/s at 100 ms: far more than a model's stream.
 int UpstreamPool::on_socket_options(void*, curl_socket_t fd, curlsocktype purpose) {
   if (purpose == CURLSOCKTYPE_IPCXN) {
     const int bytes = 512 * 1024;
