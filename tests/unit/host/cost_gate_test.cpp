@@ -95,6 +95,102 @@ TEST(CostGate, AHistoryTooShortToCacheIsPricedAsInput) {
   EXPECT_TRUE(d.commit);
 }
 
+// The same growth (a summary longer than what it replaced: 170,000 tokens become 171,000), priced
+// with nothing cached so that warm and cold weigh the same figures: this call writes 1,000 tokens
+// more, 1,000 × 3.75 = $0.00375 broken, and every call after reads 1,000 more, 1,000 × 0.30 =
+// -$0.0003 saved. On a warm cache that is declined; on a cold one it is committed all the same,
+// and only because the cache is cold: nothing is cached to break, and the gate does not second-guess
+// what the stages judged necessary.
+TEST(CostGate, OnlyTheColdCacheCommitsACompactionThatGrowsTheRequest) {
+  GateInput in;
+  in.size_in = 170000;
+  in.size_out = 171000;
+  in.horizon = 1;
+  GateDecision warm = weigh_compaction(in, sonnet(), true);
+  EXPECT_FALSE(warm.commit);
+  EXPECT_NEAR(warm.broken_usd, 0.00375, 1e-12);
+  EXPECT_NEAR(warm.saved_usd, -0.0003, 1e-12);
+  GateDecision cold = weigh_compaction(in, sonnet(), false);
+  EXPECT_TRUE(cold.commit);
+  EXPECT_NEAR(cold.broken_usd, 0.00375, 1e-12);
+  EXPECT_NEAR(cold.saved_usd, -0.0003, 1e-12);
+  EXPECT_EQ(cold.to_string(), "committed: saves $-0.0003 over the next 1 call, breaks $0.0038 of cache (cold)");
+}
+
+// A made-up price whose figures are exact in binary (input 4, cache write 5, cache read 0.5 USD per
+// million tokens) and token counts in units of u = 31,250 (u × 0.5 = 15,625, and 15,625 / 10^6 =
+// 1/64): every cost below is a multiple of 1/64 of a dollar, so the equality is exact, not a
+// rounding accident.
+ModelPrice exact() {
+  ModelPrice p;
+  p.name = "exact";
+  p.input = 4;
+  p.cache_write = 5;
+  p.cache_read = 0.5;
+  p.output = 16;
+  p.min_cacheable_tokens = 1024;
+  return p;
+}
+constexpr std::uint64_t u = 31250;
+
+// 6u tokens, 5u cached, compacted to 4u of which the first u are the cached prefix kept.
+// This call: uncompacted 5u read × 0.5 + 1u written × 5 = 7.5u; compacted 1u × 0.5 + 3u × 5 = 15.5u:
+// broken 8u = $0.25. Every call after reads 2u fewer: 2u × 0.5 = 1u = $0.03125 a call. Over 8 calls
+// saved is exactly broken, $0.25: no gain, so declined (the rule is "saves more than it breaks");
+// over 9 calls, $0.28125, committed.
+TEST(CostGate, ASavingThatOnlyEqualsWhatItBreaksIsDeclined) {
+  GateInput in;
+  in.size_in = 6 * u;
+  in.cached_in = 5 * u;
+  in.size_out = 4 * u;
+  in.cached_kept = u;
+  in.horizon = 8;
+  GateDecision d = weigh_compaction(in, exact(), true);
+  EXPECT_EQ(d.broken_usd, 0.25);
+  EXPECT_EQ(d.saved_usd, 0.25);
+  EXPECT_FALSE(d.commit);
+  in.horizon = 9;
+  d = weigh_compaction(in, exact(), true);
+  EXPECT_EQ(d.saved_usd, 0.28125);
+  EXPECT_TRUE(d.commit);
+}
+
+// The output may keep more of the input's first messages than the previous call sent (a caller
+// that knows the cache held 2u of a 6u history, and a compaction whose first change is past 4u):
+// only what was cached is read. Compacted to 5u: 2u read × 0.5 + 3u written × 5 = 16u; uncompacted
+// 2u × 0.5 + 4u × 5 = 21u; broken -5u = -$0.15625. (Reading the 4u kept as cached would make the
+// compacted call 4u × 0.5 + 1u × 5 = 7u, broken -$0.4375.) Saved: 1u × 0.5 = $0.015625 a call.
+TEST(CostGate, NoMoreIsReadFromTheCacheThanItHolds) {
+  GateInput in;
+  in.size_in = 6 * u;
+  in.cached_in = 2 * u;
+  in.size_out = 5 * u;
+  in.cached_kept = 4 * u;
+  in.horizon = 1;
+  GateDecision d = weigh_compaction(in, exact(), true);
+  EXPECT_EQ(d.broken_usd, -0.15625);
+  EXPECT_EQ(d.saved_usd, 0.015625);
+  EXPECT_TRUE(d.commit);
+}
+
+// A request above the shortest cacheable prefix whose cached part is below it: the provider cached
+// nothing, so all of it is written. 170,000 tokens of which the previous call sent 1,000 (under
+// Sonnet's 1,024): uncompacted 170,000 × 3.75 = $0.6375, compacted to 120,000 (nothing kept)
+// 120,000 × 3.75 = $0.45: broken -$0.1875. (Reading the 1,000 would make the uncompacted call
+// 1,000 × 0.30 + 169,000 × 3.75 = $0.63405, broken -$0.18405.)
+TEST(CostGate, ACachedPrefixBelowTheShortestCacheableIsNotRead) {
+  GateInput in;
+  in.size_in = 170000;
+  in.cached_in = 1000;
+  in.size_out = 120000;
+  in.cached_kept = 0;
+  in.horizon = 1;
+  GateDecision d = weigh_compaction(in, sonnet(), true);
+  EXPECT_NEAR(d.broken_usd, -0.1875, 1e-12);
+  EXPECT_NEAR(d.saved_usd, 50000 * 0.30 / 1e6, 1e-12);
+  EXPECT_TRUE(d.commit);
+}
+
 // A nineteenth of the calls made so far, at least one.
 TEST(CostGate, TheHorizonIsANineteenthOfTheCallsSoFar) {
   EXPECT_EQ(gate_horizon(CacheState{0, 0, 0}), 1u);
