@@ -77,20 +77,31 @@ TEST(ServeWorkers, AWorkerKilledMidRequestFailsThatRequestOpenAndTheOthersAreUnt
   test::ScratchFolder dir("serve-kill-worker");
   std::vector<ScriptedResponse> script(5, ScriptedResponse{200, {}, test::anthropic_reply("ok")});
   LoopbackHttpServer upstream(script);
-  ServeProcess serve(dir.path(), config(dir.path(), "pipeline:\n  - stage: misbehave\n    params: {mode: slow}\n", "serve: {workers: 4}\n"),
-                     upstream.base_url());
+  const fs::path log = dir / "stages.log", release = dir / "release";
+  ServeProcess serve(dir.path(), config(dir.path(), "pipeline:\n  - stage: misbehave\n    params: {mode: hold}\n", "serve: {workers: 4}\n"),
+                     upstream.base_url(), "serve", {{"COMPACTOR_TEST_STAGE_LOG", log.string()}, {"COMPACTOR_TEST_HOLD_FILE", release.string()}});
   const pid_t zygote = zygote_of(serve);
   ASSERT_GT(zygote, 0);
   std::vector<std::future<Reply>> replies;
   for (int i = 0; i < 4; ++i)
     replies.push_back(std::async(std::launch::async, [&, i] { return call(serve.port(), "POST", "/v1/messages", body_saying("call " + std::to_string(i))); }));
-  // Four workers, each in its two-second stage: kill one with SIGKILL, one with SIGSEGV.
-  ASSERT_TRUE(eventually([&] { return children_of(zygote).size() == 4; })) << children_of(zygote).size();
-  // Each worker has reached its stage within moments of its fork; the stage lasts two seconds.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Four workers, each held in its stage until the test releases it: kill one with SIGKILL, one
+  // with SIGSEGV, then release the other two.
+  auto started = [&] {
+    std::ifstream in(log);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.rfind("start ", 0) == 0;
+    return n;
+  };
+  const bool all_held = eventually([&] { return started() == 4 && children_of(zygote).size() == 4; });
   std::vector<pid_t> workers = children_of(zygote);
-  ::kill(workers[0], SIGKILL);
-  ::kill(workers[1], SIGSEGV);
+  if (all_held) {
+    ::kill(workers[0], SIGKILL);
+    ::kill(workers[1], SIGSEGV);
+  }
+  std::ofstream(release) << "go";
+  ASSERT_TRUE(all_held) << started() << " stages started, " << workers.size() << " workers";
   int failed = 0, unchanged = 0;
   for (auto& f : replies) {
     Reply r = f.get();

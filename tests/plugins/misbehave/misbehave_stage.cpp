@@ -1,9 +1,9 @@
 // TEST ONLY: a stage that archives a blob (so the run has a temporary file) and then takes the
 // process down in the way its `mode` says, to prove the host survives it: exit(0), abort,
 // a segfault, a stack overflow, or an endless loop; or, `slow`, takes two seconds and changes
-// nothing (a worker a test can kill from outside mid-request); or, `hold`, changes nothing once
-// the file named by COMPACTOR_TEST_HOLD_FILE exists (a worker a test holds for as long as it
-// needs, and lets go of when it chooses; a minute at most).
+// nothing; or, `hold`, changes nothing once the file COMPACTOR_TEST_HOLD_FILE names exists (a
+// worker a test can kill from outside mid-request, or keep busy for as long as it needs, without
+// guessing how long a stage takes on a loaded machine).
 #include "compactor/archive.hpp"
 #include "compactor/plugin.hpp"
 
@@ -11,6 +11,7 @@
 #include <csignal>
 #include <thread>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 namespace {
@@ -25,6 +26,14 @@ int recurse(int depth) {
   frame[0] = static_cast<char>(depth);
   if (depth == -1) return frame[0];
   return recurse(depth + 1) + frame[0];  // not a tail call: every frame stays
+}
+
+// Until the test creates the release file (a minute at most, so a test that fails before it
+// releases leaves no worker behind for long).
+void hold_until_released() {
+  const char* release = std::getenv("COMPACTOR_TEST_HOLD_FILE");
+  for (int i = 0; release != nullptr && i < 12000 && !std::filesystem::exists(release); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 class MisbehaveStage final : public Stage {
@@ -47,9 +56,7 @@ class MisbehaveStage final : public Stage {
       };
       note("start");
       if (mode_ == "slow") std::this_thread::sleep_for(std::chrono::seconds(2));
-      const char* hold = std::getenv("COMPACTOR_TEST_HOLD_FILE");
-      for (int i = 0; mode_ == "hold" && hold != nullptr && i < 6000 && !std::ifstream(hold).good(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      else hold_until_released();
       note("end");
     }
     return StageResult::candidate(committed);
