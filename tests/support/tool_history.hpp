@@ -1,6 +1,6 @@
 // A made-up agent history whose sizes a test can work out by hand: a task, then Read calls each
 // answered by its file, as compact ASCII JSON (a message's chars are its bytes, and Boost.JSON
-// writes it back byte for byte). Result `i` (from 1) holds `result_chars(i)` letters.
+// writes it back byte for byte). Result `i` (from 1) holds `result_chars(i)` letters `fill`.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,8 @@
 
 namespace compactor::test {
 
-inline std::vector<std::string> tool_history(std::size_t reads, const std::function<std::size_t(std::size_t)>& result_chars) {
+inline std::vector<std::string> tool_history(std::size_t reads, const std::function<std::size_t(std::size_t)>& result_chars,
+                                             char fill = 'a') {
   std::vector<std::string> messages = {R"({"role":"user","content":"Read the files one by one."})"};
   char id[16];
   for (std::size_t i = 1; i <= reads; ++i) {
@@ -19,7 +20,7 @@ inline std::vector<std::string> tool_history(std::size_t reads, const std::funct
     messages.push_back(std::string(R"({"role":"assistant","content":[{"type":"tool_use","id":"toolu_)") + id +
                        R"(","name":"Read","input":{"file_path":"/w/f)" + id + R"(.txt"}}]})");
     messages.push_back(std::string(R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_)") + id + R"(","content":")" +
-                       std::string(result_chars(i), 'a') + R"("}]})");
+                       std::string(result_chars(i), fill) + R"("}]})");
   }
   return messages;
 }
