@@ -27,7 +27,8 @@ What a command reaches over the network is a stand-in on loopback that this runn
   loopback is the only network there (nothing can reach the internet), `127.0.0.1:8088` is free
   whatever else runs on the machine, and `/srv` is an empty folder of its own (the docs' archive
   folder, /srv/compactor/archive, is made there). Without them, blocks that need them say so and
-  are listed as not run.
+  are listed as not run; in CI (CI=true) that is a failure, unless COMPACTOR_CI_WITHOUT_NAMESPACES
+  is set to say the CI cannot give them.
 - An HTTPS proxy (`https_proxy`): libcurl, which `compactor serve` and the model summarizers use,
   sends every https upstream through it. It records the host each request was for and answers
   with a refusal (it cannot speak TLS as that host), which `serve` returns to its client in the
@@ -353,6 +354,10 @@ def enter_namespaces():
     probe = subprocess.run(["unshare", "-rnm", "true"], capture_output=True)
     env = dict(os.environ)
     if probe.returncode != 0:
+        if os.environ.get("CI") == "true" and "COMPACTOR_CI_WITHOUT_NAMESPACES" not in os.environ:
+            print("FAIL doc commands: no private namespaces here (unshare -rnm refused), and CI=true: the blocks that need "
+                  "them must run in CI (set COMPACTOR_CI_WITHOUT_NAMESPACES=1 to say this CI cannot give them)", file=sys.stderr)
+            sys.exit(1)
         env[IN_NAMESPACE] = "0"
         print("doc commands: no private namespaces here (unshare -rnm refused); the blocks that need them are not run")
         os.environ[IN_NAMESPACE] = "0"
