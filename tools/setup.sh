@@ -30,7 +30,7 @@ if [ "$with_tests" -eq 1 ]; then
   packages+=(
     libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
-    clang-tidy python3 openssl nginx-light systemd
+    clang-tidy python3 python3-yaml openssl nginx-light systemd
     redis-server
   )
 fi
