@@ -64,6 +64,16 @@ double metric(unsigned short port, const std::string& series) {
   return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
+// A test that failed may leave a request in flight (a stream never resumed, connections serve never
+// took), which serve's drain on SIGTERM would wait for up to serve.request_timeout_ms: then serve
+// is ended at once instead. Declared after the ServeProcess, so it runs first.
+struct EndAtOnceIfFailed {
+  ServeProcess& serve;
+  ~EndAtOnceIfFailed() {
+    if (::testing::Test::HasFailure()) serve.kill_hard();
+  }
+};
+
 // A client connection written and read by hand, each wait bounded.
 class Client {
  public:
@@ -166,6 +176,7 @@ TEST(ServeLimits, AnUpstreamThatStopsSendingEndsTheCallAtTheStallLimit) {
   StreamUpstream stalled(StreamUpstream::Mode::stall), silent(StreamUpstream::Mode::silent);
   ServeProcess serve_stream(dir / "stream", write_config(dir / "stream", limits), stalled.base_url());
   ServeProcess serve_silent(dir / "silent", write_config(dir / "silent", limits), silent.base_url());
+  EndAtOnceIfFailed end_stream{serve_stream}, end_silent{serve_silent};
   auto answer = std::async(std::launch::async, [&] { return call(serve_silent.port(), "POST", "/v1/messages", kBody); });
   Client client(serve_stream.port());
   ASSERT_TRUE(client.send(post(kStreamBody)));
@@ -290,6 +301,7 @@ TEST(ServeLimits, AClientThatStopsReadingPausesTheUpstreamAndServesMemoryStaysBo
   const std::size_t flood = std::size_t{64} << 20;
   StreamUpstream upstream(StreamUpstream::Mode::flood, flood);
   ServeProcess serve(dir.path(), write_config(dir.path(), "{upstream_stall_ms: 600000}"), upstream.base_url());
+  EndAtOnceIfFailed end_at_once{serve};
   ASSERT_EQ(call(serve.port(), "GET", "/healthz").status, 200);
   const long before = rss_kb(serve.pid());
   Client client(serve.port(), 64 * 1024);
@@ -314,7 +326,7 @@ TEST(ServeLimits, AClientThatStopsReadingPausesTheUpstreamAndServesMemoryStaysBo
   std::printf("backpressure: the upstream wrote %zu bytes of %zu (bound %zu); serve grew by %ld KiB\n", written, flood, bound, grown_kb);
 
   // Reading again: the paused call resumes and the stream completes.
-  ASSERT_TRUE(client.read_until("\r\n0\r\n\r\n", std::chrono::seconds(120))) << "the stream never completed after the client read again";
+  ASSERT_TRUE(client.read_until("\r\n0\r\n\r\n", std::chrono::seconds(60))) << "the stream never completed after the client read again";
   http::response_parser<http::string_body> parser;
   parser.body_limit(flood * 2);
   parser.eager(true);
@@ -340,6 +352,7 @@ TEST(ServeLimits, AHundredStreamsAreHeldAtOnce) {
   constexpr int kStreams = 100;
   StreamUpstream upstream(StreamUpstream::Mode::held);
   ServeProcess serve(dir.path(), write_config(dir.path(), "{}"), upstream.base_url());
+  EndAtOnceIfFailed end_at_once{serve};
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < kStreams; ++i) {
     clients.push_back(std::make_unique<Client>(serve.port()));
@@ -349,7 +362,7 @@ TEST(ServeLimits, AHundredStreamsAreHeldAtOnce) {
   std::vector<std::thread> readers;
   for (auto& c : clients)
     readers.emplace_back([&c, &first_events] {
-      if (c->read_until(StreamUpstream::first_event(), std::chrono::seconds(60))) ++first_events;
+      if (c->read_until(StreamUpstream::first_event(), std::chrono::seconds(30))) ++first_events;
     });
   for (auto& t : readers) t.join();
   readers.clear();
