@@ -135,6 +135,14 @@ void StreamUpstream::accept_loop() {
 }
 
 void StreamUpstream::serve(int fd) {
+  if (mode_ == Mode::flood) {
+    // Sized before anything is sent: a reader that has the first event knows the size is set.
+    int size = 64 * 1024;
+    socklen_t len = sizeof size;
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len);
+    send_buffer_ = static_cast<std::size_t>(size);
+  }
   std::string pending;
   while (read_request(fd, pending)) {
     std::unique_lock lock(mutex_);
@@ -149,11 +157,6 @@ void StreamUpstream::serve(int fd) {
         !write_all(fd, chunk(first_event())))
       return;
     if (mode_ == Mode::flood) {
-      int size = 64 * 1024;
-      socklen_t len = sizeof size;
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-      ::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len);
-      send_buffer_ = static_cast<std::size_t>(size);
       flood_written_ += first_event().size();
       const std::string event = chunk(flood_event());
       while (flood_written_.load() < flood_bytes_) {
