@@ -199,7 +199,7 @@ TEST(ServeLimits, ARequestThatWaitsPastTheQueueTimeoutGoesOutUncompacted) {
   const fs::path log = dir / "stage.log", release = dir / "release";
   LoopbackHttpServer upstream({{200, {}, test::anthropic_reply("second")}, {200, {}, test::anthropic_reply("first")}});
   ServeProcess serve(dir.path(), write_config(dir.path(), "{workers: 1, queue_timeout_ms: 300}", "pipeline:\n  - stage: misbehave\n    params: {mode: hold}\n"),
-                     upstream.base_url(), "serve", {{"COMPACTOR_TEST_STAGE_LOG", log.string()}, {"COMPACTOR_TEST_STAGE_RELEASE", release.string()}});
+                     upstream.base_url(), "serve", {{"COMPACTOR_TEST_STAGE_LOG", log.string()}, {"COMPACTOR_TEST_HOLD_FILE", release.string()}});
   auto first = std::async(std::launch::async, [&] { return call(serve.port(), "POST", "/v1/messages", kBody); });
   bool held = false;
   for (int i = 0; i < 2000 && !(held = fs::exists(log)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
