@@ -1,7 +1,7 @@
 // The Chat Completions adapter on any bytes: never a crash; whatever it reads, written back
 // untouched is the same request (the same messages as JSON values, everything else the client's
 // bytes), and reading that again gives the same conversation, carried data included.
-#include "wire/openai_chat.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
 
 #include "fuzz_check.hpp"
 #include "model/json_scanner.hpp"

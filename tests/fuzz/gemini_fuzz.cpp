@@ -3,7 +3,7 @@
 // replaced by a summary the pipeline built (a user text turn), it writes a body the adapter
 // reads again, with the Contents it should have and the summary as a user text turn; the API's
 // rules run on what it read without a crash.
-#include "wire/gemini.hpp"
+#include "wire/gemini/gemini.hpp"
 
 #include "compactor/protected_tail.hpp"
 #include "fuzz_check.hpp"

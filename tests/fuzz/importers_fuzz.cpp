@@ -1,7 +1,9 @@
 // Both importers on any bytes: never a crash, and whatever they import is a history the API
 // accepts (structure, pairing, unique ids), with every repair counted.
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "import/importers.hpp"
+#include "wire/anthropic/claude_code_log.hpp"
+#include "wire/openai_chat/openai_log.hpp"
 #include "compactor/protected_tail.hpp"
 #include "fuzz_check.hpp"
 

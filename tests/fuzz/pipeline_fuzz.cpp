@@ -2,7 +2,7 @@
 // never a crash; a run that commits gives an output the API accepts (structure, pairing, unique
 // ids, with the request kept), and every receipt the output names restores from the archive.
 #include "archive/archive_store.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "model/conversation_reader.hpp"
 #include "host/pipeline.hpp"
 #include "compactor/protected_tail.hpp"

@@ -2,12 +2,12 @@
 // crash; a body it reads is written back byte for byte when nothing changed, and a history it
 // reads passes its own reading of the API's rules or is refused by them with a named rule
 // (never a checker that throws or a rule without a name).
-#include "wire/openai_responses.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "fuzz_check.hpp"
-#include "import/codex_session.hpp"
+#include "wire/openai_responses/codex_session.hpp"
 
 #include <cstdint>
 

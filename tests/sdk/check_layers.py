@@ -5,7 +5,7 @@ and a part of framework/src includes only its own and the parts below it (no cyc
 usage: check_layers.py FRAMEWORK_DIR [--print] [--readme README.md]"""
 import os, re, sys
 # Bottom to top. The SDK headers (include/compactor) are below every part.
-LAYERS = ['platform', 'model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'pricing', 'loader', 'host', 'store', 'wire',
+LAYERS = ['platform', 'model', 'archive', 'meter', 'summarizer', 'checkers', 'import', 'wire', 'pricing', 'loader', 'host', 'store',
           'session', 'mcp', 'bench', 'calibrate', 'serve']
 root = sys.argv[1]
 inc = re.compile(r'^#include "([^"]+)"', re.M)
@@ -23,7 +23,10 @@ for part in sorted(os.listdir(src)):
     if part not in LAYERS:
         problems.append(f'src/{part}: not a known part (add it to LAYERS in {sys.argv[0]})')
         continue
-    for name in sorted(os.listdir(os.path.join(src, part))):
+    # A part may have a folder per member (wire/<api>/): its files are the part's.
+    names = sorted(os.path.relpath(os.path.join(d, f), os.path.join(src, part))
+                   for d, _, fs in os.walk(os.path.join(src, part)) for f in fs)
+    for name in names:
         for target in inc.findall(open(os.path.join(src, part, name)).read()):
             other = target.split('/')[0]
             if other == 'compactor':

@@ -10,9 +10,10 @@
 
 #include "model/conversation_reader.hpp"
 #include "import/importers.hpp"
+#include "wire/openai_chat/openai_log.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
-#include "wire/openai_chat.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
 #include "archive/archive_store.hpp"
 #include "mcp/blob_view.hpp"
 

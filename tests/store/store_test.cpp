@@ -17,7 +17,7 @@
 #include "serve/tenant.hpp"
 #include "store/folder_store.hpp"
 #include "store/redis_store.hpp"
-#include "wire/anthropic_messages.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>

@@ -3,7 +3,7 @@
 #include "support/test_support.hpp"
 
 #include "archive/archive_store.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "compactor/message_edit.hpp"
 #include "host/run_report.hpp"
 

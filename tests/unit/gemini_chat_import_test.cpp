@@ -5,8 +5,9 @@
 // layout. The expected shapes come from those tasks, not from the importer.
 #include "support/test_support.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "import/importers.hpp"
+#include "wire/input_document.hpp"
 #include "model/active_request.hpp"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@ namespace compactor {
 namespace {
 
 ImportResult import_or_die(const std::string& name) {
-  auto r = import_file(test::data_path(name), std::nullopt);
+  auto r = wire::import_file(test::data_path(name), std::nullopt);
   if (!r) throw std::runtime_error(r.error().message);
   return std::move(r).value();
 }
@@ -91,7 +92,7 @@ TEST(GeminiChatImport, TheOlderOneObjectLayoutImportsWithImagesErrorsAndNoThough
 
 TEST(GeminiChatImport, ChatsAreDetectedAndCheckReadsThem) {
   for (const char* name : {"gemini-cli/session-recorded.jsonl", "gemini-cli/session-legacy-handmade.json"}) {
-    EXPECT_EQ(detect_import_format(test::read_file(test::data_path(name)), name), ImportFormat::gemini_cli) << name;
+    EXPECT_EQ(wire::detect_import_format(test::read_file(test::data_path(name)), name), ImportFormat::gemini_cli) << name;
     auto r = test::run_cli({"check", "--input", test::data_path(name)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("(gemini-cli)"), std::string::npos) << r.err;

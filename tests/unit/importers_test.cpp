@@ -4,8 +4,11 @@
 #include "support/test_support.hpp"
 
 #include "model/active_request.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "import/importers.hpp"
+#include "wire/anthropic/claude_code_log.hpp"
+#include "wire/input_document.hpp"
+#include "wire/openai_chat/openai_log.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -23,7 +26,7 @@ std::vector<Violation> check(const Conversation& c) {
 }
 
 ImportResult import_or_die(const std::string& name, std::optional<ImportFormat> format = std::nullopt) {
-  auto r = import_file(test::data_path(name), format);
+  auto r = wire::import_file(test::data_path(name), format);
   if (!r) throw std::runtime_error(r.error().message);
   return std::move(r).value();
 }
@@ -182,7 +185,7 @@ TEST(ImportDetection, AChatStartingWithItsSystemMessageIsAnErrorThatNamesTheOpen
   test::ScratchFolder scratch("detect");
   const std::string file = (scratch.path() / "chat.json").string();
   std::ofstream(file) << R"([{"role":"system","content":"be brief"},{"role":"user","content":"hi"}])";
-  auto detected = import_file(file, std::nullopt);
+  auto detected = wire::import_file(file, std::nullopt);
   ASSERT_FALSE(detected.ok());
   const std::string hint = "\n" + file + ": an OpenAI chat history starts with its system message; if this is one, give "
                            "--input-format openai";
@@ -190,10 +193,10 @@ TEST(ImportDetection, AChatStartingWithItsSystemMessageIsAnErrorThatNamesTheOpen
   EXPECT_NE(said.find("(rule: never first)"), std::string::npos) << said;
   ASSERT_GE(said.size(), hint.size());
   EXPECT_EQ(said.substr(said.size() - hint.size()), hint) << said;  // the last line
-  auto anthropic = import_file(file, ImportFormat::anthropic);
+  auto anthropic = wire::import_file(file, ImportFormat::anthropic);
   ASSERT_FALSE(anthropic.ok());
   EXPECT_EQ(anthropic.error().message.find("--input-format"), std::string::npos);  // asked for, not guessed
-  auto openai = import_file(file, ImportFormat::openai);
+  auto openai = wire::import_file(file, ImportFormat::openai);
   ASSERT_TRUE(openai.ok()) << openai.error().message;
   EXPECT_EQ(openai->conversation->format(), InputFormat::request_body);
 }

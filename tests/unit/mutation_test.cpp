@@ -4,7 +4,7 @@
 #include "support/test_support.hpp"
 
 #include "model/active_request.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include "archive/archive_store.hpp"
 #include "model/active_request.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "host/pipeline.hpp"
 #include "compactor/summary_compaction.hpp"
 

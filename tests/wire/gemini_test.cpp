@@ -16,8 +16,8 @@
 #include "model/conversation_host.hpp"
 #include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
-#include "wire/anthropic_messages.hpp"
-#include "wire/gemini.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/gemini/gemini.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
 #include "wire/carried.hpp"
-#include "wire/openai_chat.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>

@@ -15,7 +15,7 @@
 #include "model/conversation_host.hpp"
 #include "store/folder_store.hpp"
 #include "serve/compaction_job.hpp"
-#include "wire/openai_responses.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>

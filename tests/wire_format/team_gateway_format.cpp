@@ -6,7 +6,7 @@
 #include "team_gateway_format.hpp"
 
 #include "model/conversation_reader.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 
 #include <boost/json.hpp>
 

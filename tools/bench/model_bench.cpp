@@ -1,7 +1,7 @@
 // parse → check → serialize of a ≥ 10 MB generated conversation, against plain Boost.JSON
 // parse + serialize of the same bytes, in the same binary. Reports bytes/s.
 #include "model/active_request.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "host/child_run.hpp"
 #include "model/conversation_reader.hpp"
 #include "host/pipeline.hpp"

@@ -3,7 +3,7 @@
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "model/conversation_reader.hpp"
 #include "import/importers.hpp"
 #include "host/exit_code.hpp"
@@ -58,7 +58,7 @@ int check_command(int argc, char** argv) {
   std::vector<std::string> requests =
       args->get("request") ? std::vector<std::string>{*args->get("request")} : find_active_request(c).texts;
   CheckInput check_input{c, c, compute_protected_tail(c, 0), requests};
-  auto violations = run_checkers(wire::checkers_for_check(*doc->format), check_input);
+  auto violations = run_checkers(checkers_for_check(*doc->format), check_input);
   std::string source = *input == "-" ? "<stdin>" : *input;
   if (!violations.empty()) {
     for (std::size_t i = 0; i < violations.size() && i < kMaxLines; ++i)

@@ -4,13 +4,14 @@
 
 #include "wire/carried.hpp"
 #include "wire/input_document.hpp"
-#include "wire/openai_responses.hpp"
+#include "wire/openai_chat/openai_log.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
 #include "model/conversation_reader.hpp"
 #include "host/atomic_file.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "host/exit_code.hpp"
 #include "import/importers.hpp"
 #include "platform/counted.hpp"
@@ -77,7 +78,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   }
   const Conversation& c = *out.result->conversation;
   auto requests = find_active_request(c).texts;
-  auto v = run_checkers(wire::checkers_for_check(*out.format), CheckInput{c, c, compute_protected_tail(c, 0), requests});
+  auto v = run_checkers(checkers_for_check(*out.format), CheckInput{c, c, compute_protected_tail(c, 0), requests});
   if (!v.empty()) {
     out.line = "FAIL " + path + ": " + v.front().to_string();
     return out;

@@ -7,7 +7,7 @@
 #include "host/atomic_file.hpp"
 #include "host/child_run.hpp"
 #include "model/conversation_reader.hpp"
-#include "wire/anthropic_messages.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
 #include "host/exit_code.hpp"
 #include "host/model_budget.hpp"
 #include "host/native_context.hpp"

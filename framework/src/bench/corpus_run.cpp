@@ -3,12 +3,12 @@
 #include "bench/output.hpp"
 #include "bench/replay.hpp"
 #include "bench/session_read.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
 #include "import/importers.hpp"
-#include "wire/anthropic_messages.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
 #include "wire/input_document.hpp"
 
 #include <fmt/core.h>

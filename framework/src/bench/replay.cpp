@@ -2,7 +2,7 @@
 
 #include "session/continuation.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "compactor/protected_tail.hpp"
 #include "model/active_request.hpp"
 #include "model/conversation_host.hpp"

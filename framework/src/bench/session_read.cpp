@@ -1,9 +1,9 @@
 #include "bench/session_read.hpp"
 
-#include "wire/anthropic_messages.hpp"
-#include "wire/gemini.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/gemini/gemini.hpp"
 #include "wire/input_document.hpp"
-#include "wire/openai_responses.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
 #include <boost/json.hpp>
 

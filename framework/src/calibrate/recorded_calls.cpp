@@ -1,6 +1,7 @@
 #include "calibrate/recorded_calls.hpp"
 
 #include "import/importers.hpp"
+#include "wire/anthropic/claude_code_log.hpp"
 #include "model/conversation_reader.hpp"
 
 #include <fmt/core.h>

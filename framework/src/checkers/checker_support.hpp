@@ -1,4 +1,5 @@
-// Small helpers the built-in checkers share.
+// Small helpers the built-in checkers share (Compactor's invariants here, and the Messages API's
+// rules in wire/anthropic/).
 #pragma once
 
 #include "compactor/checker.hpp"
@@ -72,16 +73,12 @@ inline std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-CheckerPtr make_structure_checker();
-CheckerPtr make_pairing_checker();
-CheckerPtr make_unique_ids_checker();
 CheckerPtr make_pairs_unchanged_checker();
 CheckerPtr make_thinking_unchanged_checker();
 CheckerPtr make_recent_intact_checker();
 CheckerPtr make_request_kept_checker();
 CheckerPtr make_no_growth_checker();
 CheckerPtr make_archived_checker();
-CheckerPtr make_cache_control_checker();
 CheckerPtr make_order_checker();
 
 }  // namespace compactor::detail

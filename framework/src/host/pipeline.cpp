@@ -4,7 +4,7 @@
 #include "model/conversation_host.hpp"
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "host/archived_receipts.hpp"
 #include "host/model_budget.hpp"
 #include "host/stderr_logger.hpp"

@@ -2,7 +2,7 @@
 
 #include "model/conversation_reader.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "loader/plugin_discovery.hpp"
 #include "host/yaml_reader.hpp"
 

@@ -1,5 +1,5 @@
-// What an importer in a file of its own hands to the repairs every import goes through
-// (importers.cpp): the Anthropic messages it assembled, each with the input line (or index) it
+// What an importer hands to the repairs every import goes through (importers.cpp): the Anthropic
+// messages it assembled, each with the input line (or index) it
 // came from. The repairs make them a history the Messages API accepts, every change counted in
 // the report.
 #pragma once
@@ -20,7 +20,8 @@ struct ImportDraft {
   std::size_t line = 0;
 };
 
-// `unit` names what `line` counts in repair details ("line", "message").
-ImportResult finish_import(std::vector<ImportDraft> drafts, ImportReport report, std::string_view unit);
+// `unit` names what `line` counts in repair details ("line", "message"); `system`, when given, is
+// the request body's system prompt.
+ImportResult finish_import(std::vector<ImportDraft> drafts, ImportReport report, std::string_view unit, const std::string& system = "");
 
 }  // namespace compactor

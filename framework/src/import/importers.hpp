@@ -1,8 +1,8 @@
-// Importers for sessions people bring: Claude Code's JSONL session logs and OpenAI-style chat
-// histories (SWE-agent `.traj` files included), turned into Anthropic messages, and Codex CLI's
-// session files (import/codex_session.hpp). Real logs are
-// messy; an importer that died or dropped data silently would make every later number a lie, so
-// every line skipped and every repair is counted and listed in the ImportReport.
+// What an import of a session people bring reports: each API's importers live with its adapter
+// (wire/<api>/: Claude Code's session logs, OpenAI chat histories and SWE-agent trajectories,
+// Codex CLI's session files, Gemini CLI's chats). Real logs are messy; an importer that died or
+// dropped data silently would make every later number a lie, so every line skipped and every
+// repair is counted and listed in the ImportReport.
 #pragma once
 
 #include "compactor/conversation.hpp"
@@ -70,28 +70,5 @@ struct ImportResult {
   std::string session_id;
   std::size_t compaction_line = 0;
 };
-
-// `sidechain`: import the sub-agent chain (agent-*.jsonl files) instead of the main one.
-ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain);
-
-// An OpenAI chat history: a messages array, {"messages": […]}, or a SWE-agent trajectory
-// {"history": […]}. The system message goes to the request body's `system`. A tool call whose
-// arguments are not JSON is an error naming the message.
-Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source);
-
-// Anthropic → OpenAI chat messages (a JSON array), for `--output-format openai`. The OpenAI form
-// carries text, tool calls and the text of tool results; what it has no place for (thinking, an
-// image, a document, a result's non-text part…) is left out, each counted in `left_out` when
-// given ("thinking blocks" → 9, "image parts of tool results" → 2).
-std::string export_openai(const Conversation& conversation, std::map<std::string, std::size_t>* left_out = nullptr);
-
-// Detects the format of a file's bytes (and name): a Codex session opens with its session_meta
-// record; Claude Code JSONL lines carry "sessionId" or
-// "parentUuid"; OpenAI histories have role "tool" messages, tool_calls, or "history" (a system
-// message alone does not make a history OpenAI: use --input-format openai for those).
-ImportFormat detect_import_format(std::string_view bytes, const std::string& name);
-
-// Reads and converts a file in any format ("-" is stdin); Anthropic input is read as is.
-Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
 
 }  // namespace compactor

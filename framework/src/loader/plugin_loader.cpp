@@ -2,7 +2,7 @@
 
 #include "checkers/checker_host.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "loader/plugin_discovery.hpp"
 
 #include <boost/dll/shared_library.hpp>

@@ -1,13 +1,15 @@
 #include "wire/input_document.hpp"
 
-#include "wire/anthropic_messages.hpp"
-#include "wire/gemini.hpp"
-#include "wire/openai_chat.hpp"
-#include "wire/openai_responses.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/gemini/gemini.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
-#include "checkers/builtin_checkers.hpp"
-#include "import/codex_session.hpp"
-#include "import/gemini_chat.hpp"
+#include "wire/openai_responses/codex_session.hpp"
+#include "wire/gemini/gemini_chat.hpp"
+#include "wire/anthropic/claude_code_log.hpp"
+#include "wire/openai_chat/openai_log.hpp"
+
 #include "import/importers.hpp"
 #include "model/conversation_reader.hpp"
 #include "model/json_scanner.hpp"
@@ -252,19 +254,56 @@ Expected<ImportedSession> import_session(const std::string& path, std::optional<
   return s;
 }
 
-std::vector<CheckerPtr> checkers_for_check(const WireFormat& format) {
-  // The built-in order, an API rule taken from the format's when it has one of that name, then
-  // the format's other rules.
-  std::vector<CheckerPtr> rules = format.rules(), out;
-  const auto& api_rules = messages_api_rule_names();
-  for (std::string_view n : builtin_checker_names()) {
-    auto rule = std::find_if(rules.begin(), rules.end(), [&](const CheckerPtr& c) { return c && c->name() == n; });
-    if (rule != rules.end()) out.push_back(std::move(*rule));
-    else if (std::find(api_rules.begin(), api_rules.end(), n) == api_rules.end()) out.push_back(make_builtin_checker(n));
+ImportFormat detect_import_format(std::string_view bytes, const std::string& name) {
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".traj") return ImportFormat::openai;
+  if (is_codex_session(bytes)) return ImportFormat::codex;
+  std::string_view head = bytes.substr(0, 1 << 16);
+  if (is_gemini_chat(head)) return ImportFormat::gemini_cli;  // it has a sessionId too
+  for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
+    if (head.find(marker) != std::string_view::npos) return ImportFormat::claude_code;
+  // A system message alone is not enough: in an Anthropic history it is a mistake to report.
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"role\": \"tool\"", "\"history\""})
+    if (head.find(marker) != std::string_view::npos) return ImportFormat::openai;
+  return ImportFormat::anthropic;
+}
+
+Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
+  auto read = read_input_bytes(path);
+  if (!read) return read.error();
+  std::string bytes = std::move(read).value();
+  std::string source = path == "-" ? "<stdin>" : path;
+  std::string name = source.substr(source.find_last_of('/') + 1);
+  ImportFormat f = format.value_or(detect_import_format(bytes, name));
+  switch (f) {
+    case ImportFormat::claude_code:
+      return import_claude_code(bytes, source, sidechain || name.rfind("agent-", 0) == 0);
+    case ImportFormat::openai:
+      return import_openai(bytes, source);
+    case ImportFormat::codex:
+      return import_codex_session(bytes, source);
+    case ImportFormat::gemini_cli:
+      return import_gemini_chat(bytes, source);
+    case ImportFormat::anthropic: {
+      ReadOptions options;
+      options.source = source;
+      auto c = read_conversation(std::move(bytes), options);
+      // An OpenAI chat without tool calls looks like Anthropic messages but starts with its system
+      // message: detection keeps the error (in Anthropic messages it is a mistake), and says what
+      // to give if the file is such a chat.
+      if (!c && !format && c.error().message.find("(rule: never first)") != std::string::npos)
+        return Error{c.error().message + "\n" + source +
+                     ": an OpenAI chat history starts with its system message; if this is one, give --input-format openai"};
+      if (!c) return c.error();
+      ImportResult r;
+      r.report.source = source;
+      r.report.messages = c->size();
+      for (const MessagePtr& m : c->messages())
+        for (const Block& b : m->blocks()) r.report.tool_uses += b.kind() == BlockKind::tool_use;
+      r.conversation = std::move(c).value();
+      return r;
+    }
   }
-  for (CheckerPtr& rule : rules)
-    if (rule) out.push_back(std::move(rule));
-  return out;
+  return Error{"unknown format"};
 }
 
 }  // namespace compactor::wire

@@ -47,8 +47,13 @@ struct ImportedSession {
 };
 Expected<ImportedSession> import_session(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
 
-// What `check` runs on a history of `format`: its rules, then Compactor's own invariants (all
-// the built-in checkers but the Messages API's rules, for another API's history).
-std::vector<CheckerPtr> checkers_for_check(const WireFormat& format);
+// Detects the format of a file's bytes (and name): a Codex session opens with its session_meta
+// record; Claude Code JSONL lines carry "sessionId" or "parentUuid"; OpenAI histories have role
+// "tool" messages, tool_calls, or "history" (a system message alone does not make a history
+// OpenAI: use --input-format openai for those).
+ImportFormat detect_import_format(std::string_view bytes, const std::string& name);
+
+// Reads and converts a file in any format ("-" is stdin); Anthropic input is read as is.
+Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
 
 }  // namespace compactor::wire

@@ -1,9 +1,9 @@
 #include "wire/wire_format.hpp"
 
-#include "wire/anthropic_messages.hpp"
-#include "wire/gemini.hpp"
-#include "wire/openai_chat.hpp"
-#include "wire/openai_responses.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/gemini/gemini.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include "compactor/testkit.hpp"
 
 #include "archive/archive_store.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"

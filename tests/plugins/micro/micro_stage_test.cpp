@@ -4,7 +4,7 @@
 #include "model/active_request.hpp"
 #include "model/conversation_host.hpp"
 #include "archive/archive_store.hpp"
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 #include "loader/plugin_loader.hpp"
 
 #include <gtest/gtest.h>

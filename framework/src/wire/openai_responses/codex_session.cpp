@@ -1,6 +1,6 @@
-#include "import/codex_session.hpp"
+#include "wire/openai_responses/codex_session.hpp"
 
-#include "import/responses_items.hpp"
+#include "wire/openai_responses/responses_items.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>

@@ -1,6 +1,8 @@
 // cache_control: a stage never adds a cache breakpoint (a marker never carries cache_control it
 // did not inherit), and the number of breakpoints never grows past 4 (the API's limit). Checked
 // on its own, a conversation with more than 4 is one the API refuses.
+#include "wire/anthropic/messages_rules.hpp"
+
 #include "checkers/checker_support.hpp"
 #include "checkers/checker_host.hpp"
 

@@ -1,5 +1,7 @@
 // unique_ids: every tool_use has an id, unique in the conversation, matching the API's pattern
 // ^[a-zA-Z0-9_-]+$ (histories carried over from other providers break this).
+#include "wire/anthropic/messages_rules.hpp"
+
 #include "checkers/checker_support.hpp"
 #include "checkers/checker_host.hpp"
 

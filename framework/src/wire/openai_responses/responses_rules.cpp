@@ -1,4 +1,4 @@
-#include "wire/responses_rules.hpp"
+#include "wire/openai_responses/responses_rules.hpp"
 #include "checkers/checker_host.hpp"
 
 #include "wire/carried.hpp"

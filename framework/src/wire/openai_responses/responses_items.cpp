@@ -1,4 +1,4 @@
-#include "import/responses_items.hpp"
+#include "wire/openai_responses/responses_items.hpp"
 
 #include "model/conversation_host.hpp"
 #include "model/field_types.hpp"

@@ -1,4 +1,4 @@
-#include "import/gemini_chat.hpp"
+#include "wire/gemini/gemini_chat.hpp"
 
 #include "import/json_lines.hpp"
 

@@ -1,6 +1,7 @@
-#include "wire/anthropic_messages.hpp"
+#include "wire/anthropic/anthropic_messages.hpp"
 
-#include "checkers/builtin_checkers.hpp"
+#include "wire/anthropic/messages_rules.hpp"
+
 #include "model/conversation_reader.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -47,7 +48,14 @@ class AnthropicMessages final : public WireFormat {
 
   // What the Messages API refuses in a history: structure (system entries' places), pairing, ids
   // and their pattern, at most 4 cache breakpoints.
-  std::vector<CheckerPtr> rules() const override { return make_input_checkers(); }
+  std::vector<CheckerPtr> rules() const override {
+    std::vector<CheckerPtr> rules;
+    rules.push_back(detail::make_structure_checker());
+    rules.push_back(detail::make_pairing_checker());
+    rules.push_back(detail::make_unique_ids_checker());
+    rules.push_back(detail::make_cache_control_checker());
+    return rules;
+  }
 
   // "prompt is too long: 210000 tokens > 200000 maximum" (invalid_request_error, HTTP 400 or 413).
   bool context_refusal(int status, std::string_view body) const override {

@@ -1,8 +1,8 @@
-#include "wire/gemini.hpp"
+#include "wire/gemini/gemini.hpp"
 
 #include "wire/array_spans.hpp"
 #include "wire/carried.hpp"
-#include "wire/gemini_rules.hpp"
+#include "wire/gemini/gemini_rules.hpp"
 #include "wire/unique_call_ids.hpp"
 
 #include "model/conversation_host.hpp"

@@ -1,10 +1,10 @@
-#include "wire/openai_chat.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
 
 #include "wire/array_spans.hpp"
+#include "wire/anthropic/messages_rules.hpp"
 #include "wire/carried.hpp"
 #include "wire/unique_call_ids.hpp"
 
-#include "checkers/builtin_checkers.hpp"
 #include "model/conversation_host.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
@@ -503,7 +503,7 @@ class OpenAiChat final : public WireFormat {
   // carries stays as it came.
   std::vector<CheckerPtr> rules() const override {
     std::vector<CheckerPtr> rules;
-    rules.push_back(make_builtin_checker("pairing"));
+    rules.push_back(detail::make_pairing_checker());
     rules.push_back(make_unique_call_ids_checker());
     rules.push_back(make_carried_unchanged_checker());
     return rules;

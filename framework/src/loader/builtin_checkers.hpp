@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compactor/checker.hpp"
+#include "wire/wire_format.hpp"
 
 #include <string_view>
 #include <vector>
@@ -30,6 +31,10 @@ const std::vector<std::string_view>& messages_api_rule_names();
 // The checkers every Messages API input must pass, whatever a config enables: a history the API
 // accepts (structure, pairing, unique_ids, at most 4 cache breakpoints).
 std::vector<CheckerPtr> make_input_checkers();
+
+// What `check` runs on a history of `format`: its rules, then Compactor's own invariants (all
+// the built-in checkers but the Messages API's rules, for another API's history).
+std::vector<CheckerPtr> checkers_for_check(const wire::WireFormat& format);
 
 // Runs every checker on `input`; violations in checker order.
 std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input);

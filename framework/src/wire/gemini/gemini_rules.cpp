@@ -1,4 +1,4 @@
-#include "wire/gemini_rules.hpp"
+#include "wire/gemini/gemini_rules.hpp"
 #include "checkers/checker_host.hpp"
 
 #include "wire/carried.hpp"

@@ -1,4 +1,6 @@
 // structure: what the API requires of the message sequence itself.
+#include "wire/anthropic/messages_rules.hpp"
+
 #include "checkers/block_members.hpp"
 #include "checkers/checker_support.hpp"
 #include "checkers/checker_host.hpp"

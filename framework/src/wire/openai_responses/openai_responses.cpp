@@ -1,13 +1,13 @@
-#include "wire/openai_responses.hpp"
+#include "wire/openai_responses/openai_responses.hpp"
 
 #include "wire/array_spans.hpp"
+#include "wire/anthropic/messages_rules.hpp"
 #include "wire/carried.hpp"
-#include "wire/openai_chat.hpp"
-#include "wire/responses_rules.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
+#include "wire/openai_responses/responses_rules.hpp"
+#include "wire/openai_responses/responses_items.hpp"
 #include "wire/unique_call_ids.hpp"
 
-#include "checkers/builtin_checkers.hpp"
-#include "import/responses_items.hpp"
 #include "model/conversation_host.hpp"
 #include "model/json_scanner.hpp"
 
@@ -302,7 +302,7 @@ class OpenAiResponses final : public WireFormat {
   // belongs to. And what Compactor carries (reasoning with its encrypted_content) stays as it came.
   std::vector<CheckerPtr> rules() const override {
     std::vector<CheckerPtr> rules;
-    rules.push_back(make_builtin_checker("pairing"));
+    rules.push_back(detail::make_pairing_checker());
     rules.push_back(make_unique_call_ids_checker());
     rules.push_back(make_unique_item_ids_checker());
     rules.push_back(make_reasoning_followed_checker());

@@ -1,6 +1,9 @@
-#include "checkers/builtin_checkers.hpp"
+#include "loader/builtin_checkers.hpp"
 
 #include "checkers/checker_support.hpp"
+#include "wire/anthropic/messages_rules.hpp"
+
+#include <algorithm>
 
 namespace compactor {
 
@@ -48,6 +51,21 @@ std::vector<CheckerPtr> make_input_checkers() {
   std::vector<CheckerPtr> checkers;
   for (std::string_view n : messages_api_rule_names()) checkers.push_back(make_builtin_checker(n));
   return checkers;
+}
+
+std::vector<CheckerPtr> checkers_for_check(const wire::WireFormat& format) {
+  // The built-in order, an API rule taken from the format's when it has one of that name, then
+  // the format's other rules.
+  std::vector<CheckerPtr> rules = format.rules(), out;
+  const auto& api_rules = messages_api_rule_names();
+  for (std::string_view n : builtin_checker_names()) {
+    auto rule = std::find_if(rules.begin(), rules.end(), [&](const CheckerPtr& c) { return c && c->name() == n; });
+    if (rule != rules.end()) out.push_back(std::move(*rule));
+    else if (std::find(api_rules.begin(), api_rules.end(), n) == api_rules.end()) out.push_back(make_builtin_checker(n));
+  }
+  for (CheckerPtr& rule : rules)
+    if (rule) out.push_back(std::move(rule));
+  return out;
 }
 
 std::vector<Violation> run_checkers(const std::vector<CheckerPtr>& checkers, const CheckInput& input) {

@@ -3,6 +3,8 @@
 // rule is read per message, as the API reads it: results split over two user messages, or calls
 // split over two assistant messages before one results message, are refused even though the API
 // joins consecutive same-role messages for ordinary content.
+#include "wire/anthropic/messages_rules.hpp"
+
 #include "checkers/checker_support.hpp"
 #include "checkers/checker_host.hpp"
 
