@@ -60,7 +60,7 @@ TEST_F(InputLimits, ABadInputFormatIsAUsageErrorOfEveryCommand) {
     EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
     // import turns logs into messages; the others also read any wire format's request.
     const std::string names = args[0] == "import" ? "auto, anthropic, claude-code, codex, gemini-cli or openai"
-                                                  : "auto, anthropic, claude-code, codex, openai, responses, gemini or gemini-cli";
+                                                  : "auto, anthropic, claude-code, codex, gemini, gemini-cli, openai or responses";
     EXPECT_EQ(r.err.rfind("compactor " + args[0] + ": --input-format takes " + names + ", got \"xml\"\nusage: ", 0), 0u)
         << args[0] << ": " << r.err;
     EXPECT_EQ(r.out, "") << args[0];

@@ -206,5 +206,29 @@ TEST(NativeContextManagement, OverBudgetStagesDeferToTheApisOwnCompaction) {
   EXPECT_EQ(thinking.report.at("stages").at(0).at("status"), "committed");
 }
 
+// The Responses API asks in its own shape (a list of edits): its adapter reads it, and the
+// over-budget stages defer just the same; without it they compact.
+TEST(NativeContextManagement, AResponsesRequestAskingForCompactionIsDeferredToo) {
+  test::ScratchFolder dir("native-responses");
+  json::array input{json::object{{"role", "user"}, {"content", "read every log and summarize the failures"}}};
+  for (std::size_t i = 0; i < 9; ++i) {
+    const std::string id = "call_" + std::to_string(i);
+    input.push_back(json::object{{"type", "function_call"}, {"call_id", id}, {"name", "Read"},
+                                 {"arguments", R"({"file_path":"logs/)" + std::to_string(i) + R"(.txt"})"}});
+    input.push_back(json::object{{"type", "function_call_output"}, {"call_id", id}, {"output", std::string(1600, static_cast<char>('a' + i))}});
+  }
+  input.push_back(json::object{{"role", "assistant"}, {"content", "Read them all."}});
+  input.push_back(json::object{{"role", "user"}, {"content", "go on"}});
+  json::object body{{"model", "small-1"}, {"input", input}};
+  RunResult plain = run(dir, config("auto"), json::serialize(body), {"--input-format", "responses"});
+  EXPECT_EQ(plain.report.at("stages").at(0).at("status"), "committed") << plain.cli.err;
+  body["context_management"] = json::array{json::object{{"type", "compaction"}, {"compact_threshold", 4000}}};
+  RunResult r = run(dir, config("auto"), json::serialize(body), {"--input-format", "responses"});
+  ASSERT_EQ(r.cli.exit_code, 0) << r.cli.out << r.cli.err;
+  EXPECT_EQ(r.report.at("status"), "deferred");
+  EXPECT_EQ(r.report.at("stages").at(0).at("reason"), "deferred: the request asks the API to make room itself (context_management: compaction)");
+  EXPECT_EQ(test::read_file((dir / "out.json").string()), json::serialize(body));  // the client's bytes
+}
+
 }  // namespace
 }  // namespace compactor

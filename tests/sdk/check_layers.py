@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The framework's parts and who includes whom: the public SDK headers include only SDK headers,
-and a part of framework/src includes only its own and the parts below it (no cycle). With
---readme README.md, the README's layout section names every part (`part/`).
+and a part of framework/src includes only its own and the parts below it (no cycle). No source of
+framework/ or tools/ tells wire formats apart by identity (`== &wire::anthropic_messages()`) or by
+name (`format.name().starts_with("openai")`): a caller asks the format (wire/wire_format.hpp), so a
+new API needs no change there. With --readme README.md, the README's layout section names every
+part (`part/`).
 usage: check_layers.py FRAMEWORK_DIR [--print] [--readme README.md]"""
 import os, re, sys
 # Bottom to top. The SDK headers (include/compactor) are below every part.
@@ -36,6 +39,18 @@ for part in sorted(os.listdir(src)):
                 problems.append(f'src/{part}/{name} includes "{target}" from no part')
             elif LAYERS.index(other) > LAYERS.index(part):
                 problems.append(f'src/{part}/{name} includes "{target}": {other} is above {part}')
+# Branches on which wire format a caller holds: its address compared with an adapter's, or its name.
+identity = re.compile(r'[=!]=\s*&(wire::)?\w+\(\)|\w*format\w*(\(\))?(->|\.)name\(\)\s*(==|!=|\.starts_with|\.ends_with|\.find)')
+for top in (src, os.path.join(root, '..', 'tools')):
+    for d, _, fs in os.walk(top):
+        for f in sorted(fs):
+            if not f.endswith(('.cpp', '.hpp')) or 'node_modules' in d:
+                continue
+            path = os.path.join(d, f)
+            for n, line in enumerate(open(path).read().split('\n'), 1):
+                if identity.search(line):
+                    problems.append(f'{os.path.relpath(path, os.path.join(root, ".."))}:{n}: tells wire formats apart by identity or '
+                                    f'name; ask the format instead (WireFormat in wire/wire_format.hpp)')
 if '--print' in sys.argv:
     for part in LAYERS:
         below = sorted(edges.get(part, set()) - {part}, key=LAYERS.index)

@@ -16,9 +16,9 @@ namespace compactor {
 namespace {
 
 ImportResult import_or_die(const std::string& name) {
-  auto r = wire::import_file(test::data_path(name), std::nullopt);
+  auto r = wire::import_session(test::data_path(name), std::nullopt);
   if (!r) throw std::runtime_error(r.error().message);
-  return std::move(r).value();
+  return std::move(r->result);
 }
 
 std::vector<Violation> check(const Conversation& c) {
@@ -27,7 +27,7 @@ std::vector<Violation> check(const Conversation& c) {
 
 TEST(GeminiChatImport, TheRecordedChatIsTheTasksStepsEachCallAnsweredOnce) {
   auto r = import_or_die("gemini-cli/session-recorded.jsonl");
-  EXPECT_EQ(r.report.format, ImportFormat::gemini_cli);
+  EXPECT_EQ(r.report.format, "gemini-cli");
   EXPECT_TRUE(r.report.broken_lines.empty());
   EXPECT_TRUE(r.report.repairs.empty());
   ASSERT_TRUE(r.conversation.has_value());
@@ -71,7 +71,7 @@ TEST(GeminiChatImport, TheRecordedChatIsTheTasksStepsEachCallAnsweredOnce) {
 
 TEST(GeminiChatImport, TheOlderOneObjectLayoutImportsWithImagesErrorsAndNoThoughts) {
   auto r = import_or_die("gemini-cli/session-legacy-handmade.json");
-  EXPECT_EQ(r.report.format, ImportFormat::gemini_cli);
+  EXPECT_EQ(r.report.format, "gemini-cli");
   ASSERT_TRUE(r.conversation.has_value());
   const Conversation& c = *r.conversation;
   EXPECT_TRUE(check(c).empty());
@@ -92,7 +92,7 @@ TEST(GeminiChatImport, TheOlderOneObjectLayoutImportsWithImagesErrorsAndNoThough
 
 TEST(GeminiChatImport, ChatsAreDetectedAndCheckReadsThem) {
   for (const char* name : {"gemini-cli/session-recorded.jsonl", "gemini-cli/session-legacy-handmade.json"}) {
-    EXPECT_EQ(wire::detect_import_format(test::read_file(test::data_path(name)), name), ImportFormat::gemini_cli) << name;
+    EXPECT_EQ(wire::detect_input_form(test::read_file(test::data_path(name)), name, wire::FormUse::sessions).name(), "gemini-cli") << name;
     auto r = test::run_cli({"check", "--input", test::data_path(name)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("(gemini-cli)"), std::string::npos) << r.err;

@@ -29,6 +29,8 @@ class TeamGateway final : public wire::WireFormat {
  public:
   std::string_view name() const override { return "team_gateway"; }
   std::string_view route() const override { return "gateway"; }
+  std::string_view title() const override { return "Team gateway"; }
+  std::string_view endpoint() const override { return "POST /gateway/v1/chat"; }
   std::string_view upstream_key() const override { return "gateway"; }
   std::string_view default_upstream() const override { return "http://127.0.0.1:9"; }
 

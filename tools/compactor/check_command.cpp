@@ -24,13 +24,11 @@ byte offset and line:col for syntax errors) on stderr and exits 2 when not. The 
 
 options:
   --input FILE     the conversation to check ("-" for stdin)
-  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
-                   how to read it (default auto: detected from the bytes): an Anthropic, an
-                   OpenAI Chat Completions or Responses request body (or messages or items
-                   array), or a Gemini API request body, checked against that API's rules; Claude
-                   Code logs, Gemini CLI chats and SWE-agent trajectories are imported first, as
-                   `compactor import` does; a Codex session file is the Responses request its last
-                   call sent
+@INPUT_FORMAT@
+                   how to read it (default auto: detected from its bytes and name): an API's
+                   request body (or messages or items array), checked against that API's rules,
+                   or a log, imported first as `compactor import` does:
+@INPUT_FORMS@
   --request TEXT   the active request (default: the newest user text that is not a tool result,
                    a command echo or an interruption notice)
 )";
@@ -40,7 +38,7 @@ constexpr std::size_t kMaxLines = 20;
 }  // namespace
 
 int check_command(int argc, char** argv) {
-  const Command command{"check", kHelp};
+  const Command command{"check", with_input_forms(kHelp)};
   int exit_code = kExitOk;
   auto args = command.parse(argc, argv, 2, {{"input"}, {"request"}, {"input-format"}}, exit_code);
   if (!args) return exit_code;

@@ -10,6 +10,34 @@
 
 namespace compactor::cli {
 
+std::string with_input_forms(std::string_view help, wire::FormUse use) {
+  std::string names;
+  for (const std::string& n : wire::input_format_names(use)) names += (names.empty() ? "" : "|") + n;
+  // A line per form, its description's words wrapped at 100 columns.
+  std::string forms;
+  for (const wire::WireFormat* f : wire::wire_formats())
+    for (const wire::InputForm* form : f->input_forms()) {
+      if (use == wire::FormUse::sessions && !form->imports_sessions()) continue;
+      std::string line = fmt::format("                     {:<12}", form->name());
+      const std::string_view said = form->description();
+      for (std::size_t at = 0; at < said.size();) {
+        const std::size_t end = std::min(said.find(' ', at), said.size());
+        if (line.size() + 1 + (end - at) > 100 && line.size() > 34) {
+          forms += line + "\n";
+          line = std::string(33, ' ');
+        }
+        line += " " + std::string(said.substr(at, end - at));
+        at = end + 1;
+      }
+      forms += line + "\n";
+    }
+  std::string out(help);
+  for (auto [marker, text] : {std::pair<std::string_view, std::string>{"@INPUT_FORMAT@\n", "  --input-format " + names + "\n"},
+                              std::pair<std::string_view, std::string>{"@INPUT_FORMS@\n", forms}})
+    if (std::size_t at = out.find(marker); at != std::string::npos) out.replace(at, marker.size(), text);
+  return out;
+}
+
 Expected<wire::InputDocument> read_input(const std::string& path, const std::optional<std::string>& format) {
   auto doc = wire::read_input_document(path, format);
   if (doc && !doc->imported.empty()) fmt::print(stderr, "{}\n", doc->imported);

@@ -48,10 +48,15 @@ std::optional<std::string> overwrite_conflict(const std::vector<NamedPath>& inpu
 std::optional<ParsedArgs> parse_args(int argc, char** argv, int first, const std::vector<OptionSpec>& specs,
                                      std::string& error);
 
+// A command's help with the forms of input the wire formats list: `@INPUT_FORMAT@` becomes the
+// option's line (`--input-format auto|anthropic|…`), `@INPUT_FORMS@` one line per form saying
+// what it is. `use` says which forms the command reads.
+std::string with_input_forms(std::string_view help, wire::FormUse use = wire::FormUse::requests);
+
 // A subcommand's name and help: how every command parses its arguments and reports misuse.
 struct Command {
   std::string_view name;  // "count", "archive gc"
-  const char* help;
+  std::string help;
 
   // Prints "compactor NAME: what" and the help on stderr; returns the bad-input exit code.
   int usage_error(const std::string& what) const;

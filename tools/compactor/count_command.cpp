@@ -27,7 +27,9 @@ blocks, a tool_use's name and JSON input, a tool_result's content, any other blo
 
 options:
   --input FILE      the conversation ("-" for stdin), in any format `run` reads
-  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
+@INPUT_FORMAT@
+                    how to read it (default auto: detected from its bytes and name):
+@INPUT_FORMS@
   --meter KIND      chars4, cl100k, o200k, claude-legacy or calibrated (repeatable)
   --fit FILE        the fit a calibrated meter reads (`compactor calibrate --out`); only with
                     the calibrated meter (given, or the default list's fifth)
@@ -42,7 +44,7 @@ Exit codes: 0 counted; 2 bad input, unknown meter or missing rank file.
 }  // namespace
 
 int count_command(int argc, char** argv) {
-  const Command command{"count", kHelp};
+  const Command command{"count", with_input_forms(kHelp)};
   int exit_code = kExitOk;
   auto args = command.parse(
       argc, argv, 2, {{"input"}, {"input-format"}, {"meter", true, true}, {"fit"}, {"family"}, {"per-message", false}}, exit_code);

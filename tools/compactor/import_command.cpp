@@ -5,7 +5,6 @@
 #include "wire/carried.hpp"
 #include "wire/input_document.hpp"
 #include "wire/openai_chat/openai_log.hpp"
-#include "wire/openai_responses/openai_responses.hpp"
 #include "commands.hpp"
 
 #include "model/active_request.hpp"
@@ -26,7 +25,7 @@ namespace compactor::cli {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format auto|claude-code|codex|gemini-cli|openai|anthropic]
+constexpr const char* kHelp = R"(usage: compactor import --input FILE [--input-format F]
                         [--output FILE] [--output-format anthropic|openai] [--report FILE]
        compactor import --corpus DIR [--report FILE] [--sidechains include|skip]
 
@@ -41,6 +40,10 @@ repair (an orphan result dropped, a call whose result was lost answered by an is
 is counted and listed in the report, never silent. A Codex CLI session file (its rollout JSONL)
 is read as the OpenAI Responses request its last call sent, and written as that request body
 (docs/openai-responses.md). The result must pass every checker.
+
+@INPUT_FORMAT@
+                   how to read it (default auto: detected from its bytes and name):
+@INPUT_FORMS@
 
 --output writes the conversation (anthropic: a messages array or a request body; openai: a
 messages array); without it only the verdict line is printed. --report writes what was skipped
@@ -57,11 +60,12 @@ not written; --report still is: it says why); 3 an output could not be written (
 struct Checked {
   std::optional<ImportResult> result;
   const wire::WireFormat* format = nullptr;  // whose rules it passed
+  bool written_as_read = false;              // the API's own request: written as read
   std::string line;
   bool ok = false;
 };
 
-Checked import_and_check(const std::string& path, std::optional<ImportFormat> format, bool sidechain) {
+Checked import_and_check(const std::string& path, const std::optional<std::string>& format, bool sidechain) {
   Checked out;
   auto imported = wire::import_session(path, format, sidechain);
   if (!imported) {
@@ -70,6 +74,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
   }
   out.result = std::move(imported->result);
   out.format = imported->format;
+  out.written_as_read = imported->written_as_read;
   const ImportReport& r = out.result->report;
   if (!out.result->conversation) {
     out.line = fmt::format("EMPTY {}: no message to import ({}, {} broken)", path, counted(r.lines, "line", "lines"),
@@ -90,7 +95,7 @@ Checked import_and_check(const std::string& path, std::optional<ImportFormat> fo
 
 
 // Every .jsonl and .traj file under `dir`: one line each, the totals, and the report.
-int import_corpus(const std::string& dir, std::optional<ImportFormat> format, bool skip_sidechains,
+int import_corpus(const std::string& dir, const std::optional<std::string>& format, bool skip_sidechains,
                   const std::optional<std::string>& report_path) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
@@ -137,22 +142,20 @@ int import_corpus(const std::string& dir, std::optional<ImportFormat> format, bo
   return failed ? kExitBadInput : kExitOk;
 }
 
-int import_one(const ParsedArgs& args, std::optional<ImportFormat> format, const std::string& output_format);
+int import_one(const ParsedArgs& args, const std::optional<std::string>& format, const std::string& output_format);
 
 }  // namespace
 
 int import_command(int argc, char** argv) {
-  const Command command{"import", kHelp};
+  const Command command{"import", with_input_forms(kHelp, wire::FormUse::sessions)};
   int exit_code = kExitOk;
   auto args = command.parse(
       argc, argv, 2,
       {{"input"}, {"input-format"}, {"output"}, {"output-format"}, {"report"}, {"corpus"}, {"sidechains"}}, exit_code);
   if (!args) return exit_code;
   std::string error;
-  std::optional<ImportFormat> format;
-  if (auto f = args->get("input-format"); f && *f != "auto" && !import_format_from_string(*f))
-    error = "--input-format takes auto, anthropic, claude-code, codex, gemini-cli or openai, got \"" + *f + "\"";
-  else if (args->get("input-format") && *args->get("input-format") != "auto") format = import_format_from_string(*args->get("input-format"));
+  const std::optional<std::string> format = args->get("input-format");
+  if (auto bad = wire::input_format_error(format, wire::FormUse::sessions)) error = *bad;
   if (!args->positional.empty()) error = "unexpected argument " + args->positional.front();
   if (!args->get("input") == !args->get("corpus")) error = "give --input FILE or --corpus DIR";
   std::string output_format = args->get("output-format").value_or("anthropic");
@@ -179,7 +182,7 @@ std::optional<std::string> refusal_in_anthropic_form(const std::string& bytes, c
 }
 
 // One file: the conversation (--output), the report (--report), the verdict line.
-int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, const std::string& output_format) {
+int import_one(const ParsedArgs& args_ref, const std::optional<std::string>& format, const std::string& output_format) {
   const ParsedArgs* args = &args_ref;
   std::vector<NamedPath> outputs;
   if (auto path = args->get("output")) outputs.push_back({"--output", *path});
@@ -205,7 +208,7 @@ int import_one(const ParsedArgs& args_ref, std::optional<ImportFormat> format, c
       const Conversation& conversation = *c.result->conversation;
       std::map<std::string, std::size_t> left_out;
       conversation_bytes = output_format == "openai"                   ? export_openai(conversation, &left_out)
-                           : c.format == &wire::openai_responses()     ? conversation.serialize()
+                           : c.written_as_read                         ? conversation.serialize()
                                                                        : wire::without_carried(conversation, left_out);
       // Said, never silent, once the output is written: what the output's form has no place for.
       std::string what_left;

@@ -7,12 +7,8 @@
 #include "host/atomic_file.hpp"
 #include "host/child_run.hpp"
 #include "model/conversation_reader.hpp"
-#include "wire/anthropic/anthropic_messages.hpp"
 #include "host/exit_code.hpp"
-#include "host/model_budget.hpp"
-#include "host/native_context.hpp"
 #include "host/pipeline.hpp"
-#include "model/conversation_host.hpp"
 #include "host/stderr_logger.hpp"
 #include "model/conversation_host.hpp"
 
@@ -41,10 +37,11 @@ options:
   --model NAME     the model the conversation is for: the window of `budget: {window: auto}` and
                    the meter of `meter: {kind: auto}` (default: the request body's "model", else
                    the price table's default model, which the summary then names)
-  --input-format auto|anthropic|openai|responses|gemini|claude-code|codex|gemini-cli
-                   how to read the input (default auto: detected); an OpenAI Chat Completions
-                   or Responses request body (or messages or items array) is written back in its
-                   own form, with every field it carried; Claude Code logs and SWE-agent trajectories are imported
+@INPUT_FORMAT@
+                   how to read the input (default auto: detected from its bytes and name); an
+                   API's request body (or messages or items array) is written back in its own
+                   form, with every field it carried; a log is imported first:
+@INPUT_FORMS@
 
 A run knows no previous call, so it takes the prompt cache as cold: the cost gate (a config with
 `prices:` and a budget in tokens) weighs the compaction and reports its figures, and commits it.
@@ -61,7 +58,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
 }  // namespace
 
 int run_command(int argc, char** argv) {
-  const Command command{"run", kHelp};
+  const Command command{"run", with_input_forms(kHelp)};
   int exit_code = kExitOk;
   auto args = command.parse(
       argc, argv, 2, {{"config"}, {"input"}, {"output"}, {"report"}, {"request"}, {"reason"}, {"input-format"}, {"model"}}, exit_code);
@@ -132,9 +129,9 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
     options.open_archive = [&store](FileSystem& fs) { return store->open_run(fs); };
   }
   const auto& body = ConversationHost::layout(input.frame()).buffer;
-  options.model = args.get("model").value_or(body != nullptr ? model_named_in(*body) : std::string());
-  options.openai = doc->format->name().starts_with("openai");
-  if (body != nullptr) options.native_context = native_context_management(*body);
+  options.model = args.get("model").value_or(body != nullptr ? doc->format->model_named_in(*body) : std::string());
+  options.openai = doc->format->openai_tokenizer();
+  if (body != nullptr) options.native_context = doc->format->native_context(*body);
   auto log = make_stderr_logger("");
   RunReport report = pipeline.run(input, options, *log);
 
@@ -161,7 +158,7 @@ int read_run_and_write(Pipeline& pipeline, const ParsedArgs& args, const std::st
   std::string written_back;  // another API's request, written back in its form
   if (output && report.output && report.exit_code() != kExitBadInput && report.exit_code() != kExitPluginError) {
     FileWrite file{*output, {}};
-    if (doc->format == &wire::anthropic_messages()) {
+    if (doc->request->writes_model_form()) {
       file.parts = ConversationHost::pieces(*report.output);
     } else {
       auto back = doc->request->write(*report.output);

@@ -26,13 +26,9 @@ An HTTP proxy in front of the model APIs. The conversation of each of these requ
 by the config's pipeline (system and tools counted; what the conversation model has no place for
 carried as it came), then forwarded with the client's headers; the upstream's answer comes back
 unchanged, server-sent events as they arrive:
-  POST /v1/messages                       Anthropic Messages          upstream anthropic
-  POST /v1/chat/completions               OpenAI Chat Completions     upstream openai
-  POST /v1/responses                      OpenAI Responses            upstream openai
-  POST /v1beta/models/M:generateContent   Gemini (and :streamGenerateContent, /v1/, /v1alpha/)
-                                                                      upstream gemini
+@ROUTES@
 The APIs' other endpoints (count_tokens, /v1/responses/ID, Gemini's other methods) are passed
-through to their upstream, and any other path to the anthropic one. serve answers itself:
+through to their upstream, and any other path to the @FIRST@ one. serve answers itself:
   GET  /healthz   ok (503 while draining)
   GET  /metrics   Prometheus text: requests, sizes saved, stages, queue, tenants, connections
   POST /mcp       the archive's MCP server (restore, search) for the caller's tenant
@@ -43,11 +39,7 @@ options:
   --config FILE          the pipeline, with its `serve:` section (listen, upstreams, clients, limits)
   --listen HOST:PORT     overrides serve.listen (default 127.0.0.1:8088; [::1]:PORT for IPv6;
                          port 0: any free port)
-  --upstream URL         the anthropic upstream (default https://api.anthropic.com)
-  --upstream API=URL     an API's upstream: anthropic, openai (default https://api.openai.com) or
-                         gemini (default https://generativelanguage.googleapis.com); repeatable;
-                         overrides serve.upstreams
-  --openai-upstream URL  the same as --upstream openai=URL
+@UPSTREAMS@  --openai-upstream URL  the same as --upstream openai=URL
   --gemini-upstream URL  the same as --upstream gemini=URL
 
 The first line on stdout is "compactor serve: listening on http://HOST:PORT (upstream URL)".
@@ -58,17 +50,59 @@ exit codes: 0 drained; 1 requests were still in flight at the time limit; 2 bad 
 or listen address; 3 a plugin failed to load.
 )HELP";
 
+// The help with what the registered wire formats say: a line per API's conversation endpoint,
+// the upstream other paths go to, and the --upstream options' APIs with their defaults.
+std::string serve_help() {
+  const auto& formats = wire::wire_formats();
+  std::string routes;
+  for (const wire::WireFormat* f : formats) {
+    std::string line = fmt::format("  {:<39} {:<27} ", f->endpoint(), f->title());
+    // An endpoint or a title too long for its column puts the upstream under the row.
+    if (f->endpoint().size() > 39 || f->title().size() > 27) line = fmt::format("  {} {}\n{:70}", f->endpoint(), f->title(), "");
+    routes += line + "upstream " + std::string(f->upstream_key()) + "\n";
+  }
+  const std::vector<std::string> keys = wire::upstream_keys();
+  auto default_of = [&](const std::string& key) {
+    for (const wire::WireFormat* f : formats)
+      if (f->upstream_key() == key) return std::string(f->default_upstream());
+    return std::string();
+  };
+  std::string apis;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    apis += (i == 0 ? "" : i + 1 == keys.size() ? " or " : ", ") + keys[i] + (i == 0 ? "" : " (default " + default_of(keys[i]) + ")");
+  std::string upstreams = fmt::format("  --upstream URL         the {} upstream (default {})\n", keys.front(), default_of(keys.front()));
+  // Words wrapped at 100 columns, under the description.
+  std::string line = "  --upstream API=URL    ";
+  const std::string said = "an API's upstream: " + apis + "; repeatable; overrides serve.upstreams";
+  for (std::size_t at = 0; at < said.size();) {
+    const std::size_t end = std::min(said.find(' ', at), said.size());
+    if (line.size() + 1 + (end - at) > 100) {
+      upstreams += line + "\n";
+      line = std::string(24, ' ');
+    }
+    line += " " + said.substr(at, end - at);
+    at = end + 1;
+  }
+  upstreams += line + "\n";
+  std::string out = kHelp;
+  for (auto [marker, text] : {std::pair<std::string_view, std::string>{"@ROUTES@\n", routes},
+                              {"@FIRST@", keys.front()},
+                              {"@UPSTREAMS@", upstreams}})
+    if (std::size_t at = out.find(marker); at != std::string::npos) out.replace(at, marker.size(), text);
+  return out;
+}
+
 }  // namespace
 
 int serve_command(int argc, char** argv) {
-  const Command command{"serve", kHelp};
+  const Command command{"serve", serve_help()};
   int exit_code = kExitOk;
   auto args = command.parse(argc, argv, 2, {{"config"}, {"listen"}, {"upstream", true, true}, {"openai-upstream"}, {"gemini-upstream"}}, exit_code);
   if (!args) return exit_code;
   if (!args->positional.empty()) return command.usage_error("unexpected argument " + args->positional.front());
   if (!args->get("config")) return command.usage_error("--config is required");
   serve::ServeOptions options;
-  // --upstream URL (the Anthropic API's), --upstream API=URL, and the older per-API options.
+  // --upstream URL (the first API's), --upstream API=URL, and the older per-API options.
   auto add_upstream = [&](std::string api, const std::string& url, const std::string& option) -> bool {
     if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
       command.usage_error(fmt::format("--{} expects an http:// or https:// URL, got \"{}\"", option, url));
@@ -81,7 +115,9 @@ int serve_command(int argc, char** argv) {
   for (const std::string& u : given != args->options.end() ? given->second : std::vector<std::string>{}) {
     const std::size_t eq = u.find('=');
     const bool named = eq != std::string::npos && u.find("://") > eq;
-    if (!add_upstream(named ? u.substr(0, eq) : "anthropic", named ? u.substr(eq + 1) : u, "upstream")) return kExitBadInput;
+    // A URL alone is the first API's, where any other path goes.
+    const std::string first(wire::wire_formats().front()->upstream_key());
+    if (!add_upstream(named ? u.substr(0, eq) : first, named ? u.substr(eq + 1) : u, "upstream")) return kExitBadInput;
   }
   if (auto u = args->get("openai-upstream"); u && !add_upstream("openai", *u, "openai-upstream")) return kExitBadInput;
   if (auto u = args->get("gemini-upstream"); u && !add_upstream("gemini", *u, "gemini-upstream")) return kExitBadInput;

@@ -8,7 +8,6 @@
 #include "host/pipeline.hpp"
 #include "host/stderr_logger.hpp"
 #include "import/importers.hpp"
-#include "wire/anthropic/anthropic_messages.hpp"
 #include "wire/input_document.hpp"
 
 #include <fmt/core.h>
@@ -111,7 +110,6 @@ class CorpusReplay {
   void worker(std::uint64_t index) {
     const std::string archive_dir = (scratch_ / ("archive-" + std::to_string(index))).string();
     auto log = make_stderr_logger("");
-    const std::vector<CheckerPtr> input_checkers = make_input_checkers();
     std::vector<Pipeline> pipelines;
     for (const auto& c : run_.configs) {
       auto p = Pipeline::build(c);
@@ -124,11 +122,10 @@ class CorpusReplay {
       pipelines.push_back(std::move(*p));
     }
     for (std::size_t i = next_++; i < mine_.size() && !plugin_failed_; i = next_++)
-      replay_file(i, archive_dir, pipelines, input_checkers, *log);
+      replay_file(i, archive_dir, pipelines, *log);
   }
 
-  void replay_file(std::size_t i, const std::string& archive_dir, std::vector<Pipeline>& pipelines,
-                   const std::vector<CheckerPtr>& input_checkers, StageLogger& log) {
+  void replay_file(std::size_t i, const std::string& archive_dir, std::vector<Pipeline>& pipelines, StageLogger& log) {
     std::string name = fs::path(mine_[i]).lexically_relative(run_.corpus).generic_string();
     auto session_read = read_session(mine_[i]);
     if (!session_read) {
@@ -138,12 +135,11 @@ class CorpusReplay {
     }
     const ImportResult* imported = &session_read->result;
     const Conversation& session = *imported->conversation;
-    // A session the API would refuse as a whole is not a session an agent lived: skipped. A
-    // session of another API (a Chat Completions history) is held to that API's rules.
-    const std::vector<CheckerPtr> rules =
-        session_read->format == &wire::anthropic_messages() ? std::vector<CheckerPtr>() : session_read->format->rules();
+    // A session the API would refuse as a whole is not a session an agent lived: skipped. Each
+    // session is held to its form's API's rules (a Chat Completions history to that API's).
+    const std::vector<CheckerPtr> rules = session_read->format->rules();
     const CheckInput whole{session, session, compute_protected_tail(session, 0), {}};
-    if (auto violations = rules.empty() ? run_checkers(input_checkers, whole) : run_checkers(rules, whole); !violations.empty()) {
+    if (auto violations = run_checkers(rules, whole); !violations.empty()) {
       skipped_[i] = Skipped{name, violations.front().to_string()};
       progress_.session_done(0);
       return;
@@ -164,7 +160,7 @@ class CorpusReplay {
     setup.openai = session_read->openai;
     auto window = run_.prices->window_of(model);
     setup.window = run_.window.value_or(window ? window->tokens : 200000);
-    if (!rules.empty()) setup.rules = &rules;
+    setup.rules = &rules;
     choose_meter(named ? price : nullptr, setup);
     if (setup.meter == nullptr) {
       skipped_[i] = Skipped{name, "no meter " + setup.meter_name + ": " + run_.meters->missing};

@@ -1,9 +1,6 @@
 #include "bench/session_read.hpp"
 
-#include "wire/anthropic/anthropic_messages.hpp"
-#include "wire/gemini/gemini.hpp"
 #include "wire/input_document.hpp"
-#include "wire/openai_responses/openai_responses.hpp"
 
 #include <boost/json.hpp>
 
@@ -37,22 +34,22 @@ Expected<SessionRead> read_session(const std::string& path) {
   if (imported) {
     SessionRead s{std::move(imported->result), imported->format, "", "", false};
     if (!s.result.conversation) return Error{"no message to import"};
-    s.source = std::string(to_string(s.result.report.format));
+    s.source = s.result.report.format;
     s.model = model_of(s.result);
-    s.openai = s.result.report.format == ImportFormat::openai || s.result.report.format == ImportFormat::codex;
+    s.openai = imported->api->openai_tokenizer();
     return s;
   }
   // What `run` would say of it: a body's located error rather than the importers' "no messages".
   auto body = wire::read_input_document(path, std::nullopt);
   if (!body) return body.error();
-  if (body->format == &wire::anthropic_messages() || !body->imported.empty()) return imported.error();
+  // A form sessions are imported as (a log, a Messages API body) failed for the importers' reason.
+  if (body->form->imports_sessions()) return imported.error();
   SessionRead s;
   s.result.conversation = body->request->conversation();
   s.format = body->format;
-  // Named as --input-format names them.
-  s.source = body->format == &wire::openai_responses() ? "responses" : body->format == &wire::gemini() ? "gemini" : std::string(body->format->name());
+  s.source = std::string(body->form->name());  // named as --input-format names them
   s.model = body_model(path);
-  s.openai = body->format == &wire::openai_responses();
+  s.openai = body->format->openai_tokenizer();
   return s;
 }
 

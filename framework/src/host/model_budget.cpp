@@ -1,9 +1,5 @@
 #include "host/model_budget.hpp"
 
-#include "model/json_scanner.hpp"
-
-#include <boost/json.hpp>
-
 namespace compactor {
 
 RunBudget run_budget(const PipelineConfig& config, std::string_view model, bool openai) {
@@ -35,16 +31,6 @@ RunBudget run_budget(const PipelineConfig& config, std::string_view model, bool 
     out.meter = meter;
   }
   return out;
-}
-
-std::string model_named_in(std::string_view body) {
-  const std::size_t start = body.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos || body[start] != '{') return "";
-  auto span = detail::find_value_span(body, {{"model"}});
-  if (!span || span->end - span->begin > 512 || body[span->begin] != '"') return "";
-  boost::system::error_code ec;
-  boost::json::value v = detail::parse_json(body.substr(span->begin, span->end - span->begin), ec);
-  return !ec && v.is_string() ? std::string(v.get_string()) : std::string();
 }
 
 }  // namespace compactor

@@ -27,8 +27,4 @@ struct RunBudget {
 // model).
 RunBudget run_budget(const PipelineConfig& config, std::string_view model, bool openai);
 
-// The top-level "model" string of a request body (the Messages, Chat Completions and Responses
-// APIs name it there), or empty: a messages array, a Gemini body (whose model is in its URL).
-std::string model_named_in(std::string_view body);
-
 }  // namespace compactor

@@ -39,7 +39,8 @@ struct RunOptions {
   const std::vector<CheckerPtr>* rules = nullptr;
   // The request's model id (empty: it names none, and the price table's default model stands for
   // it): the window of `budget: {window: auto}`, the meter of `meter: {kind: auto}`, the price the
-  // cost gate weighs with. `openai`: the request is an OpenAI API's.
+  // cost gate weighs with. `openai`: the API counts its models' tokens with OpenAI's tokenizer
+  // (WireFormat::openai_tokenizer).
   std::string model;
   bool openai = false;
   // What the provider's prompt cache holds of the input, as the caller knows it (serve from its
@@ -48,7 +49,7 @@ struct RunOptions {
   // The client's whole history, when the input continues one sent before in its place (serve's
   // continuity state): measured too, so that what a call saved is against what the client sent.
   const Conversation* received = nullptr;
-  // Why the over-budget stages defer to the API (host/native_context.hpp): the request asks the
+  // Why the over-budget stages defer to the API (WireFormat::native_context): the request asks the
   // API to make room itself. Empty: they run.
   std::string native_context;
 };

@@ -22,26 +22,6 @@ namespace json = boost::json;
 using logs::is_type;
 using logs::string_field;
 
-std::string_view to_string(ImportFormat format) {
-  switch (format) {
-    case ImportFormat::anthropic: return "anthropic";
-    case ImportFormat::claude_code: return "claude-code";
-    case ImportFormat::openai: return "openai";
-    case ImportFormat::codex: return "codex";
-    case ImportFormat::gemini_cli: return "gemini-cli";
-  }
-  return "?";
-}
-
-std::optional<ImportFormat> import_format_from_string(std::string_view text) {
-  if (text == "anthropic") return ImportFormat::anthropic;
-  if (text == "claude-code") return ImportFormat::claude_code;
-  if (text == "openai") return ImportFormat::openai;
-  if (text == "codex") return ImportFormat::codex;
-  if (text == "gemini-cli") return ImportFormat::gemini_cli;
-  return std::nullopt;
-}
-
 namespace {
 
 
@@ -318,7 +298,7 @@ std::string ImportReport::to_json() const {
   json::array broken(broken_lines.begin(), broken_lines.end());
   json::array rep;
   for (const auto& r : repairs) rep.push_back(json::object{{"kind", r.kind}, {"line", r.line}, {"detail", r.detail}});
-  return json::serialize(json::object{{"source", source}, {"format", to_string(format)}, {"lines", lines},
+  return json::serialize(json::object{{"source", source}, {"format", format}, {"lines", lines},
                                       {"broken_lines", broken}, {"first_broken_why", first_broken_why},
                                       {"meta_skipped", meta_skipped},
                                       {"sidechain_skipped", sidechain_skipped}, {"other_skipped", other_skipped},

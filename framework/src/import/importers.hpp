@@ -15,10 +15,6 @@
 
 namespace compactor {
 
-enum class ImportFormat { anthropic, claude_code, openai, codex, gemini_cli };
-std::string_view to_string(ImportFormat format);
-std::optional<ImportFormat> import_format_from_string(std::string_view text);
-
 struct ImportRepair {
   std::string kind;    // orphan_result_dropped, lost_result_answered, …
   std::size_t line = 0;  // 1-based line of the input (Claude Code) or index of the message (OpenAI)
@@ -27,7 +23,7 @@ struct ImportRepair {
 
 struct ImportReport {
   std::string source;
-  ImportFormat format = ImportFormat::anthropic;
+  std::string format;                      // the form it was read as: claude-code, openai… (wire/input_form.hpp)
   std::size_t lines = 0;                   // input lines (Claude Code) or messages (OpenAI)
   std::vector<std::size_t> broken_lines;   // not valid JSON: skipped, 1-based
   std::string first_broken_why;            // why the first of them is: "line 2: duplicate object key …"

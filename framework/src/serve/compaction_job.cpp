@@ -2,9 +2,6 @@
 
 #include "session/continuation.hpp"
 
-#include "host/model_budget.hpp"
-#include "host/native_context.hpp"
-
 #include <fmt/core.h>
 
 #include <chrono>
@@ -70,8 +67,8 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   CompactionResult out;
   JobOutcome& o = out.outcome;
   o.unit = std::string(to_string(pipeline.config().budget.unit));
-  o.model = model.empty() ? model_named_in(body) : model;
-  const std::string native = native_context_management(body);
+  o.model = model.empty() ? format.model_named_in(body) : model;
+  const std::string native = format.native_context(body);
   auto t = Clock::now();
   auto request = format.read(std::move(body), "request");
   o.parse_us = us_since(t);
@@ -107,7 +104,7 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   options.rules = &rules;
   options.open_archive = [&store](FileSystem& fs) { return store.open_run(fs); };
   options.model = o.model;
-  options.openai = format.name().starts_with("openai");
+  options.openai = format.openai_tokenizer();
   options.native_context = native;
   if (stored) options.cache = cache_of(*stored, continuation.request());
   // A continued history that was compacted before is smaller than what the client sent: what the

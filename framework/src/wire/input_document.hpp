@@ -1,59 +1,41 @@
-// A conversation `check`, `run` and `count` read, in any form Compactor reads: a wire format's
-// request (the Messages API's request body, messages array or JSONL; a Chat Completions request
-// body or messages array; a Responses request body or input items array; a Gemini API request
-// body, `contents` with `parts`; …), read by its adapter so that `run` writes the compacted
-// conversation back in the same form with everything it carried; or a log (Claude Code's
-// session JSONL, a SWE-agent trajectory, a Gemini CLI chat) that `compactor import` turns into
-// Anthropic messages, or a Codex session file, read as the Responses request its last call sent.
+// A conversation `check`, `run` and `count` read, and a session `import` and `bench` bring in, in
+// any form a registered wire format lists (wire/input_form.hpp): its API's request (read by its
+// adapter, so that `run` writes the compacted conversation back in the same form with everything
+// it carried) or a log its agents write (imported into Anthropic messages). `--input-format`
+// names a form; `auto` (or none) detects it from the bytes and the file's name.
 #pragma once
 
+#include "wire/input_form.hpp"
 #include "wire/wire_format.hpp"
 
 #include "compactor/error.hpp"
-#include "import/importers.hpp"
 
-#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace compactor::wire {
 
-struct InputDocument {
-  std::unique_ptr<WireRequest> request;  // the conversation, and how it is written back
-  const WireFormat* format = nullptr;    // whose rules it must pass
-  std::string imported;                  // for a log: the import's summary line; else empty
-};
+// What detection is for: `check`, `run` and `count` read every form; `import` and `bench` bring in
+// sessions (logs, and the requests a form imports as one).
+enum class FormUse { requests, sessions };
 
-// The names --input-format takes: auto, every wire format's (anthropic, openai, responses, gemini),
-// and the logs' and sessions' (claude-code, codex, gemini-cli).
-const std::vector<std::string>& input_format_names();
+// The names --input-format takes for a use: auto, then every form's, sorted.
+std::vector<std::string> input_format_names(FormUse use = FormUse::requests);
 
 // The usage error of a bad --input-format; nothing when it names one.
-std::optional<std::string> input_format_error(const std::optional<std::string>& format);
+std::optional<std::string> input_format_error(const std::optional<std::string>& format, FormUse use = FormUse::requests);
 
-// Reads `path` ("-": stdin) as `format` (auto or unset: detected from the bytes and the name).
-// Errors name the file and the place.
+// The form detection takes `bytes` (named `file_name`) for: the first whose rules claim them,
+// else the first format's first form.
+const InputForm& detect_input_form(std::string_view bytes, std::string_view file_name, FormUse use);
+
+// Reads `path` ("-": stdin) as `format` (auto or unset: detected). Errors name the file and the place.
 Expected<InputDocument> read_input_document(const std::string& path, const std::optional<std::string>& format);
 
-// A session `import` and `bench` bring in: an OpenAI Chat Completions request body or messages
-// array read by its adapter (every field it carries kept, in the model form), else what the
-// importers make of a file (import/importers.hpp: Claude Code logs, SWE-agent trajectories,
-// Anthropic messages; a Chat history the API would refuse is repaired there, every repair
-// listed). `format` says whose rules the session must pass.
-struct ImportedSession {
-  ImportResult result;
-  const WireFormat* format = nullptr;
-};
-Expected<ImportedSession> import_session(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
-
-// Detects the format of a file's bytes (and name): a Codex session opens with its session_meta
-// record; Claude Code JSONL lines carry "sessionId" or "parentUuid"; OpenAI histories have role
-// "tool" messages, tool_calls, or "history" (a system message alone does not make a history
-// OpenAI: use --input-format openai for those).
-ImportFormat detect_import_format(std::string_view bytes, const std::string& name);
-
-// Reads and converts a file in any format ("-" is stdin); Anthropic input is read as is.
-Expected<ImportResult> import_file(const std::string& path, std::optional<ImportFormat> format, bool sidechain = false);
+// A session `import` and `bench` bring in, read by its form (auto or unset: detected); `sidechain`
+// imports a Claude Code log's sub-agent chain.
+Expected<ImportedSession> import_session(const std::string& path, const std::optional<std::string>& format, bool sidechain = false);
 
 }  // namespace compactor::wire

@@ -5,6 +5,10 @@
 #include "wire/openai_chat/openai_chat.hpp"
 #include "wire/openai_responses/openai_responses.hpp"
 
+#include "model/json_scanner.hpp"
+
+#include <boost/json.hpp>
+
 #include <algorithm>
 
 namespace compactor::wire {
@@ -17,6 +21,16 @@ std::vector<const WireFormat*>& registry() {
 }
 
 }  // namespace
+
+std::string WireFormat::model_named_in(std::string_view body) const {
+  const std::size_t start = body.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || body[start] != '{') return "";
+  auto span = detail::find_value_span(body, {{"model"}});
+  if (!span || span->end - span->begin > 512 || body[span->begin] != '"') return "";
+  boost::system::error_code ec;
+  boost::json::value v = detail::parse_json(body.substr(span->begin, span->end - span->begin), ec);
+  return !ec && v.is_string() ? std::string(v.get_string()) : std::string();
+}
 
 const std::vector<const WireFormat*>& wire_formats() { return registry(); }
 

@@ -4,13 +4,18 @@
 // into the API's own form (what the pipeline left alone goes out as the client's own bytes),
 // names the API's rules as checkers the host runs after every stage, says how the upstream
 // refuses a context that is too long, and gives the API's shape for every error the proxy writes
-// itself, and where its upstream is. `serve` routes by adapter, and adding an API is one file (the
-// adapter) and one registration line (docs/serve.md, "Adding a wire format").
+// itself, and where its upstream is; and everything else a caller would otherwise ask by the API's
+// name: where a request names its model, whether it asks the API to make room itself, how its
+// models' tokens are counted, and the forms of input its requests and its agents' logs take. No
+// caller compares adapters: `serve` routes by adapter, the commands read through the forms, and
+// adding an API is one folder (wire/<api>/) and one registration line (docs/serve.md, "Adding a
+// wire format").
 #pragma once
 
 #include "compactor/checker.hpp"
 #include "compactor/conversation.hpp"
 #include "compactor/error.hpp"
+#include "wire/input_form.hpp"
 
 #include <memory>
 #include <optional>
@@ -38,6 +43,10 @@ class WireRequest {
   // reads as a conversation (a model router's call, a structured answer, a prefix cached on the
   // server); empty for the agent's conversation, which is compacted.
   virtual std::string pass_reason() const { return {}; }
+
+  // True when write() is the compacted conversation's own serialization (the Messages API's
+  // form): a caller may then write its pieces (ConversationHost::pieces) without joining them.
+  virtual bool writes_model_form() const { return false; }
 };
 
 // The errors the proxy answers itself, each in the API's own error shape.
@@ -64,6 +73,10 @@ class WireFormat {
   virtual std::string_view name() const = 0;
   // Its route's name in metrics and logs (`route="messages"`).
   virtual std::string_view route() const = 0;
+  // For serve's --help: the API's name ("OpenAI Chat Completions") and its conversation
+  // endpoint ("POST /v1/chat/completions").
+  virtual std::string_view title() const = 0;
+  virtual std::string_view endpoint() const = 0;
 
   // Its upstream's key in `serve.upstreams` (formats of one provider share it: "openai") and the
   // provider's URL, used when the config names none.
@@ -114,6 +127,28 @@ class WireFormat {
   // True when the upstream may refuse the context at the start of a 2xx event stream (the
   // first event then says so): the proxy holds the response head until that event has come.
   virtual bool refuses_in_stream() const { return false; }
+
+  // The model a request body names (the Messages, Chat Completions and Responses APIs name it
+  // in the body's top-level "model"), or empty: with model_in_path, what decides the window of
+  // `budget: {window: auto}`, the meter of `meter: {kind: auto}` and the cost gate's price.
+  virtual std::string model_named_in(std::string_view body) const;
+
+  // Why the over-budget stages defer to the API, when the request asks the API to make room in
+  // the context itself (docs/pipelines-and-stages.md): compacting the history as well would
+  // break the prompt cache twice and summarize a summary. Empty when it asks for nothing that
+  // makes room, or the API has no such thing.
+  virtual std::string native_context(std::string_view body) const {
+    (void)body;
+    return {};
+  }
+
+  // True when the API's models count their tokens with OpenAI's tokenizer: a model the price
+  // table does not know is then metered with o200k, not the table's default family.
+  virtual bool openai_tokenizer() const { return false; }
+
+  // The forms of input that are this API's (its request, its agents' logs), for --input-format
+  // and detection (wire/input_form.hpp); each lives as long as the process.
+  virtual std::vector<const InputForm*> input_forms() const { return {}; }
 };
 
 // Every wire format Compactor speaks, in routing order: the built-in ones, then those

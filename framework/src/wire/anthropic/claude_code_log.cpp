@@ -1,5 +1,7 @@
 #include "wire/anthropic/claude_code_log.hpp"
 
+#include "wire/anthropic/anthropic_messages.hpp"
+
 #include "import/import_drafts.hpp"
 #include "import/json_lines.hpp"
 #include "import/log_json.hpp"
@@ -66,7 +68,7 @@ class CallRecorder {
 ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain) {
   ImportReport report;
   report.source = source;
-  report.format = ImportFormat::claude_code;
+  report.format = "claude-code";
   std::vector<ImportDraft> chain;
   std::unordered_map<std::string, std::size_t> position;  // uuid → chain length right after it
   std::set<std::string> log_tool_uses;
@@ -135,5 +137,43 @@ ImportResult import_claude_code(std::string_view bytes, const std::string& sourc
   result.compaction_line = recorder.compaction_line;
   return result;
 }
+
+namespace wire {
+namespace {
+
+bool shows_claude_code_lines(std::string_view bytes, std::string_view) {
+  const std::string_view head = bytes.substr(0, 1 << 16);
+  for (std::string_view marker : {"\"parentUuid\"", "\"sessionId\"", "\"leafUuid\"", "\"file-history-snapshot\""})
+    if (head.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
+class ClaudeCodeForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "claude-code"; }
+  std::string_view description() const override { return "a Claude Code session log (agent-*.jsonl: its sub-agent chain), imported"; }
+  std::vector<Detection> detections() const override { return {{230, true, &shows_claude_code_lines}}; }
+
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    return imported_document(import_claude_code(bytes, source.shown, sidechain(source)), anthropic_messages());
+  }
+
+  bool imports_sessions() const override { return true; }
+  Expected<ImportedSession> import_session(std::string bytes, const InputSource& source) const override {
+    return ImportedSession{import_claude_code(bytes, source.shown, sidechain(source)), &anthropic_messages(), &anthropic_messages()};
+  }
+
+ private:
+  static bool sidechain(const InputSource& source) { return source.sidechain || source.file_name.rfind("agent-", 0) == 0; }
+};
+
+}  // namespace
+
+const InputForm& claude_code_form() {
+  static const ClaudeCodeForm form;
+  return form;
+}
+
+}  // namespace wire
 
 }  // namespace compactor

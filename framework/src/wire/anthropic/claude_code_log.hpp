@@ -3,6 +3,7 @@
 #pragma once
 
 #include "import/importers.hpp"
+#include "wire/input_form.hpp"
 
 #include <string>
 #include <string_view>
@@ -11,5 +12,13 @@ namespace compactor {
 
 // `sidechain`: import the sub-agent chain (agent-*.jsonl files) instead of the main one.
 ImportResult import_claude_code(std::string_view bytes, const std::string& source, bool sidechain);
+
+namespace wire {
+
+// `claude-code`: such a log, for the commands that read any input (detected by the markers its
+// lines carry: sessionId, parentUuid…).
+const InputForm& claude_code_form();
+
+}  // namespace wire
 
 }  // namespace compactor

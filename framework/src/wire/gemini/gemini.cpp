@@ -2,6 +2,7 @@
 
 #include "wire/array_spans.hpp"
 #include "wire/carried.hpp"
+#include "wire/gemini/gemini_chat.hpp"
 #include "wire/gemini/gemini_rules.hpp"
 #include "wire/unique_call_ids.hpp"
 
@@ -462,10 +463,35 @@ bool ends_with_method(std::string_view path, std::string_view& model) {
   return false;
 }
 
+// A Gemini API request body: an object whose `contents` hold `parts` (and no `messages`), told
+// apart by its start, before any detection that looks for other APIs' words in its text.
+bool is_gemini_body(std::string_view bytes, std::string_view) {
+  const std::size_t start = bytes.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || bytes[start] != '{') return false;
+  std::string_view head = bytes.substr(start, 1 << 16);
+  const std::size_t contents = head.find("\"contents\"");
+  return contents != std::string_view::npos && head.find("\"parts\"", contents) != std::string_view::npos &&
+         head.find("\"messages\"") == std::string_view::npos && !is_gemini_chat(head);
+}
+
+class GeminiRequestForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "gemini"; }
+  std::string_view description() const override { return "a Gemini API request body (contents with parts)"; }
+  std::vector<Detection> detections() const override { return {{100, false, &is_gemini_body}}; }
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    return request_document(gemini(), std::move(bytes), source.shown);
+  }
+};
+
 class Gemini final : public WireFormat {
  public:
   std::string_view name() const override { return "gemini"; }
   std::string_view route() const override { return "gemini"; }
+  std::string_view title() const override { return "Gemini"; }
+  std::string_view endpoint() const override {
+    return "POST /v1beta/models/M:generateContent (and :streamGenerateContent, /v1/, /v1alpha/)";
+  }
   std::string_view upstream_key() const override { return "gemini"; }
   std::string_view default_upstream() const override { return "https://generativelanguage.googleapis.com"; }
 
@@ -560,6 +586,11 @@ class Gemini final : public WireFormat {
       case ProxyError::websocket_refused: return reply(426, "FAILED_PRECONDITION");
     }
     return reply(500, "INTERNAL");
+  }
+
+  std::vector<const InputForm*> input_forms() const override {
+    static const GeminiRequestForm request;
+    return {&request, &gemini_cli_form()};
   }
 };
 

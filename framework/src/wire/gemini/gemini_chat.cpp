@@ -1,5 +1,8 @@
 #include "wire/gemini/gemini_chat.hpp"
 
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/gemini/gemini.hpp"
+
 #include "import/json_lines.hpp"
 
 #include "import/import_drafts.hpp"
@@ -219,7 +222,7 @@ bool is_gemini_chat(std::string_view head) { return head.find("\"projectHash\"")
 ImportResult import_gemini_chat(std::string_view bytes, const std::string& source) {
   ImportReport report;
   report.source = source;
-  report.format = ImportFormat::gemini_cli;
+  report.format = "gemini-cli";
   RecordList list;
   std::string session_id;
   std::string_view unit = "line";
@@ -270,5 +273,36 @@ ImportResult import_gemini_chat(std::string_view bytes, const std::string& sourc
   result.session_id = std::move(session_id);
   return result;
 }
+
+namespace wire {
+namespace {
+
+bool names_a_project(std::string_view bytes, std::string_view) { return is_gemini_chat(bytes.substr(0, 1 << 16)); }
+
+class GeminiCliForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "gemini-cli"; }
+  std::string_view description() const override { return "a Gemini CLI chat (session-*.json or .jsonl), imported"; }
+  // It has a sessionId too: asked before Claude Code's logs.
+  std::vector<Detection> detections() const override { return {{220, true, &names_a_project}}; }
+
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    return imported_document(import_gemini_chat(bytes, source.shown), anthropic_messages());
+  }
+
+  bool imports_sessions() const override { return true; }
+  Expected<ImportedSession> import_session(std::string bytes, const InputSource& source) const override {
+    return ImportedSession{import_gemini_chat(bytes, source.shown), &anthropic_messages(), &gemini()};
+  }
+};
+
+}  // namespace
+
+const InputForm& gemini_cli_form() {
+  static const GeminiCliForm form;
+  return form;
+}
+
+}  // namespace wire
 
 }  // namespace compactor

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "import/importers.hpp"
+#include "wire/input_form.hpp"
 
 #include <string>
 #include <string_view>
@@ -25,5 +26,12 @@ namespace compactor {
 bool is_gemini_chat(std::string_view head);
 
 ImportResult import_gemini_chat(std::string_view bytes, const std::string& source);
+
+namespace wire {
+
+// `gemini-cli`: such a chat, imported (its conversation in the Anthropic form).
+const InputForm& gemini_cli_form();
+
+}  // namespace wire
 
 }  // namespace compactor

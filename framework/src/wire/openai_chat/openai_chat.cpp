@@ -3,6 +3,7 @@
 #include "wire/array_spans.hpp"
 #include "wire/anthropic/messages_rules.hpp"
 #include "wire/carried.hpp"
+#include "wire/openai_chat/openai_log.hpp"
 #include "wire/unique_call_ids.hpp"
 
 #include "model/conversation_host.hpp"
@@ -439,6 +440,8 @@ class OpenAiChat final : public WireFormat {
  public:
   std::string_view name() const override { return "openai_chat"; }
   std::string_view route() const override { return "chat_completions"; }
+  std::string_view title() const override { return "OpenAI Chat Completions"; }
+  std::string_view endpoint() const override { return "POST /v1/chat/completions"; }
   std::string_view upstream_key() const override { return "openai"; }
   std::string_view default_upstream() const override { return "https://api.openai.com"; }
 
@@ -518,6 +521,9 @@ class OpenAiChat final : public WireFormat {
   ErrorReply error_reply(ProxyError kind, std::string_view message) const override {
     return openai_error_reply(kind, message, false);
   }
+
+  bool openai_tokenizer() const override { return true; }
+  std::vector<const InputForm*> input_forms() const override { return {&openai_form()}; }
 };
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "wire/openai_chat/openai_log.hpp"
 
+#include "wire/anthropic/anthropic_messages.hpp"
+#include "wire/openai_chat/openai_chat.hpp"
+
 #include "import/import_drafts.hpp"
 #include "import/log_json.hpp"
 
 #include "model/conversation_host.hpp"
+#include "model/conversation_reader.hpp"
 #include "model/field_types.hpp"
 #include "model/json_scanner.hpp"
 
@@ -132,7 +136,7 @@ const json::array* openai_history_list(const json::value& root, std::string& key
 Expected<ImportResult> import_openai(std::string_view bytes, const std::string& source) {
   ImportReport report;
   report.source = source;
-  report.format = ImportFormat::openai;
+  report.format = "openai";
   boost::system::error_code ec;
   json::value root = detail::parse_json(bytes, ec);
   if (ec) {
@@ -307,5 +311,133 @@ std::string export_openai(const Conversation& c, std::map<std::string, std::size
   for (std::size_t i = 0; i < out.size(); ++i) text += (i ? ",\n" : "") + json::serialize(out[i]);
   return text + "\n]\n";
 }
+
+
+namespace wire {
+namespace {
+
+// A SWE-agent trajectory or another OpenAI history log: a file named .traj, or an object whose
+// turns are under "history" (what it sent is rebuilt by the importer, its bookkeeping left out).
+bool is_openai_log(std::string_view bytes, std::string_view name) {
+  if (name.size() > 5 && name.ends_with(".traj")) return true;
+  return bytes.substr(0, 1 << 16).find("\"history\"") != std::string_view::npos;
+}
+
+bool named_trajectory(std::string_view, std::string_view name) { return name.size() > 5 && name.ends_with(".traj"); }
+
+// A system message alone is not enough: in an Anthropic history it is a mistake to report.
+bool shows_openai_turns(std::string_view bytes, std::string_view) {
+  const std::string_view head = bytes.substr(0, 1 << 16);
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"role\": \"tool\"", "\"history\""})
+    if (head.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
+// A Chat Completions request whose system prompt and tools fill the first 64 KiB the log
+// detection reads: its tools are functions, its calls tool_calls.
+bool holds_chat_calls(std::string_view bytes, std::string_view) {
+  for (std::string_view marker : {"\"tool_calls\"", "\"role\":\"tool\"", "\"type\":\"function\",\"function\""})
+    if (bytes.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
+// The model form of a Chat history the adapter read, as an Anthropic request: the head's system
+// texts as `system`, the later ones as system entries at their places, the messages with
+// everything they carry. Nothing when that request cannot be read.
+std::optional<ImportedSession> as_anthropic_request(const WireRequest& request, std::string_view bytes, const std::string& source) {
+  const Conversation& c = request.conversation();
+  boost::system::error_code ec;
+  const json::value doc = detail::parse_json(bytes, ec);
+  const json::array* list = ec ? nullptr : doc.is_array() ? &doc.get_array() : doc.get_object().at("messages").if_array();
+  json::array system;
+  for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
+    const json::object& m = (*list)[i].get_object();
+    const std::string_view role = m.at("role").get_string();
+    if (role != "system" && role != "developer") {
+      if (!system.empty()) break;
+      continue;
+    }
+    const json::value& content = m.at("content");
+    if (content.is_string()) system.push_back(json::object{{"type", "text"}, {"text", content}});
+    else if (content.is_array())
+      for (const auto& part : content.get_array()) system.push_back(part);
+  }
+  std::string body = "{";
+  if (!system.empty()) body += "\"system\":" + json::serialize(system) + ",";
+  body += "\"messages\":[";
+  const auto& slots = c.system_slots();
+  std::size_t k = 0;
+  bool first = true;
+  auto add = [&](std::string_view raw) {
+    body += (first ? "" : ",");
+    body += raw;
+    first = false;
+  };
+  for (std::size_t i = 0; i <= c.size(); ++i) {
+    for (; k < slots.size() && slots[k] <= i; ++k) {
+      boost::system::error_code e;
+      json::value entry = detail::parse_json(c.frame().system_entries[k].raw, e);
+      if (!e) entry.as_object()["role"] = "system";
+      add(json::serialize(entry));
+    }
+    if (i < c.size()) add(c[i].raw());
+  }
+  body += "]}";
+  ReadOptions options;
+  options.source = source;
+  auto conversation = read_conversation(std::move(body), options);
+  if (!conversation) return std::nullopt;
+  ImportedSession s;
+  s.format = s.api = &openai_chat();
+  s.result.report.source = source;
+  s.result.report.format = "openai";
+  s.result.report.messages = conversation->size();
+  s.result.report.lines = list != nullptr ? list->size() : 0;
+  for (const MessagePtr& m : conversation->messages())
+    for (const Block& b : m->blocks()) s.result.report.tool_uses += b.kind() == BlockKind::tool_use;
+  s.result.conversation = std::move(*conversation);
+  return s;
+}
+
+class OpenAiForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "openai"; }
+  std::string_view description() const override {
+    return "an OpenAI Chat Completions request body or messages array, or a history log (SWE-agent .traj), imported";
+  }
+  std::vector<Detection> detections() const override {
+    return {{200, true, &named_trajectory}, {240, true, &shows_openai_turns}, {320, false, &holds_chat_calls}};
+  }
+
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    if (is_openai_log(bytes, source.file_name)) return imported_document(import_openai(bytes, source.shown), anthropic_messages());
+    return request_document(openai_chat(), std::move(bytes), source.shown);
+  }
+
+  // Read by the adapter (every field it carries kept, in the model form) when it can, else as the
+  // importer reads it (a Chat history the API would refuse is repaired there, every repair listed).
+  bool imports_sessions() const override { return true; }
+  Expected<ImportedSession> import_session(std::string bytes, const InputSource& source) const override {
+    std::optional<Error> faithful;  // why the Chat adapter could not read it, if it could not
+    if (!is_openai_log(bytes, source.file_name)) {
+      auto request = openai_chat().read(bytes, source.shown);
+      if (!request) faithful = request.error();
+      else if (auto s = as_anthropic_request(**request, bytes, source.shown)) return std::move(*s);
+    }
+    auto imported = import_openai(bytes, source.shown);
+    // A Chat history neither read faithfully nor repaired: the faithful reading's reason.
+    if (!imported) return faithful ? *faithful : imported.error();
+    return ImportedSession{std::move(*imported), &anthropic_messages(), &openai_chat()};
+  }
+};
+
+}  // namespace
+
+const InputForm& openai_form() {
+  static const OpenAiForm form;
+  return form;
+}
+
+}  // namespace wire
 
 }  // namespace compactor

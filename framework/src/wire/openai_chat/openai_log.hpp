@@ -4,6 +4,7 @@
 #pragma once
 
 #include "import/importers.hpp"
+#include "wire/input_form.hpp"
 
 #include <map>
 #include <string>
@@ -20,5 +21,13 @@ Expected<ImportResult> import_openai(std::string_view bytes, const std::string& 
 // image, a document, a result's non-text part…) is left out, each counted in `left_out` when
 // given ("thinking blocks" → 9, "image parts of tool results" → 2).
 std::string export_openai(const Conversation& conversation, std::map<std::string, std::size_t>* left_out = nullptr);
+
+namespace wire {
+
+// `openai`: a Chat Completions request body or messages array (read by the adapter, every field
+// it carries kept), or a history log (a .traj file, or turns under "history"), imported.
+const InputForm& openai_form();
+
+}  // namespace wire
 
 }  // namespace compactor

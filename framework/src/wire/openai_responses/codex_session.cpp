@@ -1,5 +1,7 @@
 #include "wire/openai_responses/codex_session.hpp"
 
+#include "wire/openai_responses/openai_responses.hpp"
+
 #include "wire/openai_responses/responses_items.hpp"
 #include "model/json_scanner.hpp"
 
@@ -136,7 +138,7 @@ Expected<ImportResult> import_codex_session(std::string_view bytes, const std::s
   ImportResult result;
   ImportReport& report = result.report;
   report.source = source;
-  report.format = ImportFormat::codex;
+  report.format = "codex";
   CodexCalls calls;
   std::size_t line = 0;
   for (std::size_t p = 0; p < bytes.size();) {
@@ -167,5 +169,39 @@ Expected<ImportResult> import_codex_session(std::string_view bytes, const std::s
   if (std::optional<Error> error = read_last_request(calls, source, result)) return *std::move(error);
   return result;
 }
+
+namespace wire {
+namespace {
+
+bool opens_a_codex_session(std::string_view bytes, std::string_view) { return is_codex_session(bytes); }
+
+class CodexForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "codex"; }
+  std::string_view description() const override { return "a Codex CLI session file, read as the Responses request its last call sent"; }
+  std::vector<Detection> detections() const override { return {{210, true, &opens_a_codex_session}}; }
+
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    return imported_document(import_codex_session(bytes, source.shown), openai_responses());
+  }
+
+  // A Responses history, with that API's rules (its model form carries what the Responses API
+  // has and the Messages API refuses).
+  bool imports_sessions() const override { return true; }
+  Expected<ImportedSession> import_session(std::string bytes, const InputSource& source) const override {
+    auto imported = import_codex_session(bytes, source.shown);
+    if (!imported) return imported.error();
+    return ImportedSession{std::move(*imported), &openai_responses(), &openai_responses(), true};
+  }
+};
+
+}  // namespace
+
+const InputForm& codex_form() {
+  static const CodexForm form;
+  return form;
+}
+
+}  // namespace wire
 
 }  // namespace compactor

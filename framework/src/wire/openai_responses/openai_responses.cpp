@@ -3,7 +3,9 @@
 #include "wire/array_spans.hpp"
 #include "wire/anthropic/messages_rules.hpp"
 #include "wire/carried.hpp"
+#include "wire/context_management.hpp"
 #include "wire/openai_chat/openai_chat.hpp"
+#include "wire/openai_responses/codex_session.hpp"
 #include "wire/openai_responses/responses_rules.hpp"
 #include "wire/openai_responses/responses_items.hpp"
 #include "wire/unique_call_ids.hpp"
@@ -238,10 +240,39 @@ bool present(std::string_view body, std::string_view key) {
   return span && body.substr(span->begin, span->end - span->begin) != "null";
 }
 
+// A Responses request: an object with an input array and no messages, or an items array typed as
+// only the Responses API types them (input_text, output_text, function_call, reasoning…).
+bool is_responses_request(std::string_view bytes, std::string_view) {
+  const std::size_t start = bytes.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return false;
+  if (bytes[start] == '{') {
+    auto input = detail::find_value_span(bytes, {{"input"}});
+    return input && bytes[input->begin] == '[' && !detail::find_value_span(bytes, {{"messages"}});
+  }
+  if (bytes[start] != '[') return false;
+  std::string_view head = bytes.substr(0, 1 << 16);
+  for (std::string_view marker : {"\"input_text\"", "\"output_text\"", "\"function_call\"", "\"function_call_output\"",
+                                  "\"custom_tool_call\"", "\"reasoning\""})
+    if (head.find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
+class ResponsesRequestForm final : public InputForm {
+ public:
+  std::string_view name() const override { return "responses"; }
+  std::string_view description() const override { return "an OpenAI Responses request body or input items array"; }
+  std::vector<Detection> detections() const override { return {{310, false, &is_responses_request}}; }
+  Expected<InputDocument> read(std::string bytes, const InputSource& source) const override {
+    return request_document(openai_responses(), std::move(bytes), source.shown);
+  }
+};
+
 class OpenAiResponses final : public WireFormat {
  public:
   std::string_view name() const override { return "openai_responses"; }
   std::string_view route() const override { return "responses"; }
+  std::string_view title() const override { return "OpenAI Responses"; }
+  std::string_view endpoint() const override { return "POST /v1/responses"; }
   std::string_view upstream_key() const override { return "openai"; }
   std::string_view default_upstream() const override { return "https://api.openai.com"; }
 
@@ -320,6 +351,19 @@ class OpenAiResponses final : public WireFormat {
 
   ErrorReply error_reply(ProxyError kind, std::string_view message) const override {
     return openai_error_reply(kind, message, true);
+  }
+
+  // [{"type": "compaction", …}]: the API compacts the history itself.
+  std::string native_context(std::string_view body) const override {
+    auto asked = context_management_of(body);
+    return asked && asked->is_array() ? deferral_for(asked->get_array()) : "";
+  }
+
+  bool openai_tokenizer() const override { return true; }
+
+  std::vector<const InputForm*> input_forms() const override {
+    static const ResponsesRequestForm request;
+    return {&request, &codex_form()};
   }
 };
 

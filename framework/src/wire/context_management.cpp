@@ -1,10 +1,10 @@
-#include "host/native_context.hpp"
+#include "wire/context_management.hpp"
 
 #include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
 
-namespace compactor {
+namespace compactor::wire {
 
 namespace {
 
@@ -21,23 +21,22 @@ std::string_view room_making(const json::value& edit) {
 
 }  // namespace
 
-std::string native_context_management(std::string_view body) {
+std::optional<json::value> context_management_of(std::string_view body) {
   const std::size_t start = body.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos || body[start] != '{') return "";
+  if (start == std::string_view::npos || body[start] != '{') return std::nullopt;
   auto span = detail::find_value_span(body, {{"context_management"}});
-  if (!span) return "";
+  if (!span) return std::nullopt;
   boost::system::error_code ec;
   json::value v = detail::parse_json(body.substr(span->begin, span->end - span->begin), ec);
-  if (ec) return "";
-  // Anthropic: {"edits": [{"type": "compact_20260112", …}, …]}; OpenAI Responses: [{"type": "compaction", …}].
-  const json::array* edits = v.if_array();
-  if (const json::object* o = v.if_object(); o != nullptr)
-    if (const json::value* e = o->if_contains("edits")) edits = e->if_array();
-  if (edits == nullptr) return "";
-  for (const json::value& edit : *edits)
+  if (ec) return std::nullopt;
+  return v;
+}
+
+std::string deferral_for(const json::array& edits) {
+  for (const json::value& edit : edits)
     if (std::string_view type = room_making(edit); !type.empty())
       return "the request asks the API to make room itself (context_management: " + std::string(type) + ")";
   return "";
 }
 
-}  // namespace compactor
+}  // namespace compactor::wire
