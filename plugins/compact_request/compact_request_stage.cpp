@@ -41,6 +41,7 @@ class CompactRequestStage final : public Stage {
 
 StageInfo stage_info() {
   StageInfo info;
+  info.summarizes = true;
   info.description = "summarizes the history once the model's own compact tool call has completed";
   info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));

@@ -38,6 +38,7 @@ class ReactiveCompactStage final : public Stage {
 
 StageInfo stage_info() {
   StageInfo info;
+  info.summarizes = true;
   info.description = "after prompt_too_long: keeps the newest messages and summarizes the rest, once a turn";
   info.params = {ParamSpec::integer("keep_messages", "newest messages kept verbatim", 5).at_least(1)};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));

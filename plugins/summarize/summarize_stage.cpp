@@ -52,6 +52,7 @@ class SummarizeStage final : public Stage {
 
 StageInfo stage_info() {
   StageInfo info;
+  info.summarizes = true;
   info.description = "summarizes the older exchanges into one reference message, keeping the newest that fit";
   info.params = summary_params();
   info.params.push_back(

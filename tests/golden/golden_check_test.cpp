@@ -79,7 +79,7 @@ TEST(CheckCommand, HelpAndVersion) {
   EXPECT_EQ(r.out.rfind("usage: compactor check --input FILE", 0), 0u);
   r = test::run_cli({"--version"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("plugin API 10\nfingerprint libstdcxx"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plugin API 11\nfingerprint libstdcxx"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\ncompiler gcc "), std::string::npos) << r.out;
 }
 

@@ -180,13 +180,13 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
   std::string dir = COMPACTOR_LOADER_FIXTURE_DIR;
   auto r = test::run_cli({"plugins", "--plugin-dir", dir});
   EXPECT_EQ(r.exit_code, 3);  // some fixtures are refused on purpose
-  EXPECT_NE(r.out.find("stage\tfixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 10\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + dir + "/compactor_stage_fixture_good.so\tplugin fixture_good 1.2.3\tAPI 11\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stage\t-\t" + dir + "/compactor_stage_fixture_wrong_api.so\t-\tAPI 999\t-\trefused: " + dir +
-                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 10; "
+                       "/compactor_stage_fixture_wrong_api.so: plugin API version 999, but this host implements version 11; "
                        "rebuild the plugin against this Compactor\n"),
             std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("stage\tmicro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 10\t" + std::string(kCompiler) + "\tok\n"),
+  EXPECT_NE(r.out.find("stage\tmicro\t" + std::string(COMPACTOR_PLUGIN_DIR) + "/compactor_stage_micro.so\tplugin micro 0.1.0\tAPI 11\t" + std::string(kCompiler) + "\tok\n"),
             std::string::npos) << r.out;
   auto only_real = test::run_cli({"plugins"});
   EXPECT_EQ(only_real.exit_code, 0) << only_real.out;
@@ -197,7 +197,7 @@ TEST(PluginsCommand, ListsEveryPluginAndWhyOneWouldNotLoad) {
       << only_real.out;
   auto tests = test::run_cli({"plugins", "--plugin-dir", COMPACTOR_TEST_PLUGIN_DIR});
   EXPECT_NE(tests.out.find("checker\tkeeps_first\t" + std::string(COMPACTOR_TEST_PLUGIN_DIR) +
-                           "/compactor_checker_keeps_first.so\tplugin keeps_first 0.1.0\tAPI 10\t"),
+                           "/compactor_checker_keeps_first.so\tplugin keeps_first 0.1.0\tAPI 11\t"),
             std::string::npos)
       << tests.out;
   fs::path config = fs::temp_directory_path() / ("compactor-plugins-by-path-" + std::to_string(::getpid()) + ".yaml");

@@ -94,7 +94,7 @@ TEST(Loader, SameFileLoadedTwiceIsOneLibrary) {
 TEST(Loader, WrongApiVersionIsRefusedBeforeAnyPluginCodeRuns) {
   fs::remove(marker("fixture_wrong_api"));
   EXPECT_EQ(load_error(fixture("fixture_wrong_api")),
-            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 10; rebuild the plugin against this Compactor");
+            fixture("fixture_wrong_api") + ": plugin API version 999, but this host implements version 11; rebuild the plugin against this Compactor");
   EXPECT_FALSE(fs::exists(marker("fixture_wrong_api"))) << "the refused plugin's static constructor ran";
   auto probe = probe_plugin(fixture("fixture_wrong_api"));
   EXPECT_FALSE(probe.loadable);
@@ -238,7 +238,7 @@ TEST(Loader, APluginOthersCouldHavePlantedIsRefused) {
 TEST(Loader, ListingPluginsRunsNoPluginCode) {
   fs::remove(marker("fixture_good"));
   auto r = test::run_cli({"plugins", "--plugin-dir", FIXTURE_DIR});
-  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 10\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stage\tfixture_good\t" + fixture("fixture_good") + "\tplugin fixture_good 1.2.3\tAPI 11\t" + std::string(kCompiler) + "\tok\n"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(marker("fixture_good"))) << "compactor plugins ran a plugin's static constructor";
 }
 

@@ -13,7 +13,7 @@ if ! { cmake -S "$source_dir" -B "$work" -DCompactor_DIR="$compactor_dir" -DCMAK
   exit 1
 fi
 compiler=$("$compactor" --version | sed -n 's/^compiler //p')
-expected="stage	sample	$work/plugins/compactor_stage_sample.so	plugin sample 1.0.0	API 10	$compiler	ok"
+expected="stage	sample	$work/plugins/compactor_stage_sample.so	plugin sample 1.0.0	API 11	$compiler	ok"
 listing=$("$compactor" plugins --plugin-dir "$work/plugins" || true)
 if ! grep -qxF "$expected" <<<"$listing"; then
   echo "$listing"

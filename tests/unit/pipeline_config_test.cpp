@@ -168,7 +168,7 @@ TEST_F(ConfigTest, PluginRefusedByTheLoaderIsAPluginFailure) {
   std::string file = std::string(COMPACTOR_LOADER_FIXTURE_DIR) + "/compactor_stage_fixture_wrong_api.so";
   auto r = load(std::string(kBudget) + "pipeline:\n  - stage: fixture_wrong_api\n    plugin: \"" + file + "\"\n");
   EXPECT_EQ(r.errors, std::vector<std::string>{at(6, 13) + "pipeline[0].plugin: " + file +
-                                               ": plugin API version 999, but this host implements version 10; rebuild the plugin against this Compactor"});
+                                               ": plugin API version 999, but this host implements version 11; rebuild the plugin against this Compactor"});
   EXPECT_TRUE(r.plugin_failure);
 }
 
@@ -373,7 +373,7 @@ TEST_F(ConfigTest, ACheckerIsFoundByPluginWithItsParamsLikeAStage) {
   EXPECT_EQ(e.registered->file(), fs::canonical(file).string());
   EXPECT_EQ(e.params.integer("head"), 2);
   EXPECT_NE(print_pipeline(*r.config).find("    - order\n    - checker: \"keeps_first\"\n      plugin: \"" + fs::canonical(file).string() +
-                                           "\"  # plugin keeps_first 0.1.0, API 10\n      params:\n        head: 2\n  on_violation: abort\n"),
+                                           "\"  # plugin keeps_first 0.1.0, API 11\n      params:\n        head: 2\n  on_violation: abort\n"),
             std::string::npos)
       << print_pipeline(*r.config);
 

@@ -19,7 +19,7 @@
 // Each component can be overridden before this header is included: only test fixtures do, to
 // build "a plugin for another host".
 #ifndef COMPACTOR_FP_API
-#define COMPACTOR_FP_API 10
+#define COMPACTOR_FP_API 11
 #endif
 #ifndef COMPACTOR_FP_BOOST
 #define COMPACTOR_FP_BOOST BOOST_VERSION

@@ -120,6 +120,7 @@ struct StageInfo {
   ParamSchema params;
   bool may_touch_tail = false;  // may put receipt markers in tool_result content of the protected tail
   bool may_grow = false;        // its candidate may be larger than its input
+  bool summarizes = false;      // it replaces what it removes with a summary (`compactor bench` counts them)
   StageFactory create;
 };
 

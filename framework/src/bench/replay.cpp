@@ -45,10 +45,6 @@ bool same_for_cache(const MessagePtr& a, const MessagePtr& b) {
   return without_breakpoints(a->raw()) == without_breakpoints(b->raw());
 }
 
-bool is_summary_stage(const std::string& stage) {
-  return stage == "summarize" || stage == "reactive_compact" || stage == "compact_request";
-}
-
 }  // namespace
 
 std::uint64_t to_nusd(double usd) { return usd <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(usd * 1e9)); }
@@ -91,7 +87,7 @@ std::string run_pipeline(Pipeline& pipeline, bool prompt_too_long, std::size_t c
     if (s.status == StageStatus::skipped) continue;
     if (!call.stages.empty()) call.stages += ' ';
     call.stages += s.stage + ":" + std::string(to_string(s.status));
-    if (s.status == StageStatus::committed && is_summary_stage(s.stage)) ++out.summaries;
+    if (s.status == StageStatus::committed && s.summarizes) ++out.summaries;
     if (s.status == StageStatus::rejected) {
       ++out.rejections;
       out.errors.push_back("call " + std::to_string(c + 1) + ": " + s.stage + " rejected: " +

@@ -144,6 +144,6 @@ class ArchivedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_archived_checker() { return CheckerHost::named(std::make_unique<ArchivedChecker>(), "archived"); }
+std::unique_ptr<Checker> make_archived_checker() { return CheckerHost::named(std::make_unique<ArchivedChecker>(), "archived"); }
 
 }  // namespace compactor::detail

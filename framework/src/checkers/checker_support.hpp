@@ -5,6 +5,7 @@
 #include "compactor/checker.hpp"
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -73,12 +74,12 @@ inline std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-CheckerPtr make_pairs_unchanged_checker();
-CheckerPtr make_thinking_unchanged_checker();
-CheckerPtr make_recent_intact_checker();
-CheckerPtr make_request_kept_checker();
-CheckerPtr make_no_growth_checker();
-CheckerPtr make_archived_checker();
-CheckerPtr make_order_checker();
+std::unique_ptr<Checker> make_pairs_unchanged_checker();
+std::unique_ptr<Checker> make_thinking_unchanged_checker();
+std::unique_ptr<Checker> make_recent_intact_checker();
+std::unique_ptr<Checker> make_request_kept_checker();
+std::unique_ptr<Checker> make_no_growth_checker();
+std::unique_ptr<Checker> make_archived_checker();
+std::unique_ptr<Checker> make_order_checker();
 
 }  // namespace compactor::detail

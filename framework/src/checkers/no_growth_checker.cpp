@@ -22,6 +22,6 @@ class NoGrowthChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_no_growth_checker() { return CheckerHost::named(std::make_unique<NoGrowthChecker>(), "no_growth"); }
+std::unique_ptr<Checker> make_no_growth_checker() { return CheckerHost::named(std::make_unique<NoGrowthChecker>(), "no_growth"); }
 
 }  // namespace compactor::detail

@@ -59,6 +59,6 @@ class OrderChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_order_checker() { return CheckerHost::named(std::make_unique<OrderChecker>(), "order"); }
+std::unique_ptr<Checker> make_order_checker() { return CheckerHost::named(std::make_unique<OrderChecker>(), "order"); }
 
 }  // namespace compactor::detail

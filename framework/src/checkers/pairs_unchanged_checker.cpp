@@ -57,6 +57,6 @@ class PairsUnchangedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_pairs_unchanged_checker() { return CheckerHost::named(std::make_unique<PairsUnchangedChecker>(), "pairs_unchanged"); }
+std::unique_ptr<Checker> make_pairs_unchanged_checker() { return CheckerHost::named(std::make_unique<PairsUnchangedChecker>(), "pairs_unchanged"); }
 
 }  // namespace compactor::detail

@@ -67,6 +67,6 @@ class RecentIntactChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_recent_intact_checker() { return CheckerHost::named(std::make_unique<RecentIntactChecker>(), "recent_intact"); }
+std::unique_ptr<Checker> make_recent_intact_checker() { return CheckerHost::named(std::make_unique<RecentIntactChecker>(), "recent_intact"); }
 
 }  // namespace compactor::detail

@@ -37,6 +37,6 @@ class RequestKeptChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_request_kept_checker() { return CheckerHost::named(std::make_unique<RequestKeptChecker>(), "request_kept"); }
+std::unique_ptr<Checker> make_request_kept_checker() { return CheckerHost::named(std::make_unique<RequestKeptChecker>(), "request_kept"); }
 
 }  // namespace compactor::detail

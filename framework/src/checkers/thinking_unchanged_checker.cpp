@@ -77,6 +77,6 @@ class ThinkingUnchangedChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_thinking_unchanged_checker() { return CheckerHost::named(std::make_unique<ThinkingUnchangedChecker>(), "thinking_unchanged"); }
+std::unique_ptr<Checker> make_thinking_unchanged_checker() { return CheckerHost::named(std::make_unique<ThinkingUnchangedChecker>(), "thinking_unchanged"); }
 
 }  // namespace compactor::detail

@@ -130,14 +130,16 @@ namespace {
 // The checkers that look at every candidate: the config's, except the Messages API's rules when
 // another API's rules run instead (they are not its rules), then each rule the config lacks.
 std::vector<const Checker*> stage_checkers(const std::vector<CheckerPtr>& configured, const std::vector<CheckerPtr>& rules) {
-  const auto& api_rules = messages_api_rule_names();
   auto among_rules = [&](std::string_view name) {
     return std::any_of(rules.begin(), rules.end(), [&](const CheckerPtr& r) { return r->name() == name; });
   };
+  auto api_rule = [](std::string_view name) {
+    const BuiltinChecker* b = PluginRegistry::instance().builtin_checker(name);
+    return b != nullptr && b->traits.api_rule;
+  };
   std::vector<const Checker*> out;
   for (const CheckerPtr& c : configured)
-    if (among_rules(c->name()) || std::find(api_rules.begin(), api_rules.end(), c->name()) == api_rules.end())
-      out.push_back(c.get());
+    if (among_rules(c->name()) || !api_rule(c->name())) out.push_back(c.get());
   for (const CheckerPtr& rule : rules)
     if (std::none_of(out.begin(), out.end(), [&](const Checker* c) { return c->name() == rule->name(); }))
       out.push_back(rule.get());
@@ -177,6 +179,7 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
   sr.stage = entry.stage;
   sr.plugin_file = entry.registered->file();
   sr.plugin_version = entry.registered->plugin != nullptr ? entry.registered->plugin->version : "";
+  sr.summarizes = entry.registered->info->summarizes;
   sr.before = SizeSnapshot::of(committed);
   sr.after = sr.before;
   if (entry.when.kind == WhenKind::over_budget && run.triggered && !run.options.native_context.empty()) {

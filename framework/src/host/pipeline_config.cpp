@@ -564,7 +564,7 @@ void ConfigLoader::resolve_checkers() {
       r_.error(nodes.entry, entry.yaml_path, "checker \"" + entry.name + "\" is enabled twice");
       continue;
     }
-    if (make_builtin_checker(entry.name) != nullptr) {
+    if (registry.builtin_checker(entry.name) != nullptr) {
       if (nodes.plugin || nodes.params)
         r_.error(nodes.plugin ? *nodes.plugin : *nodes.params, entry.yaml_path,
                  "\"" + entry.name + "\" is a built-in checker: it takes no plugin and no params");
@@ -602,7 +602,7 @@ void ConfigLoader::resolve_checkers() {
     }
     if (entry.registered == nullptr) {
       std::vector<std::string> known;
-      for (auto n : builtin_checker_names()) known.emplace_back(n);
+      for (const BuiltinChecker& b : registry.builtin_checkers()) known.push_back(b.name());
       r_.error(nodes.entry, entry.yaml_path, "unknown checker \"" + entry.name + "\"; known checkers: " + list(known) +
                                                  ", or a plugin's " + checker_file_name(entry.name) +
                                                  " on the plugin search path (none found)");
@@ -628,41 +628,41 @@ void ConfigLoader::settle_checkers() {
   auto listed = [&](std::string_view name) {
     return std::any_of(checker_entries_.begin(), checker_entries_.end(), [&](const CheckerEntryConfig& e) { return e.name == name; });
   };
-  std::vector<std::string> left_out;
-  for (std::string_view n : builtin_checker_names())
-    if (!listed(n)) left_out.emplace_back(n);
+  const std::vector<BuiltinChecker>& builtins = PluginRegistry::instance().builtin_checkers();
+  std::vector<std::string> left_out, safety;
+  for (const BuiltinChecker& b : builtins)
+    if (!listed(b.name())) {
+      left_out.push_back(b.name());
+      if (b.traits.safety) safety.push_back(b.name());
+    }
   std::set<std::string> seen;
   if (config_.replace_builtin_checkers) {
     // The API's own rules run whatever the list says: they are among the checkers that run, so
     // print-pipeline shows them.
-    for (std::string_view n : messages_api_rule_names())
-      if (!listed(n)) {
+    for (const BuiltinChecker& b : builtins)
+      if (b.traits.api_rule && !listed(b.name())) {
         CheckerEntryConfig rule;
-        rule.name = std::string(n);
+        rule.name = b.name();
         seen.insert(rule.name);
         config_.checkers.push_back(std::move(rule));
       }
     for (const CheckerEntryConfig& e : checker_entries_)
       if (seen.insert(e.name).second) config_.checkers.push_back(e);
-    std::vector<std::string> safety;
-    for (const std::string& n : left_out)
-      if (std::find(safety_checker_names().begin(), safety_checker_names().end(), n) != safety_checker_names().end())
-        safety.push_back(n);
     if (!safety.empty())
       warning(enabled_node_ ? r_.location(*enabled_node_) : checkers_at_, "checkers.enabled",
               "replace_builtins leaves out the built-in safety checker" + std::string(safety.size() == 1 ? " " : "s ") +
                   list(safety) + ": a stage that breaks " + (safety.size() == 1 ? "its rule" : "their rules") + " is committed");
     return;
   }
-  for (std::string_view n : builtin_checker_names()) {
+  for (const BuiltinChecker& b : builtins) {
     CheckerEntryConfig builtin;
-    builtin.name = std::string(n);
+    builtin.name = b.name();
     seen.insert(builtin.name);
     config_.checkers.push_back(std::move(builtin));
   }
   bool names_builtin = false;
   for (const CheckerEntryConfig& e : checker_entries_) {
-    names_builtin = names_builtin || make_builtin_checker(e.name) != nullptr;
+    names_builtin = names_builtin || PluginRegistry::instance().builtin_checker(e.name) != nullptr;
     if (seen.insert(e.name).second) config_.checkers.push_back(e);
   }
   if (names_builtin && !left_out.empty())

@@ -58,6 +58,7 @@ struct StageRunReport {
   std::string stage;
   std::string plugin_file;     // "<built-in>" for in-process stages
   std::string plugin_version;
+  bool summarizes = false;     // the stage writes a summary (StageInfo::summarizes)
   StageStatus status = StageStatus::skipped;
   std::string reason;          // why skipped / unchanged / declined / failed
   std::vector<Violation> violations;  // what its rejected candidate broke

@@ -2,7 +2,7 @@
 
 #include "checkers/checker_host.hpp"
 
-#include "loader/builtin_checkers.hpp"
+#include "loader/builtins.hpp"
 #include "loader/plugin_discovery.hpp"
 
 #include <boost/dll/shared_library.hpp>
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -405,7 +406,7 @@ std::optional<std::string> refusal_of(const std::vector<Info>& entries, const st
   for (const Info& e : entries) {
     if (e.name.empty() || !e.create) return file + ": plugin " + plugin + " registered a " + kind + " without a name or factory";
     if constexpr (std::is_same_v<Info, CheckerInfo>)
-      if (make_builtin_checker(e.name) != nullptr)
+      if (PluginRegistry::instance().builtin_checker(e.name) != nullptr)
         return file + ": plugin " + plugin + " registers checker \"" + e.name + "\", the name of a built-in checker";
     if (!names.insert(e.name).second) return file + ": plugin " + plugin + " registers " + kind + " \"" + e.name + "\" twice";
     if (auto it = known.find(e.name); it != known.end())
@@ -444,11 +445,7 @@ PluginRegistry& PluginRegistry::instance() {
   // Deliberately never destroyed: plugin code must stay mapped until the process ends.
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();
-    SummarizerInfo info;
-    info.name = "extractive";
-    info.description = "deterministic, offline: goal, files, tools and failures, last state";
-    info.create = [](const ParamValues&) -> Expected<std::unique_ptr<Summarizer>> { return make_extractive_summarizer(); };
-    std::get<Shelf<SummarizerInfo>>(r->shelves_).put(std::move(info), nullptr);
+    register_builtins(*r);
     return r;
   }();
   return *registry;
@@ -511,12 +508,34 @@ Expected<const LoadedPlugin*> PluginRegistry::load_for(const std::string& file, 
 template <class Info>
 Expected<const Registered<Info>*> PluginRegistry::add_builtin(Info info) {
   if constexpr (std::is_same_v<Info, CheckerInfo>)
-    if (make_builtin_checker(info.name) != nullptr) return Error{"checker \"" + info.name + "\" is the name of a built-in checker"};
+    if (builtin_checker(info.name) != nullptr) return Error{"checker \"" + info.name + "\" is the name of a built-in checker"};
   Shelf<Info>& shelf = std::get<Shelf<Info>>(shelves_);
   if (auto it = shelf.by_name.find(info.name); it != shelf.by_name.end() && it->second.plugin != nullptr)
     return Error{std::string(kind_of<Info>()) + " \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
   return shelf.put(std::move(info), nullptr);
 }
+Expected<const RegisteredChecker*> PluginRegistry::add_builtin(CheckerInfo info, CheckerTraits traits) {
+  Shelf<CheckerInfo>& shelf = std::get<Shelf<CheckerInfo>>(shelves_);
+  if (auto it = shelf.by_name.find(info.name); it != shelf.by_name.end() && it->second.plugin != nullptr)
+    return Error{"checker \"" + info.name + "\" is registered by both " + it->second.file() + " and <built-in>"};
+  const RegisteredChecker* entry = shelf.put(std::move(info), nullptr);
+  auto same = std::find_if(builtin_checkers_.begin(), builtin_checkers_.end(), [&](const BuiltinChecker& b) { return b.name() == entry->info->name; });
+  if (same != builtin_checkers_.end()) *same = BuiltinChecker{entry, traits};
+  else builtin_checkers_.push_back(BuiltinChecker{entry, traits});
+  return entry;
+}
+
+const BuiltinChecker* PluginRegistry::builtin_checker(std::string_view name) const {
+  for (const BuiltinChecker& b : builtin_checkers_)
+    if (b.name() == name) return &b;
+  return nullptr;
+}
+
+CheckerPtr BuiltinChecker::make() const {
+  auto made = PluginRegistry::make_checker(*entry, {});
+  return made ? std::move(made).value() : nullptr;
+}
+
 template Expected<const RegisteredStage*> PluginRegistry::add_builtin(StageInfo);
 template Expected<const RegisteredSummarizer*> PluginRegistry::add_builtin(SummarizerInfo);
 template Expected<const RegisteredChecker*> PluginRegistry::add_builtin(CheckerInfo);

@@ -65,6 +65,26 @@ using RegisteredStage = Registered<StageInfo>;
 using RegisteredSummarizer = Registered<SummarizerInfo>;
 using RegisteredChecker = Registered<CheckerInfo>;
 
+// What the host knows of a built-in checker beside its CheckerInfo: why a config would keep it.
+struct CheckerTraits {
+  // It keeps what the history means or that it stays recoverable (pairs_unchanged, archived…): a
+  // config whose replace_builtins leaves it out is warned.
+  bool safety = false;
+  // It is a model API's own rule (the Messages API's structure, pairing, unique_ids,
+  // cache_control), not Compactor's invariant: it runs whatever checkers.enabled lists, and a
+  // request of another API runs that API's rules (its wire format's) instead.
+  bool api_rule = false;
+};
+
+// A checker that runs after every stage unless the config's replace_builtins leaves it out.
+struct BuiltinChecker {
+  const RegisteredChecker* entry = nullptr;
+  CheckerTraits traits;
+  const std::string& name() const { return entry->info->name; }
+  // The checker, named as registered (a built-in one runs unguarded: it is the host's code).
+  CheckerPtr make() const;
+};
+
 // Process-wide: a library is loaded once per real path and stays loaded.
 class PluginRegistry {
  public:
@@ -83,6 +103,13 @@ class PluginRegistry {
   // the first (the test kit registers the stage each test gives it); a plugin's is never replaced.
   template <class Info>
   Expected<const Registered<Info>*> add_builtin(Info info);
+  // A built-in checker: registered as above, and run after every stage, in the order they were
+  // added (after those compiled into the host, for one a test program adds), with its traits.
+  // One of the same name replaces it in place.
+  Expected<const RegisteredChecker*> add_builtin(CheckerInfo info, CheckerTraits traits);
+  // The built-in checkers in run order; the one of that name, or null.
+  const std::vector<BuiltinChecker>& builtin_checkers() const { return builtin_checkers_; }
+  const BuiltinChecker* builtin_checker(std::string_view name) const;
 
   // The entry of that kind and name; the names of a kind, sorted.
   template <class Info>
@@ -125,6 +152,7 @@ class PluginRegistry {
   };
   std::map<std::string, std::unique_ptr<Library>> libraries_;  // by real path
   std::tuple<Shelf<StageInfo>, Shelf<SummarizerInfo>, Shelf<CheckerInfo>> shelves_;
+  std::vector<BuiltinChecker> builtin_checkers_;
 };
 
 // Each factory below sets `*refused` when the factory itself refused its params (it returned an

@@ -83,7 +83,7 @@ def stage(name, plugin_dir, status, before, after, reason="", violations=()):
             "violations":list(violations),"before":before,"after":after,"wall_us":0}
 CHECKERS="[structure, pairing, unique_ids, pairs_unchanged, thinking_unchanged, recent_intact, request_kept, no_growth, archived, cache_control, order]"
 def entry(name, plugin_dir, when, params):
-    s=f'  - stage: "{name}"\n    plugin: "${plugin_dir}/compactor_stage_{name}.so"  # plugin {name} 0.1.0, API 10\n    when: {when}\n'
+    s=f'  - stage: "{name}"\n    plugin: "${plugin_dir}/compactor_stage_{name}.so"  # plugin {name} 0.1.0, API 11\n    when: {when}\n'
     if params: s+="    params:\n"+"".join(f"      {k}: {v}\n" for k,v in params)
     else: s+="    params: {}\n"
     return s

@@ -49,6 +49,6 @@ class CacheControlChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_cache_control_checker() { return CheckerHost::named(std::make_unique<CacheControlChecker>(), "cache_control"); }
+std::unique_ptr<Checker> make_cache_control_checker() { return CheckerHost::named(std::make_unique<CacheControlChecker>(), "cache_control"); }
 
 }  // namespace compactor::detail

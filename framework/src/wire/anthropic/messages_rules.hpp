@@ -6,16 +6,18 @@
 
 #include "compactor/checker.hpp"
 
+#include <memory>
+
 namespace compactor::detail {
 
 // structure: the message sequence itself (roles, system entries' places, the members the API
 // takes in each block).
-CheckerPtr make_structure_checker();
+std::unique_ptr<Checker> make_structure_checker();
 // pairing: every tool_use answered by exactly one tool_result, first in the very next message.
-CheckerPtr make_pairing_checker();
+std::unique_ptr<Checker> make_pairing_checker();
 // unique_ids: tool_use ids unique and of the API's pattern.
-CheckerPtr make_unique_ids_checker();
+std::unique_ptr<Checker> make_unique_ids_checker();
 // cache_control: at most four cache breakpoints.
-CheckerPtr make_cache_control_checker();
+std::unique_ptr<Checker> make_cache_control_checker();
 
 }  // namespace compactor::detail

@@ -124,6 +124,6 @@ class PairingChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_pairing_checker() { return CheckerHost::named(std::make_unique<PairingChecker>(), "pairing"); }
+std::unique_ptr<Checker> make_pairing_checker() { return CheckerHost::named(std::make_unique<PairingChecker>(), "pairing"); }
 
 }  // namespace compactor::detail

@@ -88,6 +88,6 @@ class StructureChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_structure_checker() { return CheckerHost::named(std::make_unique<StructureChecker>(), "structure"); }
+std::unique_ptr<Checker> make_structure_checker() { return CheckerHost::named(std::make_unique<StructureChecker>(), "structure"); }
 
 }  // namespace compactor::detail

@@ -48,6 +48,6 @@ class UniqueIdsChecker final : public Checker {
 
 }  // namespace
 
-CheckerPtr make_unique_ids_checker() { return CheckerHost::named(std::make_unique<UniqueIdsChecker>(), "unique_ids"); }
+std::unique_ptr<Checker> make_unique_ids_checker() { return CheckerHost::named(std::make_unique<UniqueIdsChecker>(), "unique_ids"); }
 
 }  // namespace compactor::detail
