@@ -2,7 +2,9 @@
 // and one registration line (in wire_format_registration_test.cpp's main). It stands for a team's
 // own gateway: Anthropic-shaped conversations on its own path (`POST /gateway/v1/chat`), its own
 // upstream key (`gateway`, set with `serve.upstreams: {gateway: URL}`), its own other endpoints
-// (`/gateway/v1/usage`), its own refusal text and its own error shape.
+// (`/gateway/v1/usage`), its own refusal text and its own error shape; and its own form of input
+// (`team-gateway`: a body naming its `gateway_session`), which check, run, count, import and bench
+// read with no change to them.
 #include "team_gateway_format.hpp"
 
 #include "model/conversation_reader.hpp"
@@ -15,6 +17,8 @@ namespace {
 
 namespace json = boost::json;
 
+const wire::WireFormat& gateway();
+
 class GatewayRequest final : public wire::WireRequest {
  public:
   explicit GatewayRequest(Conversation c) : conversation_(std::move(c)) {}
@@ -23,6 +27,38 @@ class GatewayRequest final : public wire::WireRequest {
 
  private:
   Conversation conversation_;
+};
+
+// A body that names the gateway's session: detected before any other form is asked.
+bool names_a_gateway_session(std::string_view bytes, std::string_view) {
+  return bytes.substr(0, 1 << 16).find("\"gateway_session\"") != std::string_view::npos;
+}
+
+class GatewayForm final : public wire::InputForm {
+ public:
+  std::string_view name() const override { return "team-gateway"; }
+  std::string_view description() const override { return "a team gateway's request body (it names its gateway_session)"; }
+  std::vector<wire::Detection> detections() const override { return {{50, true, &names_a_gateway_session}}; }
+
+  Expected<wire::InputDocument> read(std::string bytes, const wire::InputSource& source) const override {
+    return wire::request_document(gateway(), std::move(bytes), source.shown);
+  }
+
+  // A session is the request its last call sent, read by the adapter.
+  bool imports_sessions() const override { return true; }
+  Expected<wire::ImportedSession> import_session(std::string bytes, const wire::InputSource& source) const override {
+    auto request = gateway().read(std::move(bytes), source.shown);
+    if (!request) return request.error();
+    wire::ImportedSession s{{}, &gateway(), &gateway(), false};
+    const Conversation& c = (*request)->conversation();
+    s.result.report.source = source.shown;
+    s.result.report.format = std::string(name());
+    s.result.report.messages = c.size();
+    for (const MessagePtr& m : c.messages())
+      for (const Block& b : m->blocks()) s.result.report.tool_uses += b.kind() == BlockKind::tool_use;
+    s.result.conversation = c;
+    return s;
+  }
 };
 
 class TeamGateway final : public wire::WireFormat {
@@ -66,13 +102,20 @@ class TeamGateway final : public wire::WireFormat {
     }
     return {status, json::serialize(json::object{{"gateway_error", json::object{{"status", status}, {"text", message}}}})};
   }
+
+  std::vector<const wire::InputForm*> input_forms() const override {
+    static const GatewayForm form;
+    return {&form};
+  }
 };
 
-}  // namespace
-
-const wire::WireFormat& team_gateway_format() {
+const wire::WireFormat& gateway() {
   static const TeamGateway format;
   return format;
 }
+
+}  // namespace
+
+const wire::WireFormat& team_gateway_format() { return gateway(); }
 
 }  // namespace compactor::test

@@ -4,8 +4,11 @@
 // is served end to end exactly as a built-in one: routed by its path, forwarded to its own upstream
 // (serve.upstreams names it), compacted, its other endpoints passed through, its errors in its
 // own shape, and its name known to the config's checks.
+#include "team_checks.hpp"
 #include "team_gateway_format.hpp"
 
+#include "commands.hpp"
+#include "loader/plugin_loader.hpp"
 #include "support/loopback_http_server.hpp"
 #include "support/serve_process.hpp"
 #include "support/test_support.hpp"
@@ -129,10 +132,30 @@ TEST(WireFormatRegistration, TheConfigKnowsItsUpstreamKeyAndNamesItWhenMisspelle
 }  // namespace
 }  // namespace compactor
 
-// The registration line, then this program's three roles: serve, serve's zygote, or the tests.
+namespace {
+
+// `self cli COMMAND …`: the command, as `compactor COMMAND …` runs it (its arguments from argv[2]).
+int command(int argc, char** argv) {
+  const std::string_view name = argv[1];
+  if (name == "check") return compactor::cli::check_command(argc, argv);
+  if (name == "run") return compactor::cli::run_command(argc, argv);
+  if (name == "count") return compactor::cli::count_command(argc, argv);
+  if (name == "import") return compactor::cli::import_command(argc, argv);
+  if (name == "bench") return compactor::cli::bench_command(argc, argv);
+  if (name == "serve") return compactor::cli::serve_command(argc, argv);
+  return 2;
+}
+
+}  // namespace
+
+// The registration lines (a wire format, a built-in checker, a stage), then this program's roles:
+// serve, serve's zygote, one of the commands, or the tests.
 int main(int argc, char** argv) {
   compactor::wire::register_wire_format(compactor::test::team_gateway_format());
+  (void)compactor::PluginRegistry::instance().add_builtin(compactor::test::team_no_secrets_checker(), compactor::CheckerTraits{});
+  (void)compactor::PluginRegistry::instance().add_builtin(compactor::test::team_summary_stage());
   const std::string_view role = argc > 1 ? argv[1] : "";
+  if (role == "cli" && argc > 2) return command(argc - 1, argv + 1);
   if (role == "serve-worker" && argc >= 6) return compactor::serve::zygote_main(argv[3], 3, std::atoi(argv[5]));
   if (role == "serve" && argc == 4) {
     spdlog::set_default_logger(spdlog::stderr_logger_mt("serve"));
