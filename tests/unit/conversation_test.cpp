@@ -1,5 +1,6 @@
 // Structural sharing and byte-identical round trips.
 #include "support/test_support.hpp"
+#include "model/meter_key.hpp"
 
 #include "compactor/message_edit.hpp"
 #include "model/conversation_host.hpp"
@@ -123,6 +124,7 @@ namespace {
 // chars and bytes, its text through the meter (a meter that counts one token per char here).
 class CharMeter final : public Meter {
  public:
+  CharMeter() : Meter(MeterKey{}) {}
   std::string_view kind() const override { return "one-per-char"; }
   std::uint64_t count_text(std::string_view utf8) const override { return utf8.size(); }
 };

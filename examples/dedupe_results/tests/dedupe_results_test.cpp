@@ -6,6 +6,7 @@
 #include "compactor/message_edit.hpp"
 #include "compactor/testkit.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -257,6 +258,14 @@ TEST(Pipeline, DedupeThenASummaryByTheTeamsBackend) {
   std::string first = run.output[0].text();
   EXPECT_EQ(first.rfind("[compactor summary]", 0), 0u) << first;
   EXPECT_NE(first.find("<<<summary\nThe user wrote: Rebuild, then tell me whether app.cfg changed.\nsummary>>>"), std::string::npos) << first;
+}
+
+// The package brings the host's meters (COMPACTOR_METER_DIR holds their rank files), and a test
+// counts with them: "hello world" is two o200k tokens.
+TEST(Meters, ATestCountsWithThePackagesMeters) {
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(METER_DIR) / "o200k_base.tiktoken")) << METER_DIR;
+  const Conversation c = tk::ConversationBuilder().user("hello world").build();
+  EXPECT_EQ(tk::metered(c, tk::meter("o200k")).size_in(SizeUnit::tokens), 2u);
 }
 
 }  // namespace

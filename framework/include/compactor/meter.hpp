@@ -1,7 +1,9 @@
 // A meter counts tokens for `budget.unit: tokens`. Each message's count is cached in the message
 // (tagged with the meter that made it), so a run recounts only the messages a stage changed.
 // The host makes the one the config's `meter:` section names; a stage reaches it only through
-// Conversation::size_of and size_in.
+// Conversation::size_of and size_in. Meters are the host's kinds only: the constructor takes a
+// key no plugin can name, since nothing a plugin could give a meter to would use it (a config
+// names the host's kinds, and the test kit hands a test one of them: testkit::meter).
 #pragma once
 
 #include "compactor/error.hpp"
@@ -15,9 +17,11 @@ namespace compactor {
 // An image or document block counts as this many tokens: kMediaBlockSize chars / 4.
 inline constexpr std::uint64_t kMediaBlockTokens = kMediaBlockSize / 4;
 
+class MeterKey;  // the host's
+
 class Meter {
  public:
-  Meter();
+  explicit Meter(const MeterKey& key);
   virtual ~Meter() = default;
   Meter(const Meter&) = delete;
   Meter& operator=(const Meter&) = delete;

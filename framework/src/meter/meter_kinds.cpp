@@ -1,5 +1,7 @@
 #include "meter/meter_kinds.hpp"
 
+#include "model/meter_key.hpp"
+
 #include "meter/tokenizer.hpp"
 #include "meter/calibration_fit.hpp"
 
@@ -15,6 +17,7 @@ namespace compactor {
 namespace {
 class CharsMeter final : public Meter {
  public:
+  CharsMeter() : Meter(MeterKey{}) {}
   std::string_view kind() const override { return "chars4"; }
   std::uint64_t count_text(std::string_view utf8) const override { return (count_code_points(utf8) + 3) / 4; }
 
@@ -26,7 +29,7 @@ class CharsMeter final : public Meter {
 class TokenizerMeter final : public Meter {
  public:
   TokenizerMeter(std::string kind, std::shared_ptr<const Tokenizer> tokenizer)
-      : kind_(std::move(kind)), tokenizer_(std::move(tokenizer)) {}
+      : Meter(MeterKey{}), kind_(std::move(kind)), tokenizer_(std::move(tokenizer)) {}
   std::string_view kind() const override { return kind_; }
   std::uint64_t count_text(std::string_view utf8) const override { return tokenizer_->count(utf8); }
 
@@ -37,7 +40,7 @@ class TokenizerMeter final : public Meter {
 
 class CalibratedMeter final : public Meter {
  public:
-  CalibratedMeter(std::shared_ptr<const Meter> base, FamilyFit fit) : base_(std::move(base)), fit_(fit) {}
+  CalibratedMeter(std::shared_ptr<const Meter> base, FamilyFit fit) : Meter(MeterKey{}), base_(std::move(base)), fit_(fit) {}
   std::string_view kind() const override { return "calibrated"; }
   std::uint64_t count_text(std::string_view utf8) const override { return scale(base_->count_text(utf8)); }
 

@@ -12,9 +12,12 @@
 #include <charconv>
 #include <cstring>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <queue>
 #include <sstream>
+#include <vector>
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,10 +47,25 @@ std::string_view rank_file_name(TokenizerKind kind) {
 
 std::string default_meter_data_dir() {
   if (const char* env = std::getenv("COMPACTOR_METER_DATA"); env != nullptr && *env != '\0') return env;
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
   boost::dll::fs::error_code ec;
-  auto program = boost::dll::program_location(ec);
-  if (ec) return "share/compactor/meters";
-  return (program.parent_path().parent_path() / "share" / "compactor" / "meters").string();
+  if (auto program = boost::dll::program_location(ec); !ec) candidates.push_back(fs::path(program.string()).parent_path().parent_path());
+  // Beside the framework library this code is in (build/lib → build, PREFIX/lib or a multiarch
+  // PREFIX/lib/<triplet> → PREFIX): a team's test, built elsewhere, counts with the meters of the
+  // tree or prefix it links, as that tree's CLI does.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&default_meter_data_dir), &info) != 0 && info.dli_fname != nullptr) {
+    std::error_code lib_ec;
+    const fs::path lib = fs::canonical(info.dli_fname, lib_ec).parent_path();
+    if (!lib_ec) candidates.insert(candidates.end(), {lib.parent_path(), lib.parent_path().parent_path()});
+  }
+  for (const fs::path& prefix : candidates) {
+    const fs::path dir = prefix / "share" / "compactor" / "meters";
+    std::error_code dir_ec;
+    if (fs::is_directory(dir, dir_ec)) return dir.string();
+  }
+  return candidates.empty() ? "share/compactor/meters" : (candidates.front() / "share" / "compactor" / "meters").string();
 }
 
 namespace {

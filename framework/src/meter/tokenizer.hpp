@@ -23,7 +23,8 @@ std::string_view to_string(TokenizerKind kind);
 std::string_view rank_file_name(TokenizerKind kind);
 
 // Where rank files are looked for: $COMPACTOR_METER_DATA, else share/compactor/meters beside the
-// running program's bin/ folder (the build tree and an install both have it there).
+// running program's bin/ folder (the build tree and an install both have it there), else beside
+// the framework library's lib/ folder (a test linking the test kit, built in its own project).
 std::string default_meter_data_dir();
 
 // The packed form of a rank file, beside it: <rank file>.pack (see Tokenizer::pack).

@@ -44,7 +44,7 @@ std::uint64_t count_result_content(const Meter& meter, const boost::json::value*
 
 }  // namespace
 
-Meter::Meter() : cache_tag_(next_cache_tag()) {}
+Meter::Meter(const MeterKey&) : cache_tag_(next_cache_tag()) {}
 
 std::uint64_t Meter::tokens(const Message& message) const {
   std::uint64_t cached = message.cached_tokens_.load(std::memory_order_relaxed);

@@ -9,7 +9,10 @@
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"
 #include "loader/plugin_loader.hpp"
+#include "meter/meter_kinds.hpp"
+#include "model/conversation_host.hpp"
 #include "model/conversation_reader.hpp"
+#include "wire/wire_format.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -136,6 +139,16 @@ Conversation read_conversation(const std::string& text) {
   return parse_or_throw(compactor::read_conversation(text, ReadOptions{"<testkit>", 256, std::nullopt}));
 }
 
+std::shared_ptr<const Meter> meter(const std::string& kind, const std::string& fit_file, const std::string& family) {
+  auto made = make_meter(MeterSpec{kind, fit_file, family});
+  if (!made) throw std::runtime_error("meter " + kind + ": " + made.error().message);
+  return std::move(made).value();
+}
+
+Conversation metered(const Conversation& conversation, std::shared_ptr<const Meter> meter) {
+  return ConversationHost::with_meter(conversation, std::move(meter));
+}
+
 std::string_view to_string(Status status) {
   switch (status) {
     case Status::committed: return "committed";
@@ -243,6 +256,7 @@ StageRun run_stage_checked(const StageInfo& stage, const Conversation& input, co
     config.checkers.push_back(CheckerEntryConfig{c.checker->name, "", validated_or_throw(c.checker->params, c.params, "checker " + c.checker->name),
                                                  &registered(*c.checker), {}, ""});
   }
+  config.meter = options.meter;
   config.summarizer = options.summarizer != nullptr ? &registered(*options.summarizer) : registry.find_summarizer("extractive");
   config.summarizer_kind = config.summarizer->info->name;
   config.summarizer_params = validated_or_throw(config.summarizer->info->params, options.summarizer_params, "summarizer " + config.summarizer_kind);
@@ -290,6 +304,13 @@ PipelineRun run_pipeline(const std::string& config_file, const Conversation& inp
   run_options.input_name = "<testkit>";
   run_options.prompt_too_long = options.prompt_too_long;
   run_options.archive_dir = options.archive_dir.empty() ? fresh_archive_dir() : options.archive_dir;
+  // What `compactor run` asks of the body of a request in the model's form (the Messages API's).
+  if (const auto& body = ConversationHost::layout(input.frame()).buffer; body != nullptr) {
+    const wire::WireFormat& api = *wire::wire_formats().front();
+    run_options.model = api.model_named_in(*body);
+    run_options.native_context = api.native_context(*body);
+    run_options.openai = api.openai_tokenizer();
+  }
   RunReport report = pipeline->run(input, run_options, log);
   PipelineRun out{run_status_of(report.status), static_cast<int>(report.exit_code()), report.error, {}, report.output ? *report.output : input,
                   *run_options.archive_dir};

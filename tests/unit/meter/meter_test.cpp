@@ -2,6 +2,7 @@
 // changed), the system and tools of a request body, and `compactor calibrate` recovering a known
 // law from synthetic Claude Code logs whose usage it generated.
 #include "meter/calibration_fit.hpp"
+#include "model/meter_key.hpp"
 #include "meter/meter_kinds.hpp"
 #include "meter/tokenizer.hpp"
 #include "support/test_support.hpp"
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 
 class CountingMeter final : public Meter {
  public:
+  CountingMeter() : Meter(MeterKey{}) {}
   std::string_view kind() const override { return "counting"; }
   std::uint64_t count_text(std::string_view utf8) const override {
     ++calls;

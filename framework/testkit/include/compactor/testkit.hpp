@@ -7,6 +7,7 @@
 
 #include "compactor/checker.hpp"
 #include "compactor/conversation.hpp"
+#include "compactor/meter.hpp"
 #include "compactor/param_schema.hpp"
 #include "compactor/stage.hpp"
 #include "compactor/summarizer.hpp"
@@ -16,6 +17,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -65,6 +67,21 @@ class ConversationBuilder {
 Conversation read_conversation_file(const std::string& path);
 Conversation read_conversation(const std::string& text);
 
+// ---- meters ----------------------------------------------------------------------------------
+
+// One of the host's meters, as a config's `meter:` names it: chars4, cl100k, o200k, claude-legacy,
+// or calibrated with its fit file (and a family of it; empty: the fit's default). Rank files come
+// from the meter data of the tree or prefix the test kit was built against (the package's
+// COMPACTOR_METER_DIR), as `compactor run` finds them. A meter is made once per process: equal
+// meters are one meter, so every test that asks for it counts with the same one, and its counts
+// stay cached in the messages it counted. Throws std::runtime_error with the host's line when it
+// cannot be made (an unknown kind, a missing rank file).
+std::shared_ptr<const Meter> meter(const std::string& kind, const std::string& fit_file = "", const std::string& family = "");
+
+// `conversation` counting tokens with `meter`: what a stage sees under `budget.unit: tokens`
+// (Conversation::size_of and size_in in tokens; without a meter they are chars / 4).
+Conversation metered(const Conversation& conversation, std::shared_ptr<const Meter> meter);
+
 // ---- outcomes --------------------------------------------------------------------------------
 
 // What happened to one stage, as the run report says it.
@@ -106,6 +123,9 @@ struct StageRunOptions {
   ParamValues summarizer_params;
   std::string restore_via = "cli";         // archive.restore_via: cli, mcp or a phrase holding {receipt}
   std::string archive_dir;                 // empty: a fresh temporary folder, removed at exit
+  // What counts tokens when the budget is in tokens (meter()'s, as a config's `meter:`); null:
+  // chars / 4.
+  std::shared_ptr<const Meter> meter;
 };
 
 struct StageRun : StageOutcome {
@@ -147,8 +167,10 @@ struct PipelineRun {
 };
 
 // Runs the pipeline of the config file `config_file` on `input` as `compactor run` does (config
-// loaded and validated as it loads it, plugins found on its search path). Throws
-// std::runtime_error with the config's error lines when it is refused.
+// loaded and validated as it loads it, plugins and meter data found where it finds them, the
+// model a request body names deciding `window: auto` and `meter: {kind: auto}`, a request that
+// asks the API to compact deferred to). Throws std::runtime_error with the config's error lines
+// when it is refused.
 PipelineRun run_pipeline(const std::string& config_file, const Conversation& input, const PipelineRunOptions& options = {});
 
 // ---- a summarizer ----------------------------------------------------------------------------
