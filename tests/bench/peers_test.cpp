@@ -75,8 +75,12 @@ TEST(BenchPeers, ClaudeCodeCompactsAt83Point5PercentAndCodexAt90) {
     EXPECT_EQ(cc.summarized, claude_code) << reads;
     EXPECT_EQ(cx.summarized, codex) << reads;
     // Claude Code keeps what fits 15% of its trigger (its files read again); Codex keeps the newest exchange only.
-    if (claude_code) EXPECT_GE(cc.whole, 4u) << reads;
-    if (codex) EXPECT_EQ(cx.whole, 0u) << reads;
+    if (claude_code) {
+      EXPECT_GE(cc.whole, 4u) << reads;
+    }
+    if (codex) {
+      EXPECT_EQ(cx.whole, 0u) << reads;
+    }
   }
 }
 
