@@ -109,6 +109,7 @@ StageInfo stage_info() {
       ParamSpec::integer("preview_chars", "chars of each archived result kept as a preview", 2000).at_least(0),
   };
   info.may_touch_tail = true;
+  info.forced = true;  // a batch too large to send: the gate never declines it
   info.create = factory_of<BudgetPersistStage>();
   return info;
 }

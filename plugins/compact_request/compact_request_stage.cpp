@@ -45,6 +45,7 @@ StageInfo stage_info() {
   info.description = "summarizes the history once the model's own compact tool call has completed";
   info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
+  info.forced = true;  // the model asked: the gate never declines it
   info.create = factory_of<CompactRequestStage>();
   return info;
 }

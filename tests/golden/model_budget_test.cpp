@@ -187,6 +187,66 @@ TEST(CostGateRun, AWarmCacheDeclinesWhatDoesNotPayAColdOneCommitsAndPastHalfwayI
   EXPECT_TRUE(must.first_changed_message);
 }
 
+// A newest batch too large to send (budget_persist, a forced cut), then a summary from message 0:
+// the gate weighs the summary against the history budget_persist left, declines it on a warm cache
+// at a horizon of one call, and keeps the forced cut. Before, a committed budget_persist let the
+// summary through unweighed. Small-1's prices; the summary keeps half the target (1,500 tokens)
+// verbatim, so every size here is over the 1,024 cacheable tokens,
+// so one call after reads (after persist − after summary) tokens less at $0.30 a million.
+TEST(CostGateRun, AForcedCutIsKeptAndTheRewriteAfterItIsWeighed) {
+  test::ScratchFolder dir("gate-forced");
+  std::ofstream(dir / "prices.yaml") << kPrices;
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {window: auto, trigger: 0.8, target: 0.6}\nmeter: {kind: chars4}\nprices: prices.yaml\n"
+                                   "archive: {dir: archive}\nplugin_dirs: [\"" COMPACTOR_PLUGIN_DIR "\"]\nsummarizer: {kind: extractive}\n"
+                                   "pipeline:\n"
+                                   "  - stage: budget_persist\n    params: {max_batch_chars: 5000, persist_chars: 2000, preview_chars: 200}\n"
+                                   "  - stage: summarize\n    when: over_budget\n    params: {max_chars: 2000, keep_fraction: 0.5, min_growth: 0}\n";
+  ::setenv("COMPACTOR_PLUGIN_PATH", COMPACTOR_PLUGIN_DIR, 1);
+  auto loaded = load_pipeline_config((dir / "c.yaml").string());
+  ::unsetenv("COMPACTOR_PLUGIN_PATH");
+  ASSERT_TRUE(loaded.config) << loaded.errors.front();
+  auto pipeline = Pipeline::build(std::move(*loaded.config));
+  ASSERT_TRUE(pipeline);
+  // 8 reads of 1,600 chars, then a newest read of 6,000: its batch is over 5,000 chars.
+  json::object body = json::parse(request("small-1", 8)).as_object();
+  json::array& m = body["messages"].as_array();
+  m.pop_back();
+  m.pop_back();
+  m.push_back(json::object{{"role", "assistant"},
+                           {"content", json::array{json::object{{"type", "tool_use"}, {"id", "toolu_big"}, {"name", "Read"},
+                                                                {"input", json::object{{"file_path", "logs/big.txt"}}}}}}});
+  m.push_back(json::object{{"role", "user"},
+                           {"content", json::array{json::object{{"type", "tool_result"}, {"tool_use_id", "toolu_big"},
+                                                                {"content", std::string(6000, 'z')}}}}});
+  ReadOptions read;
+  read.format = InputFormat::request_body;
+  auto input = read_conversation(json::serialize(body), read);
+  ASSERT_TRUE(input);
+  QuietLogger log;
+  RunOptions options;
+  options.model = "small-1";
+  options.archive_dir = (dir / "archive").string();
+  options.cache = CacheState{input->size() - 2, 19, 10};  // warm; 19 calls so far: a horizon of one call
+  RunReport r = pipeline->run(*input, options, log);
+  ASSERT_EQ(r.stages.size(), 2u);
+  ASSERT_EQ(r.stages[0].status, StageStatus::committed);
+  ASSERT_EQ(r.stages[1].status, StageStatus::committed);
+  ASSERT_TRUE(r.gate) << "the summary after the forced cut went through unweighed";
+  const double persisted = static_cast<double>(r.stages[0].after.sizes.tokens);
+  const double summarized = static_cast<double>(r.stages[1].after.sizes.tokens);
+  EXPECT_EQ(r.gate->horizon, 1u);
+  EXPECT_NEAR(r.gate->saved_usd, (persisted - summarized) * 0.30 / 1e6, 1e-12);
+  EXPECT_FALSE(r.gate->commit) << r.gate->to_string();
+  EXPECT_GT(r.gate->broken_usd, r.gate->saved_usd);
+  // The forced cut stays: only the newest message changed, and it names its receipt.
+  ASSERT_TRUE(r.output);
+  EXPECT_EQ(r.first_changed_message, input->size() - 1);
+  EXPECT_EQ(r.output->size(), input->size());
+  EXPECT_EQ(r.output_size.sizes.tokens, r.stages[0].after.sizes.tokens);
+  EXPECT_NE(r.output->serialize().find("[compactor budget_persist:"), std::string::npos);
+  EXPECT_EQ(r.output->serialize().find("[compactor summary]"), std::string::npos);
+}
+
 // A request that asks the API to compact or to clear tool uses: the over-budget stages defer to
 // it (they would break the cache a second time); clearing thinking alone changes nothing of that.
 TEST(NativeContextManagement, OverBudgetStagesDeferToTheApisOwnCompaction) {

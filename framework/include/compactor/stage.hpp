@@ -121,6 +121,9 @@ struct StageInfo {
   bool may_touch_tail = false;  // may put receipt markers in tool_result content of the protected tail
   bool may_grow = false;        // its candidate may be larger than its input
   bool summarizes = false;      // it replaces what it removes with a summary (`compactor bench` counts them)
+  // Its cut is one the call cannot go without (the model asked for it; a batch too large to send):
+  // the cost gate weighs what the stages after it do, never the cut itself.
+  bool forced = false;
   StageFactory create;
 };
 

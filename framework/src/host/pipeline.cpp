@@ -97,18 +97,21 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config, ExitCode* failure) {
 
 RunReport Pipeline::run(const Conversation& unmetered, const RunOptions& options, StageLogger& log) {
   RunReport report = run_stages(unmetered, options, log);
-  // Model calls cost money whether or not their summary was used: every one is reported.
-  if (summarizer_ != nullptr) {
-    const PriceTable* prices = config_->prices.get();
-    if (prices != nullptr) report.prices = prices->source + " (" + prices->date + ")";
-    for (SummarizerCall& call : summarizer_->take_calls()) {
-      PricedSummarizerCall priced{std::move(call), std::nullopt};
-      if (const ModelPrice* price = prices != nullptr ? prices->find(priced.call.model) : nullptr)
-        priced.cost_usd = price->cost(priced.call.input_tokens, 0, 0, priced.call.output_tokens);
-      report.summarizer_calls.push_back(std::move(priced));
-    }
-  }
+  take_summarizer_calls(report);  // a run that ended before the gate
   return report;
+}
+
+// Model calls cost money whether or not their summary was used: every one is reported.
+void Pipeline::take_summarizer_calls(RunReport& report) const {
+  if (summarizer_ == nullptr) return;
+  const PriceTable* prices = config_->prices.get();
+  if (prices != nullptr) report.prices = prices->source + " (" + prices->date + ")";
+  for (SummarizerCall& call : summarizer_->take_calls()) {
+    PricedSummarizerCall priced{std::move(call), std::nullopt};
+    if (const ModelPrice* price = prices != nullptr ? prices->find(priced.call.model) : nullptr)
+      priced.cost_usd = price->cost(priced.call.input_tokens, 0, 0, priced.call.output_tokens);
+    report.summarizer_calls.push_back(std::move(priced));
+  }
 }
 
 // What every stage of one run shares.
@@ -122,7 +125,10 @@ struct Pipeline::RunState {
   // Hysteresis: `over_budget` stages run only when the input crossed the limit, and then until the
   // history is down to the target, so the calls that follow only append (the prompt cache holds).
   bool triggered = false;
-  ArchiveStore::Mark start = archive.mark();  // what the run archived goes if the gate declines
+  // Where the gate's weighing starts: the input, or the history after the last forced cut (the
+  // stages before it kept with it), and what the run had archived by then.
+  std::optional<Conversation> forced = std::nullopt;
+  RunArchive::Mark forced_mark = archive.mark();
 };
 
 namespace {
@@ -294,6 +300,10 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   for (BuiltStage& s : options.prompt_too_long ? on_prompt_too_long_ : pipeline_) {
     report.stages.push_back(run_stage_on(s, committed, run));
     const StageRunReport& sr = report.stages.back();
+    if (sr.status == StageStatus::committed && s.entry->registered->info->forced) {
+      run.forced = committed;
+      run.forced_mark = archive.mark();
+    }
     if (sr.status == StageStatus::failed) {
       report.status = RunStatus::failed;
       report.error = sr.reason;
@@ -306,6 +316,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
     }
     rejected = true;
   }
+  take_summarizer_calls(report);  // the gate weighs what they cost
   if (report.status != RunStatus::aborted) gate(input, committed, run, report);
 
   if (auto durable = archive.commit(); !durable) {
@@ -342,36 +353,52 @@ std::uint64_t prefix_size(const Conversation& c, std::size_t messages, SizeUnit 
   return size;
 }
 
+// The cache lifetime the request asks for (requested_cache_lifetime), read from the body around
+// the messages, `system`, `tools` and the messages; 0 when it asks for none.
+std::uint64_t request_cache_lifetime(const Conversation& c) {
+  const FrameLayout& layout = ConversationHost::layout(c.frame());
+  std::uint64_t lifetime = std::max(requested_cache_lifetime(layout.prefix), requested_cache_lifetime(layout.suffix));
+  for (std::string_view part : layout.fixed_json) lifetime = std::max(lifetime, requested_cache_lifetime(part));
+  for (const MessagePtr& m : c.messages()) lifetime = std::max(lifetime, requested_cache_lifetime(m->raw()));
+  return lifetime;
+}
+
 }  // namespace
 
-// The gate weighs what the over-budget stages did, before the call and in tokens, when the model
-// has a price. A stage that runs on another condition (the model's own `compact` call, a newest
-// batch too large to send) decided for itself, and so did a run after a refusal. Past halfway from
-// the limit to the window the compaction is committed whatever it costs: a refused call costs more.
+// The gate weighs what the run rewrote, before the call and in tokens, when the model has a price:
+// every stage's rewrite, whatever its `when`, from the input or from the last forced cut (the
+// model's own `compact` call, a newest batch too large to send), which it never declines; a run
+// after a refusal decides for itself. The summarizer's calls count against the compaction. Past
+// halfway from the limit to the window the compaction is committed whatever it costs: a refused
+// call costs more.
 void Pipeline::gate(const Conversation& input, Conversation& committed, RunState& run, RunReport& report) const {
   const RunBudget& rb = run.budget;
-  const auto change = first_changed(input, committed);
+  const Conversation& base = run.forced ? *run.forced : input;
+  const auto change = first_changed(base, committed);
   if (run.options.prompt_too_long || rb.price == nullptr || rb.budget.unit != SizeUnit::tokens || !change) return;
-  const auto& entries = config_->pipeline;
-  for (std::size_t k = 0; k < report.stages.size() && k < entries.size(); ++k)
-    if (report.stages[k].status == StageStatus::committed && entries[k].when.kind != WhenKind::over_budget) return;
   const SizeUnit unit = SizeUnit::tokens;
-  const CacheState cache = run.options.cache.value_or(CacheState{});
+  CacheState cache = run.options.cache.value_or(CacheState{});
+  if (cache.lifetime_s == 0) cache.lifetime_s = request_cache_lifetime(input);
+  const ModelPrice price = cache.lifetime_s > 0 ? rb.price->with_cache_lifetime(cache.lifetime_s) : *rb.price;
+  // The cache holds the input's first messages; the base keeps those before its own first change.
+  const std::size_t kept_by_base = std::min(cache.cached_messages, first_changed(input, base).value_or(input.size()));
+  const std::size_t kept = std::min(kept_by_base, first_changed(input, committed).value_or(input.size()));
   GateInput in;
-  in.size_in = input.size_in(unit);
+  in.size_in = base.size_in(unit);
   in.size_out = committed.size_in(unit);
-  in.cached_in = prefix_size(input, cache.cached_messages, unit);
-  in.cached_kept = prefix_size(input, std::min(cache.cached_messages, *change), unit);
+  in.cached_in = prefix_size(input, kept_by_base, unit);
+  in.cached_kept = prefix_size(input, kept, unit);
   in.horizon = gate_horizon(cache);
-  const bool warm = run.options.cache && cache.idle_s >= 0 && static_cast<std::uint64_t>(cache.idle_s) < rb.price->cache_lifetime_s;
-  report.gate = weigh_compaction(in, *rb.price, warm);
+  for (const PricedSummarizerCall& call : report.summarizer_calls) in.summarizer_usd += call.cost_usd.value_or(0.0);
+  const bool warm = run.options.cache && cache_warm(cache, price.cache_lifetime_s);
+  report.gate = weigh_compaction(in, price, warm);
   const bool must = rb.window > 0 && in.size_in > rb.budget.limit + (rb.window - std::min(rb.window, rb.budget.limit)) / 2;
   if (report.gate->commit || must) {
     report.gate->commit = true;
     return;
   }
-  run.archive.revert_to(run.start);
-  committed = input;
+  run.archive.revert_to(run.forced_mark);
+  committed = base;
 }
 
 }  // namespace compactor

@@ -80,6 +80,8 @@ class Pipeline {
   struct RunState;
   // The cost gate on the run's compaction; `committed` back to the input when it declines.
   void gate(const Conversation& input, Conversation& committed, RunState& run, RunReport& report) const;
+  // The summarizer's calls since the last take, priced, into the report.
+  void take_summarizer_calls(RunReport& report) const;
   // One stage on `committed`: its report, `committed` replaced when its candidate passed every
   // checker (what it archived otherwise reverted).
   StageRunReport run_stage_on(BuiltStage& s, Conversation& committed, RunState& run) const;

@@ -15,6 +15,13 @@ double ModelPrice::cost(std::uint64_t uncached_input, std::uint64_t cache_write_
          1e6;
 }
 
+ModelPrice ModelPrice::with_cache_lifetime(std::uint64_t lifetime_s) const {
+  ModelPrice p = *this;
+  p.cache_lifetime_s = lifetime_s;
+  if (lifetime_s > 300) p.cache_write = cache_write_1h;
+  return p;
+}
+
 namespace {
 
 // The longest family name that is a word of `model`: bounded on both sides by the id's ends or by
@@ -173,7 +180,7 @@ Expected<PriceTable> read_price_table(const std::string& path) {
     const std::string where = "models." + m.name;
     if (!e.IsMap()) return r.at(e, where + ": expected a mapping (family, match, input, cache_write, cache_read, output)");
     if (auto u = unknown_key(r, e, {"family", "match", "input", "cache_write", "cache_read", "output", "min_cacheable_tokens",
-                                       "cache_lifetime_s", "context_window"}, where); !u)
+                                       "cache_lifetime_s", "context_window", "cache_write_1h"}, where); !u)
       return u.error();
     auto family = r.text(e, "family", where);
     if (!family) return family.error();
@@ -190,6 +197,12 @@ Expected<PriceTable> read_price_table(const std::string& path) {
       auto v = r.price(e, key, where);
       if (!v) return v.error();
       *field = *v;
+    }
+    m.cache_write_1h = m.cache_write;
+    if (e["cache_write_1h"]) {
+      auto v = r.price(e, "cache_write_1h", where);
+      if (!v) return v.error();
+      m.cache_write_1h = *v;
     }
     for (auto [key, field] : {std::pair{"min_cacheable_tokens", &m.min_cacheable_tokens}, std::pair{"cache_lifetime_s", &m.cache_lifetime_s},
                               std::pair{"context_window", &m.context_window}})

@@ -25,11 +25,17 @@ struct ModelPrice {
   double input = 0, cache_write = 0, cache_read = 0, output = 0;
   std::uint64_t min_cacheable_tokens = 1024;
   std::uint64_t cache_lifetime_s = 300;  // an unused cached prefix lives this long (Anthropic's default: 5 minutes)
+  // USD per million tokens written to the one-hour cache (a request's `cache_control.ttl: "1h"`:
+  // Anthropic bills it at 2x input); not given: cache_write (no premium for a longer retention).
+  double cache_write_1h = 0;
   std::uint64_t context_window = 0;      // tokens a request may hold, cached ones included; 0: not given
 
   // USD for one call: `uncached_input` at the input price, the rest at theirs.
   double cost(std::uint64_t uncached_input, std::uint64_t cache_write_tokens, std::uint64_t cache_read_tokens,
               std::uint64_t output_tokens) const;
+  // The same entry as a request that caches for `lifetime_s` sees it: past 300 s (the one-hour
+  // cache), writes at cache_write_1h and that lifetime.
+  ModelPrice with_cache_lifetime(std::uint64_t lifetime_s) const;
 };
 
 // The window `budget: {window: auto}` compacts against, and how the table found it.

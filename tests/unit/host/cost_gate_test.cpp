@@ -191,6 +191,74 @@ TEST(CostGate, ACachedPrefixBelowTheShortestCacheableIsNotRead) {
   EXPECT_TRUE(d.commit);
 }
 
+// The one-hour cache (`cache_control.ttl: "1h"`): written at 2x input ($6.00 at Sonnet's prices).
+// This call uncompacted: 160,000 read × 0.30 + 10,000 written × 6.00 = 48,000 + 60,000 µ$ = $0.108;
+// compacted: 20,000 × 0.30 + 100,000 × 6.00 = 6,000 + 600,000 µ$ = $0.606; it breaks $0.498. Each
+// call after saves 50,000 × 0.30 = $0.015: 33 calls ($0.495) do not pay, 34 ($0.51) do.
+TEST(CostGate, TheOneHourCacheIsWeighedAtItsOwnWritePrice) {
+  ModelPrice p = sonnet();
+  p.cache_write_1h = 6.00;
+  const ModelPrice hour = p.with_cache_lifetime(3600);
+  EXPECT_EQ(hour.cache_lifetime_s, 3600u);
+  EXPECT_DOUBLE_EQ(hour.cache_write, 6.00);
+  EXPECT_DOUBLE_EQ(p.with_cache_lifetime(300).cache_write, 3.75);  // the five-minute cache keeps its price
+  GateDecision d = weigh_compaction(summarized(33), hour, true);
+  EXPECT_NEAR(d.broken_usd, 0.498, 1e-9);
+  EXPECT_NEAR(d.saved_usd, 0.495, 1e-9);
+  EXPECT_FALSE(d.commit);
+  EXPECT_TRUE(weigh_compaction(summarized(34), hour, true).commit);
+  // Ten minutes after the previous call: cold for the five-minute cache, warm for the hour's.
+  const CacheState ten_minutes{10, 40, 600};
+  EXPECT_FALSE(cache_warm(ten_minutes, 300));
+  EXPECT_TRUE(cache_warm(ten_minutes, 3600));
+}
+
+// The request says which lifetime it asks for; a "ttl" inside a string (a tool result quoting a
+// request) is not the request's.
+TEST(CostGate, TheLifetimeIsTheRequests) {
+  EXPECT_EQ(requested_cache_lifetime(R"({"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"1h"}})"), 3600u);
+  EXPECT_EQ(requested_cache_lifetime(R"({"cache_control": {"type": "ephemeral", "ttl" : "1h"}})"), 3600u);
+  EXPECT_EQ(requested_cache_lifetime(R"({"cache_control":{"type":"ephemeral","ttl":"5m"}})"), 0u);
+  EXPECT_EQ(requested_cache_lifetime(R"({"type":"text","text":"\"ttl\": \"1h\""})"), 0u);
+  EXPECT_EQ(requested_cache_lifetime(R"({"model":"gpt-5","prompt_cache_retention": "24h","input":[]})"), 86400u);
+  EXPECT_EQ(requested_cache_lifetime(R"({"model":"gpt-5","prompt_cache_retention":"in_memory"})"), 0u);
+}
+
+// A clock that ran backwards (the previous call's time is in the future) is warm, never cold: cold,
+// the gate would commit a compaction that breaks a live cache. The last tenth of the lifetime is
+// cold: 269 s of 300 is warm (2,690 < 2,700), 270 s is about to expire.
+TEST(CostGate, ABackwardsClockIsWarmAndAnExpiringCacheCold) {
+  EXPECT_TRUE(cache_warm(CacheState{10, 40, -120}, 300));
+  EXPECT_TRUE(cache_warm(CacheState{10, 40, -1}, 300));
+  EXPECT_TRUE(cache_warm(CacheState{10, 40, 0}, 300));
+  EXPECT_TRUE(cache_warm(CacheState{10, 40, 269}, 300));
+  EXPECT_FALSE(cache_warm(CacheState{10, 40, 270}, 300));
+  EXPECT_FALSE(cache_warm(CacheState{10, 40, 301}, 300));
+  EXPECT_TRUE(cache_warm(CacheState{10, 40, 3239}, 3600));
+  EXPECT_FALSE(cache_warm(CacheState{10, 40, 3240}, 3600));
+}
+
+// The summarizer's calls count against the compaction. Warm, over 20 calls the summary above saves
+// $0.30 against $0.2955 of cache: committed; a summary that cost $0.01 makes it $0.3055: declined.
+// Cold, one call: the compacted call costs $0.1875 less and the next reads $0.015 less; a $0.20
+// summary leaves $0.0125 to pay back (< $0.015, committed), a $0.21 one $0.0225 (declined).
+TEST(CostGate, TheSummarizersCostCountsAgainstTheCompaction) {
+  GateInput in = summarized(20);
+  EXPECT_TRUE(weigh_compaction(in, sonnet(), true).commit);
+  in.summarizer_usd = 0.01;
+  GateDecision d = weigh_compaction(in, sonnet(), true);
+  EXPECT_FALSE(d.commit);
+  EXPECT_NEAR(d.broken_usd, 0.3055, 1e-9);
+  EXPECT_EQ(d.to_string(), "declined: saves $0.3000 over the next 20 calls, breaks $0.3055 of cache (warm), of which $0.0100 the summarizer's calls");
+  GateInput cold = summarized(1);
+  cold.summarizer_usd = 0.20;
+  d = weigh_compaction(cold, sonnet(), false);
+  EXPECT_NEAR(d.broken_usd, 0.0125, 1e-9);
+  EXPECT_TRUE(d.commit);
+  cold.summarizer_usd = 0.21;
+  EXPECT_FALSE(weigh_compaction(cold, sonnet(), false).commit);
+}
+
 // A nineteenth of the calls made so far, at least one.
 TEST(CostGate, TheHorizonIsANineteenthOfTheCallsSoFar) {
   EXPECT_EQ(gate_horizon(CacheState{0, 0, 0}), 1u);

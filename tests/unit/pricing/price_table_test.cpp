@@ -66,6 +66,9 @@ TEST(PriceTable, EveryShippedModelHasAWindowWithItsSource) {
   for (const ModelPrice& m : t.models) {
     EXPECT_GT(m.context_window, 0u) << m.name;
     EXPECT_EQ(m.cache_lifetime_s, 300u) << m.name;  // not given: Anthropic's 5-minute cache
+    // Anthropic's one-hour cache writes at 2x input; the others charge no premium for retention.
+    EXPECT_DOUBLE_EQ(m.cache_write_1h, m.family == "opus" || m.family == "sonnet" || m.family == "haiku" ? 2 * m.input : m.cache_write)
+        << m.name;
   }
   // GPT-5's 400,000 tokens hold 128,000 of output: a request may hold 272,000.
   EXPECT_EQ(t.window_of("gpt-5-codex")->tokens, 272000u);
@@ -113,7 +116,7 @@ TEST(PriceTable, MalformedEntriesAreLocatedErrors) {
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_read: 1\n    output: 1\n"),
             "6:5: models.m: missing \"cache_write\" (USD per million tokens)");
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    outptu: 2\n"),
-            "11:5: models.m.outptu: unknown key; expected one of cache_lifetime_s, cache_read, cache_write, context_window, "
+            "11:5: models.m.outptu: unknown key; expected one of cache_lifetime_s, cache_read, cache_write, cache_write_1h, context_window, "
             "family, input, match, min_cacheable_tokens, output");
   EXPECT_EQ(error_of("version: 2\nsource: s\ndate: d\nmodels: {}\n"), "1:1: version: expected 1");
   EXPECT_EQ(error_of(std::string(kHead) + "    input: 1\n    cache_write: 1\n    cache_read: 1\n    output: 1\n    context_window: 200k\n"),
