@@ -145,6 +145,62 @@ TEST(BenchFixture, PerCallTokensCacheCostAndRetentionMatchTheHandArithmetic) {
       << r.out;
 }
 
+// A Claude Code log whose third answer comes `gap_s` after the second (the first 5 s after the
+// prompt): three calls, the second's request 1,300-odd tokens (a 5,000-char result), over the
+// minimum cacheable 1,024.
+std::string timed_session(int gap_s) {
+  auto at = [](int t) {
+    const int s = t + 600;  // from 10:10, so that a negative gap is a time too
+    return "2026-01-05T10:" + std::string(s / 60 < 10 ? "0" : "") + std::to_string(s / 60) + ":" +
+                               (s % 60 < 10 ? "0" : "") + std::to_string(s % 60) + ".000Z";
+  };
+  auto line = [](const std::string& type, int n, const std::string& time, const std::string& message) {
+    return "{\"type\":\"" + type + "\",\"uuid\":\"u" + std::to_string(n) + "\",\"parentUuid\":" +
+           (n == 1 ? std::string("null") : "\"u" + std::to_string(n - 1) + "\"") + ",\"sessionId\":\"s\",\"isSidechain\":false,\"timestamp\":\"" +
+           time + "\",\"message\":" + message + "}\n";
+  };
+  auto answer = [](const std::string& id, const std::string& content) {
+    return "{\"id\":\"" + id + "\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":" + content +
+           ",\"usage\":{\"input_tokens\":10,\"output_tokens\":20}}";
+  };
+  return line("user", 1, at(0), R"({"role":"user","content":"Read the notes file."})") +
+         line("assistant", 2, at(5), answer("m1", R"([{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/w/notes.txt"}}])")) +
+         line("user", 3, at(6), R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":")" + std::string(5000, 'x') + "\"}]}") +
+         line("assistant", 4, at(10), answer("m2", R"([{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"make"}}])")) +
+         line("user", 5, at(11), R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"ok"}]})") +
+         line("assistant", 6, at(10 + gap_s), answer("m3", R"([{"type":"text","text":"Done."}])"));
+}
+
+// The log's times are the replay's: a call 10 minutes after the one before finds the 5-minute
+// cache cold (it reads nothing and writes its whole request); one a minute after reads the
+// previous request's prefix; a clock that ran backwards (the third answer timed before the
+// second) is taken as no gap.
+TEST(BenchIdle, ACallAfterTheCachesLifetimeFindsItCold) {
+  for (const auto& [gap, cold] : {std::pair{600, true}, std::pair{60, false}, std::pair{-100, false}}) {
+    const std::string corpus = scratch("idle-corpus-" + std::to_string(gap)), out = scratch("idle-out-" + std::to_string(gap));
+    fs::create_directories(corpus);
+    std::ofstream(corpus + "/s.jsonl") << timed_session(gap);
+    auto r = run_cli({"bench", "--corpus", corpus, "--config", kBench + "/configs/plain.yaml", "--prices", kPrices, "--meter", "chars4",
+                      "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto sessions = read_sessions(out);
+    ASSERT_TRUE(sessions.count("s.jsonl|1")) << r.out << r.err;
+    const json::object& base = sessions.at("s.jsonl|1");
+    const V sent = ints(base, "sent"), read = ints(base, "cache_read"), write = ints(base, "cache_write");
+    ASSERT_EQ(sent.size(), 3u);
+    ASSERT_GE(sent[1], 1024u);
+    EXPECT_EQ(read[1], 0u) << gap;  // the first request was under the minimum cacheable length
+    EXPECT_EQ(write[1], sent[1]) << gap;
+    if (cold) {
+      EXPECT_EQ(read[2], 0u) << gap;
+      EXPECT_EQ(write[2], sent[2]) << gap;
+    } else {
+      EXPECT_EQ(read[2], sent[1]) << gap;  // the whole second request is the third's prefix
+      EXPECT_EQ(write[2], sent[2] - sent[1]) << gap;
+    }
+  }
+}
+
 // --window 1000: call 2 (1,316) is refused and on_prompt_too_long's micro cannot act (one result,
 // keep_recent 1), so it stays over; call 3 (1,377) is refused and micro makes it 211.
 TEST(BenchFixture, ARequestOverTheWindowIsRefusedAndCompactedReactivelyOnce) {

@@ -69,6 +69,18 @@ std::map<std::size_t, std::uint64_t> recorded_output_of(const ImportResult& impo
   return recorded_output;
 }
 
+// When the log wrote each answer, by the answer's message index.
+std::map<std::size_t, std::int64_t> recorded_time_of(const ImportResult& imported) {
+  const Conversation& session = *imported.conversation;
+  std::map<std::size_t, std::int64_t> by_line, recorded_time;
+  for (const auto& call : imported.recorded_calls)
+    if (call.time_ms > 0) by_line.emplace(call.line, call.time_ms);
+  for (std::size_t m = 0; m < imported.message_lines.size() && m < session.size(); ++m)
+    if (auto it = by_line.find(imported.message_lines[m]); it != by_line.end() && session[m].role() == Role::assistant)
+      recorded_time.emplace(m, it->second);
+  return recorded_time;
+}
+
 // One bench run: the work shared by its threads, and what they found.
 class CorpusReplay {
  public:
@@ -156,6 +168,7 @@ class CorpusReplay {
     setup.model = model;
     setup.archive_dir = archive_dir;
     setup.recorded_output = recorded_output_of(*imported);
+    setup.recorded_time = recorded_time_of(*imported);
     // An OpenAI model's session (a chat history, a Codex session, a Responses body) is metered with its tokenizer.
     setup.openai = session_read->openai;
     auto window = run_.prices->window_of(model);

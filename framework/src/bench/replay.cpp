@@ -192,6 +192,16 @@ std::vector<std::size_t> call_answers(const Conversation& session) {
   return answers;
 }
 
+namespace {
+
+// Seconds between two answers the log timed; 0 when either has no time.
+std::int64_t idle_seconds(const std::map<std::size_t, std::int64_t>& times, std::size_t before, std::size_t now) {
+  auto a = times.find(before), b = times.find(now);
+  return a == times.end() || b == times.end() ? 0 : (b->second - a->second) / 1000;
+}
+
+}  // namespace
+
 SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, const ReplaySetup& setup, StageLogger& log) {
   SessionReplay out;
   out.session = setup.session;
@@ -204,6 +214,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
   if (setup.evidence != nullptr) evidence.emplace(*setup.evidence);
   const std::size_t last = answers.empty() ? 0 : answers.size() - 1, median = last / 2;
   const std::uint64_t min_cacheable = setup.price != nullptr ? setup.price->min_cacheable_tokens : 1024;
+  const std::uint64_t lifetime = setup.price != nullptr ? setup.price->cache_lifetime_s : 300;
   std::map<std::string, std::string> blobs;
 
   // The rule of a living session (session/continuation.hpp), as serve applies it: each call's
@@ -221,8 +232,10 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
     const Conversation input = continuation.input(sent_before ? &*sent_before : nullptr);
     CallRecord call;
     Conversation sent = input;
-    // The previous call's request is in the cache (calls are taken to come within its lifetime).
-    const CacheState cache{previous ? shared_prefix(*previous, input) : 0, c, 0};
+    // The previous call's request is in the cache while the gap since it is under its lifetime.
+    const std::int64_t idle_s = c > 0 ? idle_seconds(setup.recorded_time, answers[c - 1], answers[c]) : 0;
+    const bool cold = static_cast<std::uint64_t>(std::max<std::int64_t>(0, idle_s)) >= lifetime;
+    const CacheState cache{previous && !cold ? shared_prefix(*previous, input) : 0, c, idle_s};
     std::string status = pipeline != nullptr ? run_pipeline(*pipeline, false, c, setup, cache, log, sent, call, out) : "ok";
     if (sent.size_in(SizeUnit::tokens) > setup.window) {
       // The API refuses the request; the agent compacts reactively, once, and sends again.
@@ -237,7 +250,7 @@ SessionReplay replay_session(const Conversation& session, Pipeline* pipeline, co
     auto recorded = setup.recorded_output.find(answers[c]);
     const std::uint64_t output =
         recorded != setup.recorded_output.end() ? recorded->second : original.size_of(original[answers[c]], SizeUnit::tokens);
-    count_tokens(previous ? &*previous : nullptr, sent, output, min_cacheable, call, out);
+    count_tokens(previous && !cold ? &*previous : nullptr, sent, output, min_cacheable, call, out);
     if (pipeline != nullptr && pipeline->config().budget.unit != SizeUnit::tokens) call.budget_size = sent.size_in(pipeline->config().budget.unit);
     if (evidence) evidence->measure(c, sent, call.sent, out.evidence);
 

@@ -100,6 +100,11 @@ struct ReplaySetup {
   std::string archive_dir;
   // Output tokens the log recorded for an answer, by message index (else the meter counts it).
   std::map<std::size_t, std::uint64_t> recorded_output;
+  // When the log wrote each answer (ms since the epoch), by message index: the idle gap before a
+  // call is the time between its answer and the previous one's, and a call after the price's cache
+  // lifetime finds the cache cold (it reads nothing and writes the whole request). Without times,
+  // every call comes within the lifetime.
+  std::map<std::size_t, std::int64_t> recorded_time;
   // Called with each call's request as sent (0-based call index): how the server's continuity
   // test compares its outputs with the replay's.
   std::function<void(std::size_t call, const Conversation& sent)> on_call;

@@ -52,6 +52,7 @@ struct RecordedCall {
   // The answer's output tokens: the largest over the message's lines (Claude Code writes one line
   // per content block while streaming, the earlier ones with partial counts).
   std::uint64_t output_tokens = 0;
+  std::int64_t time_ms = 0;  // when the log wrote the answer (import/log_time.hpp); 0: it says no time
 };
 
 struct ImportResult {

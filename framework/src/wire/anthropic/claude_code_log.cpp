@@ -5,6 +5,7 @@
 #include "import/import_drafts.hpp"
 #include "import/json_lines.hpp"
 #include "import/log_json.hpp"
+#include "import/log_time.hpp"
 
 #include <boost/json.hpp>
 
@@ -45,7 +46,7 @@ class CallRecorder {
     }
     calls.push_back({line_no, string_field(m, "model"),
                      count(u, "input_tokens") + count(u, "cache_read_input_tokens") + count(u, "cache_creation_input_tokens"),
-                     count(u, "output_tokens")});
+                     count(u, "output_tokens"), parse_log_time(string_field(o, "timestamp")).value_or(0)});
   }
 
   std::vector<RecordedCall> calls;

@@ -4,6 +4,7 @@
 #include "wire/gemini/gemini.hpp"
 
 #include "import/json_lines.hpp"
+#include "import/log_time.hpp"
 
 #include "import/import_drafts.hpp"
 #include "model/field_types.hpp"
@@ -179,6 +180,7 @@ class ChatImporter {
       RecordedCall call;
       call.line = r.line;
       call.model = string_of(r.message, "model");
+      call.time_ms = parse_log_time(string_of(r.message, "timestamp")).value_or(0);
       if (const json::value* in = t.if_contains("input"); in != nullptr && in->is_number()) call.prompt_tokens = in->to_number<std::uint64_t>();
       if (const json::value* out = t.if_contains("output"); out != nullptr && out->is_number()) call.output_tokens = out->to_number<std::uint64_t>();
       calls.push_back(std::move(call));

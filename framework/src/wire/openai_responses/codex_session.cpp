@@ -3,6 +3,7 @@
 #include "wire/openai_responses/openai_responses.hpp"
 
 #include "wire/openai_responses/responses_items.hpp"
+#include "import/log_time.hpp"
 #include "model/json_scanner.hpp"
 
 #include <boost/json.hpp>
@@ -48,8 +49,9 @@ struct CodexCalls {
   std::vector<std::string> items;       // serialized, in order
   std::vector<std::size_t> item_lines;  // 1-based line of each
   std::size_t first_produced = 0;       // the line of the first item of the current call's answer
+  std::int64_t first_produced_ms = 0;   // and its record's time
 
-  void take(std::string_view kind, const json::object& body, std::size_t line, ImportResult& result) {
+  void take(std::string_view kind, const json::object& body, std::size_t line, std::int64_t time_ms, ImportResult& result) {
     if (kind == "session_meta") {
       if (const json::value* id = body.if_contains("id"); id != nullptr && id->is_string()) result.session_id = std::string(id->get_string());
       if (const json::value* b = body.if_contains("base_instructions"); b != nullptr && b->is_object())
@@ -60,7 +62,10 @@ struct CodexCalls {
     } else if (kind == "response_item") {
       json::object item = body;
       item.erase("internal_chat_message_metadata_passthrough");  // Codex's own bookkeeping, never sent
-      if (produced(item) && first_produced == 0) first_produced = line;
+      if (produced(item) && first_produced == 0) {
+        first_produced = line;
+        first_produced_ms = time_ms;
+      }
       items.push_back(json::serialize(item));
       item_lines.push_back(line);
     } else if (kind == "compacted") {
@@ -85,6 +90,7 @@ struct CodexCalls {
         call.model = model;
         call.prompt_tokens = uint_of(usage->get_object(), "input_tokens");
         call.output_tokens = uint_of(usage->get_object(), "output_tokens");
+        call.time_ms = first_produced != 0 ? first_produced_ms : time_ms;
         result.recorded_calls.push_back(std::move(call));
       }
       first_produced = 0;
@@ -160,7 +166,10 @@ Expected<ImportResult> import_codex_session(std::string_view bytes, const std::s
       report.broken_lines.push_back(line);
       continue;
     }
-    calls.take(type->get_string(), payload->get_object(), line, result);
+    std::int64_t time_ms = 0;
+    if (const json::value* t = record->if_contains("timestamp"); t != nullptr && t->is_string())
+      time_ms = parse_log_time(t->get_string()).value_or(0);
+    calls.take(type->get_string(), payload->get_object(), line, time_ms, result);
   }
   if (calls.items.empty()) {
     report.empty = true;
