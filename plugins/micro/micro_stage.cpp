@@ -3,7 +3,9 @@
 // and so do results the model has not seen yet (those of a final user message) and everything in
 // the protected tail. It works newest eligible result first, so the prefix the prompt cache holds
 // changes as late as possible; with `until: target` it stops as soon as the conversation fits the
-// budget's target.
+// budget's target. With `order: stale_first` what a later call superseded goes first (a read of a
+// file read or written again later, the output of a command run again) and the newest read of a
+// file still being edited goes last, after the failed results: an Edit needs its exact text.
 //
 // Every replaced content is archived first. The marker names the tool whose result it replaced
 // and the path it worked on, and a failed result keeps its first line, so what the agent must not
@@ -15,12 +17,15 @@
 #include "compactor/message_edit.hpp"
 #include "compactor/plugin.hpp"
 #include "compactor/summary_format.hpp"  // restore_told_before
+#include "compactor/tool_calls.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace {
 
@@ -201,16 +206,68 @@ const Block* call_of(const Conversation& c, std::size_t message, std::string_vie
   return nullptr;
 }
 
+// The order in which results go: stale ones first, then the others, failed ones after them, and
+// last the newest read of a file still being edited (an Edit needs its exact text).
+enum Round : std::size_t { kStale, kOrdinary, kFailed, kBeingEdited, kRounds };
+
+// Which calls a later call made stale, by tool_use id. A call on a file (a read, a write; an edit
+// only changes part of it) supersedes every earlier call on that file; a call of the same tool
+// with the same input (a command run again) supersedes the earlier one. The newest read of a file
+// that an edit follows is still being edited.
+class Supersession {
+ public:
+  Supersession(const Conversation& c, const ToolNames& edit_tools) {
+    struct CallAt {
+      const Block* call;
+      std::vector<std::string> files;
+      bool edit;
+    };
+    std::vector<CallAt> calls;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      for (const Block& b : c[i].blocks())
+        if (b.kind() == BlockKind::tool_use) {
+          CallAt at{&b, files_patched(b), edit_tools.contains(b.name())};
+          if (std::string_view f = file_of(b); !f.empty()) at.files.emplace_back(f);
+          calls.push_back(std::move(at));
+        }
+    std::map<std::string, std::size_t> last_whole, last_edit, last_same;  // by file; by tool and input
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      for (const std::string& f : calls[k].files) (calls[k].edit ? last_edit : last_whole)[f] = k;
+      if (calls[k].files.empty() && calls[k].call->input() != nullptr)
+        last_same[std::string(calls[k].call->name()) + "\n" + boost::json::serialize(*calls[k].call->input())] = k;
+    }
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const std::string id(calls[k].call->id());
+      for (const std::string& f : calls[k].files) {
+        auto whole = last_whole.find(f), edit = last_edit.find(f);
+        if (whole != last_whole.end() && whole->second > k) stale_.insert(id);
+        else if (!calls[k].edit && edit != last_edit.end() && edit->second > k) being_edited_.insert(id);
+      }
+      if (calls[k].files.empty() && calls[k].call->input() != nullptr &&
+          last_same.at(std::string(calls[k].call->name()) + "\n" + boost::json::serialize(*calls[k].call->input())) > k)
+        stale_.insert(id);
+    }
+  }
+  bool stale(std::string_view id) const { return stale_.count(std::string(id)) != 0; }
+  bool being_edited(std::string_view id) const { return being_edited_.count(std::string(id)) != 0; }
+
+ private:
+  std::set<std::string> stale_, being_edited_;
+};
+
 class MicroStage final : public Stage {
  public:
   explicit MicroStage(const ParamValues& p)
       : keep_recent_(static_cast<std::size_t>(p.integer("keep_recent"))),
         min_chars_(static_cast<std::uint64_t>(p.integer("min_chars"))),
-        until_target_(p.string("until") == "target") {}
+        until_target_(p.string("until") == "target"),
+        stale_first_(p.string("order") == "stale_first"),
+        never_(p.string("never")),
+        edit_tools_(p.string("edit_tools")) {}
 
   StageResult run(const Conversation& committed, const StageContext& context) override {
-    auto [edits, error_edits] = results_to_mask(committed, context);
-    if (edits.empty() && error_edits.empty()) return StageResult::nothing_to_do();
+    auto rounds = results_to_mask(committed, context);
+    if (std::all_of(rounds.begin(), rounds.end(), [](const EditsByMessage& r) { return r.empty(); })) return StageResult::nothing_to_do();
 
     std::vector<MessagePtr> messages = committed.messages();
     std::uint64_t size = context.size(committed);
@@ -218,7 +275,7 @@ class MicroStage final : public Stage {
     Markers markers(committed, context);
     std::optional<std::size_t> oldest;  // the oldest message edited
     EditsByMessage done;                // what was replaced, by message
-    for (auto* round : {&edits, &error_edits})
+    for (auto* round : {&rounds[kStale], &rounds[kOrdinary], &rounds[kFailed], &rounds[kBeingEdited]})
       for (auto it = round->rbegin(); it != round->rend(); ++it) {  // newest first
         auto [index, replacements] = *it;
         if (until_target_ && size <= context.budget.target) break;
@@ -251,15 +308,19 @@ class MicroStage final : public Stage {
   // tail and not unseen, over `min_chars` and longer than their marker. Failed results (is_error)
   // are what the agent must not re-discover: apart, masked in a second round, only when masking
   // the others does not reach the target.
-  std::pair<EditsByMessage, EditsByMessage> results_to_mask(const Conversation& committed, const StageContext& context) const {
+  // With `order: stale_first`, results a later call superseded go first and the newest read of a
+  // file still being edited last; a `never` tool's results are never masked.
+  std::array<EditsByMessage, kRounds> results_to_mask(const Conversation& committed, const StageContext& context) const {
     std::vector<std::pair<std::size_t, std::size_t>> results;  // message, block
     for (std::size_t i = 0; i < committed.size(); ++i) {
       const auto& blocks = committed[i].blocks();
       for (std::size_t b = 0; b < blocks.size(); ++b)
         if (blocks[b].kind() == BlockKind::tool_result) results.emplace_back(i, b);
     }
-    EditsByMessage edits, error_edits;
-    if (results.size() <= keep_recent_) return {};
+    std::array<EditsByMessage, kRounds> rounds;
+    if (results.size() <= keep_recent_) return rounds;
+    std::optional<Supersession> superseded;
+    if (stale_first_) superseded.emplace(committed, edit_tools_);
     results.resize(results.size() - keep_recent_);
     // A final user message holding results: the model has not seen them yet.
     std::size_t unseen = committed.size();
@@ -273,18 +334,24 @@ class MicroStage final : public Stage {
       if (content != nullptr && content->is_string() && is_marker(content->get_string())) continue;
       std::uint64_t chars = result_content_chars(block);
       if (chars <= min_chars_) continue;
-      std::string label = marker_label(call_of(committed, message, block.tool_use_id()), block);
+      const Block* call = call_of(committed, message, block.tool_use_id());
+      if (call != nullptr && never_.contains(call->name())) continue;
+      std::string label = marker_label(call, block);
       // A marker must save space; every receipt has the same length, so a placeholder one tells.
       if (count_code_points(marker_text(label, chars, kPlaceholderReceipt)) >= chars) continue;
-      (block.is_error() && until_target_ ? error_edits : edits)[message].push_back(
-          {b, raw_block_field(committed[message], b, "content"), chars, std::move(label)});
+      Round round = block.is_error() && until_target_ ? kFailed : kOrdinary;
+      if (superseded && superseded->stale(block.tool_use_id())) round = kStale;
+      else if (superseded && superseded->being_edited(block.tool_use_id())) round = kBeingEdited;
+      rounds[round][message].push_back({b, raw_block_field(committed[message], b, "content"), chars, std::move(label)});
     }
-    return {std::move(edits), std::move(error_edits)};
+    return rounds;
   }
 
   std::size_t keep_recent_;
   std::uint64_t min_chars_;
   bool until_target_;
+  bool stale_first_;
+  ToolNames never_, edit_tools_;
 };
 
 StageInfo stage_info() {
@@ -295,6 +362,13 @@ StageInfo stage_info() {
       ParamSpec::integer("min_chars", "results of at most this many chars stay whole", 110).at_least(0),
       ParamSpec::choice("until", "all: every eligible result; target: stop once the budget target is met", "all",
                         {"all", "target"}),
+      ParamSpec::choice("order",
+                        "newest: newest first, failed ones last; stale_first: results a later call superseded first, the newest "
+                        "read of a file still being edited last",
+                        "newest", {"newest", "stale_first"}),
+      ParamSpec::string("never", "tools whose results are never masked (space-separated; a trailing * matches a prefix)", ""),
+      ParamSpec::string("edit_tools", "tools that change part of a file (they do not make its read stale; stale_first)",
+                        "Edit MultiEdit NotebookEdit apply_patch replace edit"),
   };
   info.create = factory_of<MicroStage>();
   return info;

@@ -29,8 +29,10 @@ const RegisteredStage& micro() {
 }
 
 Conversation run_micro(const Conversation& c, std::int64_t keep_recent, std::size_t exchanges, std::string until = "all",
-                       std::uint64_t target = 0) {
+                       std::uint64_t target = 0, std::string order = "newest") {
   ParamValues p;
+  for (const auto& spec : micro().info->params) p.set(spec.name, *spec.default_value);
+  p.set("order", order);
   p.set("keep_recent", keep_recent);
   p.set("min_chars", std::int64_t{110});
   p.set("until", until);
@@ -134,6 +136,43 @@ TEST(MicroStage, AMarkerNamesItsToolAndPathAndAFailureItsFirstLine) {
   const std::string tail = "…" + long_path.substr(long_path.size() - 119);
   EXPECT_TRUE(out[6].blocks()[0].content()->as_string().starts_with("[compactor archived result of Read " + tail + ", 600 chars: sha256:"))
       << out[6].blocks()[0].content()->as_string();
+}
+
+// Which results go first, one at a time: the k-th run from the input has a target 440 × k chars
+// under it, and a marker saves 475 to 490 of a 600-char result (its label's length), so it
+// replaces exactly k (k − 1 save at most 490 × (k − 1) < 440 × k; k save at least 475 × k). The history: Read a.py (m2), make (m4),
+// Read b.py (m6), Edit b.py (m8, too short to mask), make again (m10), Read a.py again (m12), ls
+// (m14). Newest first: m14, m12, m10, m6, m4, m2. Stale first: the first make's output and the
+// first read of a.py (each superseded by a later call), newest first; then the others; the read of
+// b.py, the file still being edited, last.
+std::vector<std::size_t> masking_order(const Conversation& c, const std::string& order) {
+  std::vector<std::size_t> sequence;
+  std::vector<bool> before(7, false);
+  for (std::uint64_t k = 1; k <= 6; ++k) {
+    const std::vector<bool> now = replaced(run_micro(c, 0, 0, "target", c.size_in(SizeUnit::chars) - 440 * k, order));
+    for (std::size_t i = 0; i < now.size(); ++i)
+      if (now[i] && !before[i]) sequence.push_back(i);
+    before = now;
+  }
+  return sequence;
+}
+
+TEST(MicroStage, StaleFirstMasksWhatALaterCallSupersededFirstAndAReadStillBeingEditedLast) {
+  auto call = [](const std::string& id, const std::string& tool, const std::string& input, const std::string& result) {
+    return R"(,{"role":"assistant","content":[{"type":"tool_use","id":")" + id + R"(","name":")" + tool + R"(","input":)" + input +
+           R"(}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":")" + id + R"(","content":")" + result + R"("}]})";
+  };
+  auto c = test::parse_or_die(R"([{"role":"user","content":"fix it"})" +
+                              call("a", "Read", R"({"file_path":"a.py"})", std::string(600, 'a')) +
+                              call("b", "Bash", R"({"command":"make"})", std::string(600, 'm')) +
+                              call("c", "Read", R"({"file_path":"b.py"})", std::string(600, 'b')) +
+                              call("d", "Edit", R"({"file_path":"b.py","old_string":"x","new_string":"y"})", "ok") +
+                              call("e", "Bash", R"({"command":"make"})", std::string(600, 'n')) +
+                              call("f", "Read", R"({"file_path":"a.py"})", std::string(600, 'A')) +
+                              call("g", "Bash", R"({"command":"ls"})", std::string(600, 'l')) +
+                              R"(,{"role":"assistant","content":"done"},{"role":"user","content":"thanks"}])");
+  EXPECT_EQ(masking_order(c, "newest"), (std::vector<std::size_t>{6, 5, 4, 2, 1, 0}));
+  EXPECT_EQ(masking_order(c, "stale_first"), (std::vector<std::size_t>{1, 0, 6, 5, 4, 2}));
 }
 
 TEST(MicroStage, SecondRunChangesNothing) {
