@@ -141,7 +141,7 @@ class ModelSummarizer final : public Summarizer {
       return Error{"the environment variable " + s_.api_key_env + " (summarizer.api_key_env) is not set or empty; no request was sent"};
     const std::int64_t max_output = s_.max_output_tokens > 0 ? s_.max_output_tokens
                                                              : std::max<std::int64_t>(256, static_cast<std::int64_t>(r.max_chars + 1) / 2);
-    RenderedTranscript transcript = render(r.conversation, r.end);
+    RenderedTranscript transcript = render(r.conversation, r.begin, r.end);
     std::string so_far = inner_summary(transcript.previous_summary);
     const std::string system = system_prompt(r.max_chars);
     // Input tokens are estimated at 3 chars each (on the safe side: prose runs near 4, code near

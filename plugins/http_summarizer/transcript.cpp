@@ -63,10 +63,10 @@ std::string defused(std::string_view text, std::string_view closing) {
 
 }  // namespace
 
-RenderedTranscript render(const Conversation& c, std::size_t end) {
+RenderedTranscript render(const Conversation& c, std::size_t begin, std::size_t end) {
   RenderedTranscript out;
-  std::size_t first = 0;
-  if (end > 0 && !c.empty() && is_summary_message(c[0])) {
+  std::size_t first = begin;  // an appended summary: the summaries before it stay, unread
+  if (begin == 0 && end > 0 && !c.empty() && is_summary_message(c[0])) {
     out.previous_summary = c[0].text();
     first = 1;
   }

@@ -28,7 +28,7 @@ struct RenderedTranscript {
   std::vector<std::string> entries;  // one per rendered block, in order, each ending in '\n'
 };
 
-RenderedTranscript render(const Conversation& conversation, std::size_t end);
+RenderedTranscript render(const Conversation& conversation, std::size_t begin, std::size_t end);
 
 // Entries packed, in order, into parts of at most `max_chars` each (an entry longer than that,
 // which the shortening rule makes impossible above 12,000 chars, is a part of its own).

@@ -4,7 +4,10 @@
 // tail and as many of the newest exchanges as fit `keep_fraction` of the budget's target (cut never
 // inside a pair), so the model keeps its working state; what is older is summarized. A history that
 // starts with a summary gets a rolling one: the previous summary is folded into the new one, so a
-// session of any length stays within budget with one summary message. The shared rules are in
+// session of any length stays within budget with one summary message. With `append: true` the new
+// summary is added after the previous ones instead, which stay byte for byte, so the prompt cache
+// keeps the prefix before it; once the history has `max_segments` summary messages the next one
+// rolls them all up into one (segments cannot grow without end). The shared rules are in
 // compactor/summary_compaction.hpp: snapshot archived first, summary validated, request quoted
 // verbatim, the candidate must fit the limit and be smaller, and a loop guard refuses another
 // summary before the history has grown by `min_growth`.
@@ -19,7 +22,11 @@ using namespace compactor;
 
 class SummarizeStage final : public Stage {
  public:
-  explicit SummarizeStage(const ParamValues& p) : plan_(plan_from(p)), keep_fraction_(p.number("keep_fraction")) {
+  explicit SummarizeStage(const ParamValues& p)
+      : plan_(plan_from(p)),
+        keep_fraction_(p.number("keep_fraction")),
+        append_(p.boolean("append")),
+        max_segments_(static_cast<std::size_t>(p.integer("max_segments"))) {
     plan_.min_growth = static_cast<std::uint64_t>(p.integer("min_growth"));
   }
 
@@ -27,13 +34,14 @@ class SummarizeStage final : public Stage {
     if (!context.over_target(committed)) return StageResult::nothing_to_do();
     CompactionPlan plan = plan_;
     const std::size_t n = committed.size();
+    if (const std::size_t segments = leading_summaries(committed); append_ && segments < max_segments_) plan.begin = segments;
     plan.end = align_cut(committed, std::min(context.tail.begin, n), 1);
     if (keep_fraction_ > 0 && plan.end > 1) {
       // The oldest message from which the rest fits the share, then the first cut at or after it.
       const auto share = static_cast<std::uint64_t>(std::floor(keep_fraction_ * static_cast<double>(context.budget.target)));
       std::uint64_t kept = 0;
       std::size_t start = n;
-      while (start > 1) {
+      while (start > plan.begin + 1) {
         const std::uint64_t size = committed.size_of(committed[start - 1], context.budget.unit);
         if (kept + size > share) break;
         kept += size;
@@ -48,6 +56,8 @@ class SummarizeStage final : public Stage {
  private:
   CompactionPlan plan_;
   double keep_fraction_;
+  bool append_;
+  std::size_t max_segments_;
 };
 
 StageInfo stage_info() {
@@ -62,6 +72,12 @@ StageInfo stage_info() {
                                           0.0)
                             .at_least(0.0)
                             .at_most(0.9));
+  info.params.push_back(ParamSpec::boolean(
+      "append", "a new summary goes after the previous ones, which stay byte for byte (the prompt cache keeps them), until max_segments",
+      false));
+  info.params.push_back(
+      ParamSpec::integer("max_segments", "with append: summary messages a history may hold; the next summary rolls them up into one", 4)
+          .at_least(1));
   info.create = factory_of<SummarizeStage>();
   return info;
 }

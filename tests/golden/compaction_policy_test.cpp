@@ -152,6 +152,57 @@ TEST_F(CompactionPolicy, RollingSummaryKeepsTheNewestThatFitAndFoldsThePreviousO
   EXPECT_NE(restored.out.find("compactor-summaries: 1;"), std::string::npos) << "the first summary was archived with the history";
 }
 
+// The same session with `append: true, max_segments: 2`: the second summary goes after the first,
+// which stays byte for byte (the prompt cache keeps it); the third, with two segments already,
+// rolls both up into one.
+TEST_F(CompactionPolicy, AppendedSummariesLeaveThePreviousOneAndRollUpAtMaxSegments) {
+  std::string policy = kPolicy;
+  policy.replace(policy.find("min_growth: 1000}"), 17, "min_growth: 1000, append: true, max_segments: 2}");
+  auto grow = [](json::array history, const std::string& prefix) {
+    history.pop_back();
+    history.pop_back();
+    json::array more = session(std::vector<std::size_t>(80, 110), prefix);
+    for (std::size_t i = 1; i < more.size(); ++i) history.push_back(more[i]);
+    return history;
+  };
+  auto summaries_in = [](const json::array& messages) {
+    std::size_t n = 0;
+    for (const auto& m : messages) n += json::serialize(m).find("[compactor summary]") != std::string::npos;
+    return n;
+  };
+  RunResult first = run_in(dir_, policy, session(std::vector<std::size_t>(80, 110), "src/a"));
+  ASSERT_EQ(first.result.exit_code, 0) << first.result.out << first.result.err;
+  ASSERT_EQ(summaries_in(first.output), 1u);
+
+  RunResult second = run_in(dir_, policy, grow(first.output, "lib/b"));
+  ASSERT_EQ(second.result.exit_code, 0) << second.result.out << second.result.err;
+  EXPECT_EQ(status_of(second, 1), "committed");
+  EXPECT_LE(chars_out(second), 12000u);
+  ASSERT_EQ(summaries_in(second.output), 2u);
+  EXPECT_EQ(json::serialize(second.output.at(0)), json::serialize(first.output.at(0))) << "the first summary is left as it was";
+  const std::string appended = json::serialize(second.output.at(1));
+  EXPECT_NE(appended.find("compactor-summaries: 2;"), std::string::npos) << appended;
+  EXPECT_NE(appended.find("lib/b"), std::string::npos);
+  EXPECT_EQ(appended.find("src/a"), std::string::npos) << "it summarizes only what came after the first";
+  EXPECT_NE(appended.find("refactor every module of the parser and keep the tests green"), std::string::npos);  // the request, verbatim
+
+  RunResult third = run_in(dir_, policy, grow(second.output, "doc/c"));
+  ASSERT_EQ(third.result.exit_code, 0) << third.result.out << third.result.err;
+  EXPECT_EQ(status_of(third, 1), "committed");
+  ASSERT_EQ(summaries_in(third.output), 1u) << "two segments: the next summary rolls them up";
+  const std::string rolled = first_text(third.output);
+  EXPECT_NE(rolled.find("compactor-summaries: 3;"), std::string::npos);
+  EXPECT_NE(rolled.find("doc/c"), std::string::npos);  // the newest paths (1,000 chars hold no more)
+  // Both segments were archived with the history the roll-up replaced.
+  std::size_t at = rolled.find("restore it with `compactor restore ");
+  ASSERT_NE(at, std::string::npos);
+  auto restored = test::run_cli({"restore", rolled.substr(at + std::string("restore it with `compactor restore ").size(), 71), "--archive",
+                                 "archive"}, "", dir_.string());
+  ASSERT_EQ(restored.exit_code, 0) << restored.err;
+  EXPECT_NE(restored.out.find("compactor-summaries: 1;"), std::string::npos);
+  EXPECT_NE(restored.out.find("compactor-summaries: 2;"), std::string::npos);
+}
+
 TEST_F(CompactionPolicy, SnipWithAShortMiddleDeclinesAndTheRunStillFits) {
   // The known case: 53 messages, ~106,000 chars; snip with the four-step reference design's
   // numbers (keep 3 + the newest 47) would cut a middle of two short messages (messages.3 and .4,

@@ -39,7 +39,7 @@ class ConfigTest : public ::testing::Test {
 };
 
 const char* kBudget = "budget: {unit: chars, limit: 1000}\n";
-const std::string kKnown = "known stages: archive_unchanged, budget_persist, compact_request, micro, misbehave, params_probe, reactive_compact, snip, split_pair, summarize, swap_exchanges";
+const std::string kKnown = "known stages: archive_unchanged, arrival, budget_persist, compact_request, micro, misbehave, params_probe, reactive_compact, snip, split_pair, summarize, swap_exchanges";
 
 TEST_F(ConfigTest, ValidConfigResolvesEverything) {
   auto r = load(std::string(kBudget) + "recent: {exchanges: 2}\ncheckers: {enabled: [pairing], replace_builtins: true, on_violation: skip}\n"

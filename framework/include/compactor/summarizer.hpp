@@ -19,9 +19,10 @@ namespace compactor {
 
 struct SummaryRequest {
   const Conversation& conversation;
-  std::size_t end = 0;              // summarize messages [0, end)
+  std::size_t end = 0;              // summarize messages [begin, end)
   std::vector<std::string> requests;  // for context only: the stage quotes them verbatim itself
   std::size_t max_chars = 1000;     // what the stage will accept
+  std::size_t begin = 0;            // an appended summary: the summary messages before it stay, unread
 };
 
 struct Summary {

@@ -4,9 +4,10 @@
 // request verbatim, marks the summary as untrusted reference, names the snapshot's receipt, says
 // that earlier permissions do not authorize new actions, and records (machine-readably) how many
 // summaries the history has had — so limits hold across runs (the text: summary_format.hpp). A history that already starts with
-// a summary gets a rolling one: the previous summary message is part of what is summarized (and
-// archived), so a history of any length holds at most one summary. Any failure is a decline: the
-// conversation stays as it was.
+// summaries gets a rolling one (plan.begin 0): the previous summary messages are part of what is
+// summarized (and archived), and one summary replaces them all; or an appended one (plan.begin =
+// the number of summary messages): it is inserted after them, which stay byte for byte, so the
+// prompt cache keeps its prefix. Any failure is a decline: the conversation stays as it was.
 #pragma once
 
 #include "compactor/param_schema.hpp"
@@ -21,7 +22,8 @@
 namespace compactor {
 
 struct CompactionPlan {
-  std::size_t end = 0;            // summarize messages [0, end); keep the rest verbatim
+  std::size_t begin = 0;          // the summary messages [0, begin) stay as they are (an appended summary)
+  std::size_t end = 0;            // summarize messages [begin, end); keep the rest verbatim
   bool reactive = false;          // "[compactor reactive summary]" rather than "[compactor summary]"
   bool require_fit = true;        // the candidate must fit the budget's limit
   std::size_t max_chars = 1000;   // longest summary accepted

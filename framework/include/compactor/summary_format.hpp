@@ -38,8 +38,14 @@ struct SummaryState {
   std::string summary;           // the summary text itself (between its delimiters)
 };
 
-// Read from the first message, where a summary message always is.
+// How many of the history's first messages are summary messages: 0, 1, or more when summaries
+// are appended (each after the one before, so the prefix before it stays cached).
+std::size_t leading_summaries(const Conversation& conversation);
+
+// The newest of the leading summary messages (its count is the history's); count 0 when none.
 SummaryState read_summary_state(const Conversation& conversation);
+// The summary message `message` (count 0 when it is not one).
+SummaryState read_summary_state(const Conversation& conversation, std::size_t message);
 
 // Whether messages [0, end) already say how to restore archived content: the history starts with
 // a summary, or a Compactor marker (`[compactor …`) comes before `end`. Markers are short and say

@@ -48,12 +48,24 @@ std::string summary_message_text(const SummaryMessage& m) {
       kBaseKey, m.unit, m.base);
 }
 
+std::size_t leading_summaries(const Conversation& c) {
+  std::size_t n = 0;
+  while (n < c.size() && read_summary_state(c, n).count > 0) ++n;
+  return n;
+}
+
 SummaryState read_summary_state(const Conversation& c) {
+  const std::size_t n = leading_summaries(c);
+  return n == 0 ? SummaryState{} : read_summary_state(c, n - 1);
+}
+
+SummaryState read_summary_state(const Conversation& c, std::size_t message) {
   SummaryState state;
-  if (c.empty() || c[0].role() != Role::user) return state;
+  if (message >= c.size() || c[message].role() != Role::user) return state;
   // The summary is the message's first block; the durable instructions it carries follow it.
-  const auto& blocks = c[0].blocks();
-  const std::string text = c[0].content_is_string() ? c[0].text()
+  const Message& m = c[message];
+  const auto& blocks = m.blocks();
+  const std::string text = m.content_is_string() ? m.text()
                            : !blocks.empty() && blocks.front().kind() == BlockKind::text ? std::string(blocks.front().text())
                                                                                          : std::string();
   bool reactive = text.rfind(kReactiveHeader, 0) == 0;

@@ -182,7 +182,7 @@ void read_call(const Block& b, Facts& f, std::unordered_map<std::string, std::st
 void read_history(const SummaryRequest& r, Facts& f) {
   const Conversation& c = r.conversation;
   std::unordered_map<std::string, std::string> tool_of;
-  for (std::size_t i = 0; i < r.end && i < c.size(); ++i) {
+  for (std::size_t i = r.begin; i < r.end && i < c.size(); ++i) {
     const Message& m = c[i];
     for (const Block& b : m.blocks()) {
       if (m.role() == Role::user && b.kind() == BlockKind::text && !is_runtime_text(b.text())) {
@@ -241,7 +241,9 @@ class ExtractiveSummarizer final : public Summarizer {
  public:
   Expected<Summary> summarize(const SummaryRequest& r) override {
     Facts f;
-    if (SummaryState previous = read_summary_state(r.conversation); previous.count > 0 && r.end > 0) read_previous(previous.summary, f);
+    // Rolling up (begin 0): every summary it folds, oldest first; appending: none (they stay).
+    if (r.begin == 0 && r.end > 0)
+      for (std::size_t i = 0, n = leading_summaries(r.conversation); i < n; ++i) read_previous(read_summary_state(r.conversation, i).summary, f);
     read_history(r, f);
     const std::size_t all = std::max({f.prompts.items.size(), f.paths.items.size(), f.errors.items.size(), f.tools.size(), std::size_t{1}});
     for (std::size_t prompts = all;; prompts /= 2) {

@@ -32,10 +32,10 @@ namespace {
 // The text blocks of the user messages in [0, end) that hold the agent's durable instructions
 // (CLAUDE.md and the like: model/active_request.hpp), each once, as text blocks without their
 // cache_control (a summary never adds a cache breakpoint). A previous summary's are among them.
-boost::json::array durable_blocks(const Conversation& c, std::size_t end) {
+boost::json::array durable_blocks(const Conversation& c, std::size_t begin, std::size_t end) {
   boost::json::array out;
   std::set<std::string_view> seen;
-  for (std::size_t i = 0; i < std::min(end, c.size()); ++i) {
+  for (std::size_t i = begin; i < std::min(end, c.size()); ++i) {
     if (c[i].role() != Role::user) continue;
     for (const Block& b : c[i].blocks())
       if (b.kind() == BlockKind::text && is_durable_instruction(b.text()) && seen.insert(b.text()).second)
@@ -59,7 +59,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
         "loop guard: the history grew by only {} {} since the last summary ({} needed); not summarizing again",
         size > state.base ? size - state.base : 0, unit, plan.min_growth));
   // Only a first message (the question) before the kept part: there is nothing to summarize.
-  if (plan.end <= 1 || plan.end > c.size()) {
+  if (plan.end <= plan.begin + 1 || plan.end > c.size()) {
     std::uint64_t kept = 0;
     for (std::size_t i = std::min(plan.end, c.size()); i < c.size(); ++i) kept += c.size_of(c[i], context.budget.unit);
     if (kept == 0)
@@ -79,12 +79,12 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   }
   if (context.summarizer == nullptr) return StageResult::decline("no summarizer is configured");
 
-  // 1. The whole history goes to the archive before anything is summarized.
-  auto receipt = context.archive.put(HashedBlob(c.jsonl_pieces(0, c.size())));
+  // 1. The history from the first message summarized goes to the archive before anything is.
+  auto receipt = context.archive.put(HashedBlob(c.jsonl_pieces(plan.begin, c.size())));
   if (!receipt) return StageResult::decline(receipt.error().message);
 
   // 2. The summary, validated before it can reach the history.
-  auto summary = context.summarizer->summarize(SummaryRequest{c, plan.end, context.requests, plan.max_chars});
+  auto summary = context.summarizer->summarize(SummaryRequest{c, plan.end, context.requests, plan.max_chars, plan.begin});
   if (!summary) return StageResult::decline(summary.error().message);
   std::string text = summary->text;
   while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\t' || text.back() == '\r')) text.pop_back();
@@ -99,11 +99,11 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   //    kept messages verbatim.
   std::uint64_t kept = 0;
   for (std::size_t i = plan.end; i < c.size(); ++i) kept += c.size_of(c[i], context.budget.unit);
-  const boost::json::array durable = durable_blocks(c, plan.end);
+  const boost::json::array durable = durable_blocks(c, plan.begin, plan.end);
   auto build = [&](std::uint64_t base) {
     boost::json::array content{boost::json::object{
         {"type", "text"},
-        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end, *receipt, state.count + 1, unit, base,
+        {"text", summary_message_text({plan.reactive, context.requests, text, plan.end - plan.begin, *receipt, state.count + 1, unit, base,
                                        context.how_to_restore(*receipt)})}}};
     for (const auto& block : durable) content.push_back(block);
     return Message::from_json(boost::json::object{{"role", "user"}, {"content", std::move(content)}});
@@ -113,7 +113,8 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   std::uint64_t after = kept + c.size_of(**first, context.budget.unit) + c.frame().fixed.in(context.budget.unit);
   first = build(after);  // records the size it leaves, for the loop guard (±digits)
   std::vector<MessagePtr> messages;
-  messages.reserve(1 + c.size() - plan.end);
+  messages.reserve(plan.begin + 1 + c.size() - plan.end);
+  messages.insert(messages.end(), c.messages().begin(), c.messages().begin() + static_cast<std::ptrdiff_t>(plan.begin));
   messages.push_back(std::move(first).value());
   messages.insert(messages.end(), c.messages().begin() + static_cast<std::ptrdiff_t>(plan.end), c.messages().end());
   Conversation candidate = c.with_messages(std::move(messages));
@@ -123,8 +124,12 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (plan.require_fit && now > context.budget.limit)
     return StageResult::decline(fmt::format("the summarized history is still {} {}, over the limit {}", now, unit, context.budget.limit));
   // Said like the other stages' changes: an operator reading the log sees the history folded.
-  context.log.info(fmt::format("summarized the first {} messages ({} {} to {}; the whole history archived as {})", plan.end, size,
-                               unit, now, *receipt));
+  if (plan.begin == 0)
+    context.log.info(fmt::format("summarized the first {} messages ({} {} to {}; the whole history archived as {})", plan.end, size,
+                                 unit, now, *receipt));
+  else
+    context.log.info(fmt::format("summarized messages {} to {} after the {} summaries before them ({} {} to {}; archived as {})",
+                                 plan.begin, plan.end - 1, plan.begin, size, unit, now, *receipt));
   return StageResult::candidate(std::move(candidate));
 }
 

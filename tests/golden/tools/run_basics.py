@@ -94,7 +94,7 @@ def resolved(limit, target, policy, pipeline, reactive=""):
     s+= ("pipeline:\n"+pipeline) if pipeline else "pipeline: []\n"
     s+= ("on_prompt_too_long:\n"+reactive) if reactive else "on_prompt_too_long: []\n"
     return s
-MICRO2=[("keep_recent",2),("min_chars",110),("until",'"all"')]
+MICRO2=[("edit_tools",'"Edit MultiEdit NotebookEdit apply_patch replace edit"'),("keep_recent",2),("min_chars",110),("never",'""'),("order",'"newest"'),("until",'"all"')]
 def write(case, intent, input_text, config, exit_code, expected_output, rep, args=None):
     d=os.path.join(G,case); os.makedirs(d, exist_ok=True)
     open(d+"/intent.txt","w").write(intent+"\n")

@@ -70,8 +70,8 @@ def res_pipeline(kind, max_summaries, summ_plugin=None):
        f"summarizer:\n  kind: \"{kind}\"\n")
     if summ_plugin: s+=f"  plugin: \"$TEST_PLUGINS/compactor_summarizer_{kind}.so\"  # plugin test_summarizer_{kind[5:]} 0.1.0\n"
     s+=(f"checkers:\n  enabled: {CHK}\n  on_violation: abort\nplugin_dirs: []\npipeline:\n")
-    s+=entry("micro","PLUGINS","over_budget",[("keep_recent",0),("min_chars",600),("until",'"all"')])
-    s+=entry("summarize","PLUGINS","over_budget",[("keep_fraction","0.0"),("max_chars",1000),("max_summaries",max_summaries),("min_growth",1000)])
+    s+=entry("micro","PLUGINS","over_budget",[("edit_tools",'"Edit MultiEdit NotebookEdit apply_patch replace edit"'),("keep_recent",0),("min_chars",600),("never",'""'),("order",'"newest"'),("until",'"all"')])
+    s+=entry("summarize","PLUGINS","over_budget",[("append","false"),("keep_fraction","0.0"),("max_chars",1000),("max_segments",4),("max_summaries",max_summaries),("min_growth",1000)])
     s+="on_prompt_too_long: []\n"
     return s
 def cfg(kind="test_fixed", max_summaries=2, archive=".compactor/archive"):

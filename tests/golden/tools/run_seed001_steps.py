@@ -128,7 +128,7 @@ out,ch=micro_unseen(ms, 3)
 print("micro unseen changed", sorted(ch))
 raw=[dumps(m) for m in ms]; rawo=[dumps(m) for m in out]
 cfg="version: 1\nbudget: {unit: chars, limit: 1000}\nrecent: {exchanges: 0}\npipeline:\n  - stage: micro\n    when: over_budget\n"
-MICRO3=[("keep_recent",3),("min_chars",110),("until",'"all"')]
+MICRO3=[("edit_tools",'"Edit MultiEdit NotebookEdit apply_patch replace edit"'),("keep_recent",3),("min_chars",110),("never",'""'),("order",'"newest"'),("until",'"all"')]
 res=resolved(1000,1000,"abort",entry("micro","PLUGINS","over_budget",MICRO3)).replace("exchanges: 1","exchanges: 0")
 write("micro_keeps_three_and_unseen","Three older 800-char results and a final batch of four the model has not seen, no protected tail: keep_recent 3 alone would take the fourth-newest, but unseen results stay whole; the three older become receipt markers.",
       text(ms),cfg,1,text(out),
