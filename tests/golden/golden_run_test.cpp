@@ -221,40 +221,41 @@ TEST(BenchCommand, ComparesPipelinesOverEverySessionOfAFolder) {
                           "--config", std::string(COMPACTOR_CONFIGS_DIR) + "/masking-only.yaml", "--config",
                           std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // 4 messages arrays, 4 Claude Code logs, 1 trajectory, 1 Codex session (13 calls) and 2 Gemini
-  // CLI chats (10 and 2 model turns), replayed call by call (one call before each assistant
+  // 4 messages arrays, 4 Claude Code logs, 1 trajectory, 1 Codex session (13 calls), 2 Gemini
+  // CLI chats (10 and 2 model turns) and a Responses body (3 calls), replayed call by call (one call before each assistant
   // message; tests/bench has the hand-worked figures): the 50k demo compacts on some calls,
   // masking-only finds every call within its budget, and the default, at each model's window,
   // never needs to compact an old message: it only shapes new shell outputs as they arrive (which
   // breaks no cache), so it costs less than the uncompacted baseline and no session more.
+  // A config's row of the main table (named by its file's stem; its meter column follows).
   auto row = [&](const std::string& config) {
-    std::size_t at = r.out.find("| " + config + " |");
+    std::size_t at = r.out.find("| " + config + " | calibrated/");
     return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
   };
   const std::string dir = std::string(COMPACTOR_CONFIGS_DIR) + "/";
-  std::string demo = row(dir + "demo-50k-chars.yaml"), mask = row(dir + "masking-only.yaml"), def = row(dir + "default.yaml");
+  std::string demo = row("demo-50k-chars"), mask = row("masking-only"), def = row("default");
   std::string base = row("uncompacted");
-  EXPECT_NE(demo.find(" | 12 | 211 | "), std::string::npos) << demo;
-  EXPECT_EQ(demo.find(" | 12 | 211 | 0 | "), std::string::npos) << demo;  // it compacted
-  EXPECT_NE(mask.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << mask;
+  EXPECT_NE(demo.find(" | 13 | 214 | "), std::string::npos) << demo;
+  EXPECT_EQ(demo.find(" | 13 | 214 | 0 | "), std::string::npos) << demo;  // it compacted
+  EXPECT_NE(mask.find(" | 13 | 214 | 0 | 0 | 0 | 0 | "), std::string::npos) << mask;
   // Columns: config, meter, sessions, calls, compactions, declined, refusals, over budget, tail
   // alone over, summaries, tokens sent, cache read, cost, vs uncompacted, dearer sessions.
   std::vector<std::string> cells;
   for (std::size_t at = 1, next; (next = def.find(" |", at)) != std::string::npos; at = next + 2) cells.push_back(def.substr(at + 1, next - at - 1));
   ASSERT_GE(cells.size(), 15u) << def;
-  EXPECT_EQ(cells[2] + " " + cells[3], "12 211") << def;
+  EXPECT_EQ(cells[2] + " " + cells[3], "13 214") << def;
   EXPECT_GT(std::stoi(cells[4]), 0) << def;  // arrival shaped some new results
   EXPECT_EQ(cells[5] + " " + cells[6] + " " + cells[7] + " " + cells[8] + " " + cells[9], "0 0 0 0 0") << def;  // nothing older was cut
   EXPECT_EQ(cells[13].substr(0, 1), "-") << def;  // vs uncompacted
   EXPECT_EQ(cells[14], "0") << def;               // dearer sessions
-  EXPECT_NE(base.find(" | 12 | 211 | 0 | 0 | 0 | 0 | "), std::string::npos) << base;
+  EXPECT_NE(base.find(" | 13 | 214 | 0 | 0 | 0 | 0 | "), std::string::npos) << base;
   // The tables the money question needs, and the sessions the demo made dearer, by name.
   for (const char* heading : {"Cost by what is billed:", "By source format:", "Dearer than uncompacted:"})
     EXPECT_NE(r.out.find(heading), std::string::npos) << heading;
   for (const char* source : {"| claude-code | ", "| codex | ", "| gemini-cli | ", "| openai | ", "| anthropic | "})
     EXPECT_NE(r.out.find(source), std::string::npos) << source;
-  EXPECT_NE(r.out.find("- codex/rollout-codex-0.171-12-reads.jsonl (" + dir + "demo-50k-chars.yaml): $"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("(" + dir + "default.yaml): $"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("- codex/rollout-codex-0.171-12-reads.jsonl (demo-50k-chars): $"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(default): $"), std::string::npos) << r.out;
   // --fail-if-dearer makes the exit status say so.
   auto strict = test::run_cli({"bench", "--corpus", std::string(COMPACTOR_TEST_DATA_DIR) + "/codex", "--config", dir + "demo-50k-chars.yaml",
                                "--fail-if-dearer"});

@@ -260,7 +260,7 @@ TEST(CountCommand, PrintsWhatEachMeterCountsForMessagesAndForSystemAndTools) {
   EXPECT_EQ(fit.out, "");
   auto not_a_fit = test::run_cli({"count", "--input", (dir / "body.json").string(), "--fit", std::string(COMPACTOR_CONFIGS_DIR) + "/default.yaml"});
   EXPECT_EQ(not_a_fit.exit_code, 2);
-  EXPECT_NE(not_a_fit.err.find("default.yaml:7:1: base: missing: a calibration fit names its base meter"), std::string::npos) << not_a_fit.err;
+  EXPECT_NE(not_a_fit.err.find("default.yaml:9:1: base: missing: a calibration fit names its base meter"), std::string::npos) << not_a_fit.err;
 
   std::ofstream(dir / "one.json") << R"([{"role":"user","content":"hello"}])";
   auto one = test::run_cli({"count", "--input", (dir / "one.json").string(), "--meter", "chars4"});
