@@ -88,8 +88,8 @@ TEST(BenchReport, TheVerdictComesFirstAndSaysWhichIsCheapestKeepsMostAndDominate
   EXPECT_NE(out.find("- Cheapest: plain (1.000x, 100.0%).\n"), std::string::npos) << out;
   EXPECT_NE(out.find("- Most evidence kept (100.0%): plain.\n"), std::string::npos) << out;
   EXPECT_NE(out.find("- Cheapest keeping at least 97% of the evidence: plain (1.000x, 100.0%).\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("- Dominated: tight by plain; uncompacted.\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("| tight | 1.067x | 0.0% | 2 | no | plain; uncompacted |\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("- Dominated: tight by plain and uncompacted.\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tight | 1.067x | 0.0% | 2 | no | plain and uncompacted |\n"), std::string::npos) << out;
   // The full table follows, rows by short name.
   EXPECT_LT(out.find("Verdict"), out.find("| config | meter |"));
   EXPECT_NE(out.find("\n| tight | chars4 | 2 |"), std::string::npos) << out;
@@ -209,7 +209,7 @@ TEST(BenchReport, TheHtmlReportIsSelfContainedAndHoldsTheVerdict) {
   const std::string html = read_file(run.out + "/report.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0u);
   EXPECT_NE(html.find("<li>Cheapest: plain (1.000x, 100.0%).</li>"), std::string::npos);
-  EXPECT_NE(html.find("<li>Dominated: tight by plain; uncompacted.</li>"), std::string::npos);
+  EXPECT_NE(html.find("<li>Dominated: tight by plain and uncompacted.</li>"), std::string::npos);
   EXPECT_NE(html.find("<td>tight</td><td class=\"num\">1.067x</td><td class=\"num\">0.0%</td>"), std::string::npos);
   EXPECT_NE(html.find("<th>cache read USD</th>"), std::string::npos);
   std::size_t svgs = 0;

@@ -59,11 +59,11 @@ TEST(BenchSweep, AGridOfPointsGivesTheFrontierAndWhatDominatesWhat) {
   auto r = run_cli(sweep_args(sweep, out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("compactor bench: skipped s #3: micro.keep_recent=-1: "), std::string::npos) << r.err;
-  EXPECT_NE(r.out.find("| s #1: micro.keep_recent=1 | 1.067x | 0.0% | 2 | no | s #2; uncompacted |\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| s #1: micro.keep_recent=1 | 1.067x | 0.0% | 2 | no | s #2 and uncompacted |\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| s #2: micro.keep_recent=5 | 1.000x | 100.0% | 2 | yes | — |\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| uncompacted | 1.000x | 100.0% | 2 | yes | — |\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Over the 2 sessions whose uncompacted history passes 100 tokens:"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("| s #1: micro.keep_recent=1 | 1.067x | 0.0% | 2 | no | no | s #2; uncompacted |\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| s #1: micro.keep_recent=1 | 1.067x | 0.0% | 2 | no | no | s #2 and uncompacted |\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Cost ≤ 0.5x with evidence ≥ 97% on those sessions: none\n"), std::string::npos) << r.out;
   // The points are kept as configs, and the frontier drawn.
   EXPECT_NE(read_file(out + "/sweep/point-2.yaml").find("keep_recent: 5"), std::string::npos);

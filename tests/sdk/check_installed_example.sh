@@ -12,7 +12,7 @@ cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 
 expected="archive.hpp block.hpp build_fingerprint.hpp checker.hpp conversation.hpp error.hpp factory.hpp
 message.hpp message_edit.hpp meter.hpp param_schema.hpp plugin.hpp protected_tail.hpp size_unit.hpp stage.hpp
-stage_logger.hpp summarizer.hpp summary_compaction.hpp summary_format.hpp testkit.hpp violation.hpp"
+stage_logger.hpp summarizer.hpp summary_compaction.hpp summary_format.hpp testkit.hpp tool_calls.hpp violation.hpp"
 installed=$(cd "$work/prefix/include" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')
 wanted=$(for h in $expected; do echo "compactor/$h"; done | sort | tr '\n' ' ')
 if [ "$installed" != "$wanted" ]; then

@@ -14,7 +14,7 @@ bool accepted(const FrontierPoint& p) { return p.cost <= kAcceptedCost && p.evid
 
 bool on_frontier(const std::vector<std::size_t>& front, std::size_t i) { return std::find(front.begin(), front.end(), i) != front.end(); }
 
-// "careful; default and 4 more": the points that dominate point `p`, the frontier's first.
+// "careful, default and 4 more": the points that dominate point `p`, the frontier's first.
 std::string dominated_by(const std::vector<FrontierPoint>& points, const std::vector<std::size_t>& front, std::size_t p) {
   std::vector<std::string> names;
   for (std::size_t f : front)
@@ -22,10 +22,12 @@ std::string dominated_by(const std::vector<FrontierPoint>& points, const std::ve
   std::size_t others = 0;
   for (std::size_t q = 0; q < points.size(); ++q) others += !on_frontier(front, q) && dominates(points[q], points[p]);
   if (names.empty() && others == 0) return "—";
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < 2; ++i) out += (i ? "; " : "") + names[i];
+  // The verdict joins its entries with "; ", so none here.
   const std::size_t more = others + (names.size() > 2 ? names.size() - 2 : 0);
-  if (more > 0) out += fmt::format("{}{} more", out.empty() ? "" : " and ", more);
+  if (names.size() > 2) names.resize(2);
+  if (more > 0) names.push_back(fmt::format("{} more", more));
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
 }
 
