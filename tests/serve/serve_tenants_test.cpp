@@ -155,5 +155,41 @@ TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {
   EXPECT_NE(log.find("serve: POST /mcp 200: tenant=bob"), std::string::npos) << log;
 }
 
+constexpr const char* kPing = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
+
+std::string plain_config(const fs::path& dir, const std::string& name, const std::string& serve) {
+  std::ofstream(dir / name) << "version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\n"
+                            << "archive: {dir: " << (dir / "archive").string() << "}\npipeline: []\n" << serve;
+  return name;
+}
+
+// A proxy on this machine makes every caller look local, and sets whatever Host it likes: a
+// request that says it came through one is remote, and /mcp answers it only with a credential.
+TEST(ServeTenants, WhatCameThroughAProxyIsRemoteAndNeedsACredential) {
+  fs::path dir = test::scratch_folder_until_exit("serve-fronted");
+  LoopbackHttpServer upstream({});
+  {
+    ServeProcess serve(dir, plain_config(dir, "open.yaml", ""), upstream.base_url());
+    EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing).status, 200);  // local, addressed to this server
+    for (const char* header : {"x-forwarded-for", "forwarded", "via", "x-real-ip", "x-forwarded-host"}) {
+      Reply r = call(serve.port(), "POST", "/mcp", kPing, {{header, "203.0.113.7"}});
+      EXPECT_EQ(r.status, 403) << header;
+      EXPECT_NE(r.body.find(std::string("came through a proxy (") + header + ")"), std::string::npos) << r.body;
+      EXPECT_NE(r.body.find("serve.clients"), std::string::npos) << r.body;
+    }
+  }
+  // serve.fronted without a credential does not start, and says what to add.
+  test::CommandResult v = test::run_cli({"validate", "--config", (dir / plain_config(dir, "bare.yaml", "serve: {fronted: true}\n")).string()});
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("bare.yaml:5:18: serve.fronted: serve behind a front needs a credential"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("`compactor serve-token --name NAME`"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("`mcp_token_env: COMPACTOR_MCP_TOKEN`"), std::string::npos) << v.err;
+  // Fronted with a token: every request needs it, and none is judged by its Host.
+  ServeProcess serve(dir, plain_config(dir, "fronted.yaml", "serve: {fronted: true, mcp_token_env: MCP_TEST_TOKEN}\n"),
+                     upstream.base_url(), "fronted", {{"MCP_TEST_TOKEN", "s3cret"}});
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing).status, 401);
+  EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing, {{"host", "compactor.example.com"}, {"authorization", "Bearer s3cret"}}).status, 200);
+}
+
 }  // namespace
 }  // namespace compactor

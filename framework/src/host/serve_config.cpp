@@ -17,7 +17,7 @@ const std::vector<std::string> kServeKeys = {
     "listen",          "upstreams",         "clients",         "max_body_bytes",    "workers",
     "max_queued",      "queue_timeout_ms",  "request_timeout_ms", "header_timeout_ms", "body_timeout_ms",
     "upstream_stall_ms", "io_threads",      "max_connections", "ca_file",           "on_failure",
-    "mcp_token_env",
+    "mcp_token_env",   "metrics_token_env", "fronted",
     // Read for configs written before serve.upstreams and the pipeline queue, with a warning.
     "upstream",        "openai_upstream",   "gemini_upstream", "max_concurrency"};
 
@@ -174,14 +174,22 @@ class ServeReader {
     }
   }
 
-  void read_other() {
-    if (auto t = member("mcp_token_env"))
-      if (auto v = r_.string(*t, "serve.mcp_token_env")) {
+  // `key` names an environment variable (the secret itself never goes in a config).
+  void variable_name(const char* key, std::string& out) {
+    if (auto t = member(key))
+      if (auto v = r_.string(*t, std::string("serve.") + key)) {
         if (v->empty() || v->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-          r_.error(*t, "serve.mcp_token_env", "expected the name of an environment variable, got \"" + *v + "\"");
+          r_.error(*t, std::string("serve.") + key, "expected the name of an environment variable, got \"" + *v + "\"");
         else
-          s_.mcp_token_env = *v;
+          out = *v;
       }
+  }
+
+  void read_other() {
+    variable_name("mcp_token_env", s_.mcp_token_env);
+    variable_name("metrics_token_env", s_.metrics_token_env);
+    if (auto f = member("fronted"))
+      if (auto v = r_.param(*f, "serve.fronted", ParamSpec::boolean("fronted", "", false))) s_.fronted = std::get<bool>(*v);
     if (auto f = member("on_failure"))
       if (auto v = r_.choice(*f, "serve.on_failure", {"forward", "reject"})) s_.reject_on_failure = *v == "reject";
     if (auto c = member("ca_file"))
@@ -194,6 +202,14 @@ class ServeReader {
   }
 
   void warn_about_exposure() {
+    // Behind a front every request comes from the proxy on loopback: only a credential tells a
+    // developer from anyone who reaches the front.
+    if (s_.fronted && s_.clients.empty() && s_.mcp_token_env.empty())
+      if (auto f = member("fronted"))
+        r_.error(*f, "serve.fronted",
+                 "serve behind a front needs a credential and this config has none: add under serve: "
+                 "`clients: [{name: NAME, token_sha256: \"…\"}]` (the line `compactor serve-token --name NAME` prints, one per "
+                 "developer), or `mcp_token_env: COMPACTOR_MCP_TOKEN` with that variable set in serve's environment");
     if (!s_.clients.empty() && !s_.mcp_token_env.empty())
       if (auto t = member("mcp_token_env"))
         warning(*t, "serve.mcp_token_env", "unused while serve.clients names clients: /mcp takes each client's own token");
@@ -255,6 +271,8 @@ void print_serve_config(std::string& out, const ServeConfig& s) {
   if (s.max_connections > 0) out += fmt::format("  max_connections: {}\n", s.max_connections);
   if (!s.ca_file.empty()) out += "  ca_file: " + quoted(s.ca_file) + "\n";
   if (!s.mcp_token_env.empty()) out += "  mcp_token_env: " + quoted(s.mcp_token_env) + "\n";
+  if (!s.metrics_token_env.empty()) out += "  metrics_token_env: " + quoted(s.metrics_token_env) + "\n";
+  if (s.fronted) out += "  fronted: true\n";
   out += std::string("  on_failure: ") + (s.reject_on_failure ? "reject" : "forward") + "\n";
 }
 

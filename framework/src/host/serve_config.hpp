@@ -49,6 +49,10 @@ struct ServeConfig {
   std::string ca_file;                      // trust this CA bundle for the upstreams (resolved)
   bool reject_on_failure = false;           // `on_failure: reject` (else `forward`: fail open)
   std::string mcp_token_env;                // the variable holding /mcp's bearer token
+  std::string metrics_token_env;            // the variable holding /metrics' bearer token
+  // Requests reach serve through a reverse proxy (a TLS front): none is local, whatever its Host,
+  // so /mcp needs a credential (clients or mcp_token_env), which validation requires.
+  bool fronted = false;
 
   // The configured URL of an API, or empty.
   std::string upstream_of(std::string_view api) const;

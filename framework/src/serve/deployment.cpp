@@ -86,7 +86,7 @@ LoadOutcome load_deployment(const ServeOptions& options) {
   // /mcp serves the archive this server writes: its folder as the server resolves it.
   std::error_code ec;
   const std::string archive = std::filesystem::absolute(d->settings.archive_dir, ec).lexically_normal().string();
-  McpAccess access{d->listen.host, d->listen.port, d->listen.loopback(), mcp_token(serve), serve.clients};
+  McpAccess access{d->listen.host, d->listen.port, d->listen.loopback(), mcp_token(serve), serve.clients, serve.fronted};
   if (access.listen_host.find(':') != std::string::npos) access.listen_host = "[" + access.listen_host + "]";
   d->mcp = std::make_shared<McpEndpoint>(archive, d->settings.store, options.version, std::move(access));
   Zygote::StartFailure failure;

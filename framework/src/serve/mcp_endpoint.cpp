@@ -54,6 +54,13 @@ bool is_loopback_origin(std::string_view authority) {
   return a.valid && is_loopback_host(a.host);
 }
 
+// The header that says a proxy forwarded the request, or nothing.
+std::string_view proxy_header(const Request& req) {
+  for (std::string_view name : {"forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via"})
+    if (req.find(name) != req.end()) return name;
+  return {};
+}
+
 }  // namespace
 
 McpEndpoint::McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access)
@@ -71,7 +78,15 @@ std::optional<std::string> McpEndpoint::closed_reason() const {
 // Whether the request may reach the archive, and for which tenant.
 std::optional<Reply> McpEndpoint::refused(const RequestHead& req, std::string& tenant) const {
   if (auto why = closed_reason()) return rpc_error(403, -32001, "compactor serve: " + *why);
-  if (access_.loopback) {
+  // A proxy on this machine makes every caller look local (and may set any Host): what came
+  // through one is remote, and only a credential admits it.
+  const std::string_view proxy = access_.fronted ? std::string_view("serve.fronted") : proxy_header(req);
+  if (!proxy.empty() && !access_.token && access_.clients.empty())
+    return rpc_error(403, -32001, fmt::format("compactor serve: /mcp: this request came through a proxy ({}), and no Host header proves "
+                                              "where it came from: add serve.clients (`compactor serve-token --name NAME` prints each "
+                                              "line) or serve.mcp_token_env to serve /mcp there",
+                                              proxy));
+  if (access_.loopback && proxy.empty()) {
     if (!names_this_loopback_server(header(req, "host"), port_))
       return rpc_error(403, -32001, "compactor serve: /mcp answers only requests addressed to this server on loopback (Host)");
     std::string_view origin = header(req, "origin");

@@ -11,7 +11,10 @@
 // ends a session.
 //
 // Who may call it:
-//  - On a loopback listener, the Host header must name this server on loopback exactly
+//  - A request that came through a proxy (Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP
+//    or Via; every request with serve.fronted) is remote: its Host says what the proxy was asked
+//    for, not who asked, so it needs a credential (below), and without one /mcp is refused (403).
+//  - On a loopback listener, another request's Host header must name this server on loopback exactly
 //    (127.0.0.1, [::1] or localhost, with this port), and an Origin, when sent, a loopback host
 //    exactly (any port: a local tool's page), else 403: a web page whose own name is made to
 //    resolve to 127.0.0.1 (DNS rebinding) is refused, and so is "127.attacker.example".
@@ -44,6 +47,7 @@ struct McpAccess {
   bool loopback = true;
   std::optional<std::string> token;  // serve.mcp_token_env's value
   std::vector<ServeClient> clients;
+  bool fronted = false;  // serve.fronted: every request came through a proxy
 };
 
 class McpEndpoint {
