@@ -7,6 +7,7 @@
 #include "support/test_support.hpp"
 
 #include "compactor/archive.hpp"
+#include "compactor/build_fingerprint.hpp"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -189,6 +190,46 @@ TEST(ServeTenants, WhatCameThroughAProxyIsRemoteAndNeedsACredential) {
                      upstream.base_url(), "fronted", {{"MCP_TEST_TOKEN", "s3cret"}});
   EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing).status, 401);
   EXPECT_EQ(call(serve.port(), "POST", "/mcp", kPing, {{"host", "compactor.example.com"}, {"authorization", "Bearer s3cret"}}).status, 200);
+}
+
+// /metrics names every client and key hash: a remote scraper gets it only with the token of
+// serve.metrics_token_env; /healthz stays open and says nothing of anyone.
+TEST(ServeTenants, MetricsNameTenantsOnlyToAScraperWithTheToken) {
+  fs::path dir = test::scratch_folder_until_exit("serve-metrics-token");
+  LoopbackHttpServer upstream({});
+  const std::string alice = std::string("serve: {clients: [{name: alice, token_sha256: \"") + kAlice + "\"}]";
+  {
+    ServeProcess serve(dir, plain_config(dir, "local.yaml", alice + "}\n"), upstream.base_url());
+    Reply open = call(serve.port(), "GET", "/metrics");
+    EXPECT_EQ(open.status, 200);  // on loopback, asked directly
+    // What runs: the version `compactor --version` prints, the plugin API and the fingerprint.
+    const std::string version = test::run_cli({"--version"}).out;
+    const std::string build = "compactor_build_info{version=\"" + version.substr(10, version.find('\n') - 10) + "\",api=\"" +
+                              std::to_string(kApiVersion) + "\",fingerprint=\"" + kBuildFingerprint + "\"} 1\n";
+    EXPECT_NE(open.body.find(build), std::string::npos) << build << open.body;
+    Reply proxied = call(serve.port(), "GET", "/metrics", "", {{"x-forwarded-for", "203.0.113.7"}});
+    EXPECT_EQ(proxied.status, 403);
+    EXPECT_EQ(proxied.body.find("alice"), std::string::npos) << proxied.body;
+    EXPECT_NE(proxied.body.find("serve.metrics_token_env"), std::string::npos) << proxied.body;
+  }
+  ServeProcess serve(dir, plain_config(dir, "scraped.yaml", alice + ", metrics_token_env: SCRAPE_TOKEN}\n"), upstream.base_url(),
+                     "scraped", {{"SCRAPE_TOKEN", "scrape-secret"}});
+  for (const auto& auth : {std::string(), std::string("Bearer wrong"), std::string("Bearer scrape-secre")}) {
+    Reply r = call(serve.port(), "GET", "/metrics", "", {{"authorization", auth}});
+    EXPECT_EQ(r.status, 401) << auth;
+    EXPECT_EQ(r.body.find("alice"), std::string::npos) << r.body;
+  }
+  Reply scraped = call(serve.port(), "GET", "/metrics", "", {{"authorization", "Bearer scrape-secret"}, {"x-forwarded-for", "10.0.0.9"}});
+  EXPECT_EQ(scraped.status, 200);
+  EXPECT_NE(scraped.body.find("compactor_serve_tenant_requests_total{tenant=\"alice\"} 0"), std::string::npos) << scraped.body;
+  Reply health = call(serve.port(), "GET", "/healthz", "", {{"x-forwarded-for", "203.0.113.7"}});
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  // A token variable that is not set closes /metrics rather than open it.
+  ServeProcess unset(dir, plain_config(dir, "unset.yaml", "serve: {metrics_token_env: NOT_SET_ANYWHERE}\n"), upstream.base_url(), "unset");
+  Reply closed = call(unset.port(), "GET", "/metrics");
+  EXPECT_EQ(closed.status, 403);
+  EXPECT_NE(closed.body.find("NOT_SET_ANYWHERE, which is not set"), std::string::npos) << closed.body;
 }
 
 }  // namespace

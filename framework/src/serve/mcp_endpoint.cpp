@@ -54,13 +54,6 @@ bool is_loopback_origin(std::string_view authority) {
   return a.valid && is_loopback_host(a.host);
 }
 
-// The header that says a proxy forwarded the request, or nothing.
-std::string_view proxy_header(const Request& req) {
-  for (std::string_view name : {"forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via"})
-    if (req.find(name) != req.end()) return name;
-  return {};
-}
-
 }  // namespace
 
 McpEndpoint::McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access)

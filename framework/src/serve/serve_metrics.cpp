@@ -1,8 +1,11 @@
 #include "serve/serve_metrics.hpp"
 
+#include "serve/tenant.hpp"
+
 #include <fmt/core.h>
 
 #include <array>
+#include <cstdlib>
 
 namespace compactor::serve {
 
@@ -92,6 +95,28 @@ std::string Metrics::render() const {
     }
   }
   return out;
+}
+
+std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers) {
+  auto refuse = [](int status, const std::string& why) {
+    Headers extra;
+    if (status == 401) extra.emplace_back("www-authenticate", "Bearer");
+    return Reply{status, "compactor serve: /metrics " + why + "\n", "text/plain", std::move(extra)};
+  };
+  if (!serve.metrics_token_env.empty()) {
+    const char* token = std::getenv(serve.metrics_token_env.c_str());
+    if (token == nullptr || *token == '\0')
+      return refuse(403, "is closed: serve.metrics_token_env names " + serve.metrics_token_env + ", which is not set in serve's environment");
+    if (!same_secret(bearer_token(headers), token))
+      return refuse(401, "needs Authorization: Bearer <the token of serve.metrics_token_env>");
+    return std::nullopt;
+  }
+  const std::string_view proxy = serve.fronted ? std::string_view("serve.fronted") : proxy_header(headers);
+  if (!loopback_listener || !proxy.empty())
+    return refuse(403, fmt::format("names every client and answers a remote scraper ({}) only with a token: set "
+                                   "serve.metrics_token_env",
+                                   proxy.empty() ? "a listener beyond loopback" : proxy));
+  return std::nullopt;
 }
 
 }  // namespace compactor::serve

@@ -3,7 +3,14 @@
 // counters and fixed-bucket histograms behind one mutex.
 #pragma once
 
+#include "serve/reply.hpp"
+
+#include "host/serve_config.hpp"
+
+#include <boost/beast/http/fields.hpp>
+
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,5 +43,11 @@ class Metrics {
 
 // A label value escaped for the text format.
 std::string label_value(const std::string& value);
+
+// Why a scrape of /metrics (which names every client and key hash) is refused, or nothing: with
+// serve.metrics_token_env, a request without its value as a bearer token (401; 403 when the
+// variable is not set); without it, a request that is not local (a listener beyond loopback,
+// serve.fronted, or a proxy's forwarding header: 403, saying what to set).
+std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers);
 
 }  // namespace compactor::serve

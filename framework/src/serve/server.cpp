@@ -9,6 +9,7 @@
 #include "serve/upstream_pool.hpp"
 #include "serve/upstream_url.hpp"
 
+#include "compactor/build_fingerprint.hpp"
 #include "host/exit_code.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -173,6 +174,11 @@ void Server::describe_metrics() {
   for (const char* op : {"state_get", "state_put", "blobs_put"})
     metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
   for (const char* result : {"ok", "refused"}) metrics_.add("compactor_serve_reloads_total", fmt::format("result=\"{}\"", result), 0);
+  metrics_.describe("compactor_build_info", "gauge", "The running build: its version, plugin API and build fingerprint (always 1).");
+  metrics_.set("compactor_build_info",
+               fmt::format("version=\"{}\",api=\"{}\",fingerprint=\"{}\"", label_value(options_.version), kApiVersion,
+                           label_value(kBuildFingerprint)),
+               1);
 }
 
 void Server::contain(std::string_view where, std::string_view what) {
@@ -295,6 +301,11 @@ void Server::route(Request request, std::shared_ptr<HttpSession> session) {
   }
   auto d = current();
   if (request.method() == http::verb::get && path == "/metrics") {
+    if (auto refusal = scrape_refusal(d->settings.serve, d->listen.loopback(), request.base())) {
+      metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
+      session->reply(*refusal);
+      return;
+    }
     metrics_.set("compactor_serve_open_connections", "", static_cast<double>(connections_.load()));
     metrics_.set("compactor_serve_in_flight", "", static_cast<double>(in_flight_.load()));
     metrics_.set("compactor_serve_pipelines_waiting", "", static_cast<double>(queue_.waiting()));

@@ -12,11 +12,6 @@ std::string_view header(const http::fields& headers, std::string_view name) {
   return it == headers.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
 }
 
-std::string_view bearer(const http::fields& headers) {
-  std::string_view auth = header(headers, "authorization");
-  return auth.size() > 7 && (auth.starts_with("Bearer ") || auth.starts_with("bearer ")) ? auth.substr(7) : std::string_view();
-}
-
 // Gemini's `key` query parameter (its SDKs may send the key there instead of a header).
 std::string_view query_key(std::string_view target) {
   std::size_t q = target.find('?');
@@ -34,6 +29,17 @@ std::string_view query_key(std::string_view target) {
 
 }  // namespace
 
+std::string_view bearer_token(const http::fields& headers) {
+  std::string_view auth = header(headers, "authorization");
+  return auth.size() > 7 && (auth.starts_with("Bearer ") || auth.starts_with("bearer ")) ? auth.substr(7) : std::string_view();
+}
+
+std::string_view proxy_header(const http::fields& headers) {
+  for (std::string_view name : {"forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip", "via"})
+    if (headers.find(name) != headers.end()) return name;
+  return {};
+}
+
 std::string sha256_hex(std::string_view text) { return receipt_of(text).substr(7); }
 
 std::string_view tenant_name(std::string_view tenant) { return tenant.empty() ? "default" : tenant; }
@@ -50,7 +56,7 @@ Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, c
                                       std::string_view target, bool mcp) {
   if (!clients.empty()) {
     std::string_view token = header(headers, kTokenHeader);
-    if (token.empty() && mcp) token = bearer(headers);
+    if (token.empty() && mcp) token = bearer_token(headers);
     if (token.empty())
       return Error{std::string("compactor serve: this server serves known clients only: send the token it issued you in "
                                "x-compactor-token") + (mcp ? " or Authorization: Bearer" : "")};
@@ -64,7 +70,7 @@ Expected<std::string> identify_tenant(const std::vector<ServeClient>& clients, c
   }
   std::string_view key = header(headers, "x-api-key");
   if (key.empty()) key = header(headers, "x-goog-api-key");
-  if (key.empty()) key = bearer(headers);
+  if (key.empty()) key = bearer_token(headers);
   if (key.empty()) key = query_key(target);
   if (key.empty()) return std::string();
   return tenant_of_key(key);

@@ -44,4 +44,12 @@ std::string sha256_hex(std::string_view text);
 // Compares two secrets in time that does not depend on where they differ.
 bool same_secret(std::string_view a, std::string_view b);
 
+// The header that says a proxy forwarded the request (forwarded, x-forwarded-for,
+// x-forwarded-host, x-real-ip, via), or nothing. A proxy on this machine makes every caller look
+// local and may send any Host: such a request is remote.
+std::string_view proxy_header(const boost::beast::http::fields& headers);
+
+// The bearer token of an Authorization header, or nothing.
+std::string_view bearer_token(const boost::beast::http::fields& headers);
+
 }  // namespace compactor::serve
