@@ -355,6 +355,66 @@ TEST(RedisStore, DownHungOrFullItFailsInBoundedTimeAndNamesNoBlobItDidNotStore) 
   }
 }
 
+// A tenant's bytes (blobs and live state) are counted where every replica sees them, and what
+// would pass serve.tenant_max_bytes is refused whole, as a bound (not a failure).
+TEST(RedisStore, ATenantsBytesAreCountedAndBounded) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  auto s = store::open_store(redis_config(redis), "", "alice");
+  s->bound(store::TenantBounds{400});
+  auto count = [&] { return std::stol(redis.cli({"GET", "{compactor:alice}:bytes"})); };
+  ASSERT_TRUE(archive_one(*s, std::string(100, 'a')));
+  EXPECT_EQ(count(), 100);
+  ASSERT_TRUE(archive_one(*s, std::string(100, 'a')));  // the same blob again: nothing new
+  EXPECT_EQ(count(), 100);
+  ASSERT_TRUE(s->put_state(kKeyA, std::string(50, 's')));
+  const long state = std::stol(redis.cli({"STRLEN", "{compactor:alice}:s:" + kKeyA}));
+  EXPECT_EQ(count(), 100 + state);
+  ASSERT_TRUE(s->put_state(kKeyA, std::string(50, 't')));  // replaced: counted once
+  EXPECT_EQ(count(), 100 + state);
+  auto over = archive_one(*s, std::string(300, 'b'));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("serve.tenant_max_bytes (400)"), std::string::npos) << over.error().message;
+  EXPECT_EQ(s->counters().over_tenant_bound, 1);
+  EXPECT_EQ(s->counters().blob_errors, 0);
+  EXPECT_FALSE(s->restore(receipt_of(std::string(300, 'b'))));
+  // A state that expired leaves the count at the next write; gc's removals too.
+  redis.cli({"ZADD", "{compactor:alice}:states", "0", kKeyA});
+  ASSERT_TRUE(s->put_state(kKeyB, "x"));
+  EXPECT_EQ(count(), 100 + std::stol(redis.cli({"STRLEN", "{compactor:alice}:s:" + kKeyB})));
+  redis.cli({"ZADD", "{compactor:alice}:blobs", "1000", receipt_of(std::string(100, 'a')).substr(7)});
+  ASSERT_TRUE(s->collect_garbage(std::chrono::hours(24)));
+  EXPECT_EQ(count(), std::stol(redis.cli({"STRLEN", "{compactor:alice}:s:" + kKeyB})));
+}
+
+TEST(FolderStoreState, ATenantsBytesAreCountedAndBounded) {
+  const fs::path dir = test::scratch_folder_until_exit("store-bounded");
+  const std::string archive = (dir / "archive").string();
+  auto s = store::open_store(StoreConfig{}, archive, "alice");
+  s->bound(store::TenantBounds{2000});
+  auto count = [&] { return std::stol(test::read_file(archive + "/tenants/alice/usage")); };
+  ASSERT_TRUE(archive_one(*s, std::string(100, 'a')));
+  auto on_disk = [&] {
+    long total = 0;
+    for (const auto& e : fs::recursive_directory_iterator(archive + "/tenants/alice"))
+      if (e.is_regular_file() && e.path().filename() != "usage") total += static_cast<long>(e.file_size());
+    return total;
+  };
+  EXPECT_EQ(count(), on_disk());  // the pack with its index
+  ASSERT_TRUE(s->put_state(kKeyA, std::string(50, 's')));
+  ASSERT_TRUE(s->put_state(kKeyA, std::string(40, 't')));  // replaced by a smaller one
+  EXPECT_EQ(count(), on_disk());
+  auto over = archive_one(*s, std::string(3000, 'b'));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("serve.tenant_max_bytes (2000)"), std::string::npos) << over.error().message;
+  EXPECT_EQ(s->counters().over_tenant_bound, 1);
+  EXPECT_EQ(count(), on_disk());  // nothing of it stayed
+  // gc forgets the count; the next write measures the folder again.
+  ASSERT_TRUE(s->collect_garbage(std::chrono::hours(0)));
+  ASSERT_TRUE(s->put_state(kKeyB, "x"));
+  EXPECT_EQ(count(), on_disk());
+}
+
 TEST(StoreConfigSection, MistakesAreLocatedAndTlsIsRefusedWithWhatToDo) {
   const fs::path dir = test::scratch_folder_until_exit("store-config");
   auto errors_of = [&](const std::string& store) {

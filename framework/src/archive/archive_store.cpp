@@ -566,6 +566,19 @@ void ArchiveStore::drop_pack() {
   pack_size_ = 0;
 }
 
+std::uint64_t ArchiveStore::commit_size() const {
+  std::uint64_t size = 0;
+  for (const Pending& p : pending_) {  // loose blobs waiting for their rename (rare)
+    struct stat st {};
+    if (!p.temp.empty() && ::lstat(p.temp.c_str(), &st) == 0) size += static_cast<std::uint64_t>(st.st_size);
+  }
+  if (pack_fd_ < 0 || packed_.empty()) return size;
+  size += pack_size_ + kTrailerSize;
+  for (const Packed& p : packed_)  // the index line commit_pack() writes for each
+    size += 64 + std::to_string(p.offset).size() + std::to_string(p.length).size() + 3;
+  return size;
+}
+
 Expected<bool> ArchiveStore::commit() {
   read_back_.clear();
   const bool loose = !pending_.empty();  // loose blobs pending before the pack joins them

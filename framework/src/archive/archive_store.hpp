@@ -54,6 +54,9 @@ class ArchiveStore final : public RunArchive {
 
   // Makes every blob of this run durable and visible (see above).
   Expected<bool> commit() override;
+  // The bytes commit() will add to the folder: this run's pack (taken-back blobs included) with
+  // its index, and its loose blobs (what a bounded store charges before committing).
+  std::uint64_t commit_size() const;
   void rollback() override;
 
   // What a stage wrote can be taken back when its candidate is not committed: mark() before the

@@ -17,7 +17,8 @@ const std::vector<std::string> kServeKeys = {
     "listen",          "upstreams",         "clients",         "max_body_bytes",    "workers",
     "max_queued",      "queue_timeout_ms",  "request_timeout_ms", "header_timeout_ms", "body_timeout_ms",
     "upstream_stall_ms", "io_threads",      "max_connections", "ca_file",           "on_failure",
-    "mcp_token_env",   "metrics_token_env", "fronted",
+    "mcp_token_env",   "metrics_token_env", "fronted",        "tenant_max_bytes", "unverified_max_bytes",
+    "unverified_ttl_s",
     // Read for configs written before serve.upstreams and the pipeline queue, with a warning.
     "upstream",        "openai_upstream",   "gemini_upstream", "max_concurrency"};
 
@@ -43,9 +44,14 @@ bool is_hex64(const std::string& v) {
   return v.size() == 64 && v.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-bool is_client_name(const std::string& n) {
-  if (n.empty() || n.size() > 64 || !((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9'))) return false;
-  return n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+// Why `n` cannot name a client, or nothing.
+std::string client_name_problem(const std::string& n) {
+  if (n.empty() || n.size() > 64 || !((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')) ||
+      n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+    return "expected a name of a-z, 0-9, _ and - (at most 64, starting with a letter or digit), got \"" + n + "\"";
+  // key-… names the tenant of an API key: a client so named would share that key's namespace.
+  if (n.starts_with("key-")) return "\"" + n + "\" starts with key-, which names the tenants of API keys; choose another name";
+  return {};
 }
 
 class ServeReader {
@@ -130,9 +136,12 @@ class ServeReader {
       auto digest = r_.member(c, path, "token_sha256", true);
       std::optional<std::string> n = name ? r_.string(*name, path + ".name") : std::nullopt;
       std::optional<std::string> d = digest ? r_.string(*digest, path + ".token_sha256") : std::nullopt;
-      if (n && !is_client_name(*n)) {
-        r_.error(*name, path + ".name", "expected a name of a-z, 0-9, _ and - (at most 64, starting with a letter or digit), got \"" + *n + "\"");
-        n.reset();
+      if (n) {
+        const std::string why = client_name_problem(*n);
+        if (!why.empty()) {
+          r_.error(*name, path + ".name", why);
+          n.reset();
+        }
       }
       if (d && !is_hex64(*d)) {
         // What was given is not shown: it may be the token itself, and this line reaches serve's log.
@@ -167,6 +176,9 @@ class ServeReader {
     integer("upstream_stall_ms", 1000, 86400000, s_.upstream_stall_ms);
     integer("io_threads", 1, 64, s_.io_threads);
     integer("max_connections", 1, 10000000, s_.max_connections);
+    integer("tenant_max_bytes", 1024, std::int64_t{1} << 50, s_.tenant_max_bytes);
+    integer("unverified_max_bytes", 0, std::int64_t{1} << 40, s_.unverified_max_bytes);
+    integer("unverified_ttl_s", 60, 30 * 86400, s_.unverified_ttl_s);
     if (auto c = member("max_concurrency")) {
       r_.integer(*c, "serve.max_concurrency", 1, 1000000);
       warning(*c, "serve.max_concurrency",
@@ -273,6 +285,8 @@ void print_serve_config(std::string& out, const ServeConfig& s) {
   if (!s.mcp_token_env.empty()) out += "  mcp_token_env: " + quoted(s.mcp_token_env) + "\n";
   if (!s.metrics_token_env.empty()) out += "  metrics_token_env: " + quoted(s.metrics_token_env) + "\n";
   if (s.fronted) out += "  fronted: true\n";
+  out += fmt::format("  tenant_max_bytes: {}\n  unverified_max_bytes: {}\n  unverified_ttl_s: {}\n", s.tenant_max_bytes,
+                     s.unverified_max_bytes, s.unverified_ttl_s);
   out += std::string("  on_failure: ") + (s.reject_on_failure ? "reject" : "forward") + "\n";
 }
 

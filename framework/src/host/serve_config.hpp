@@ -53,6 +53,13 @@ struct ServeConfig {
   // Requests reach serve through a reverse proxy (a TLS front): none is local, whatever its Host,
   // so /mcp needs a credential (clients or mcp_token_env), which validation requires.
   bool fronted = false;
+  // What one tenant's namespace may hold (blobs and continuity state); past it, a call is
+  // forwarded as it came (its archive) or its state is not kept: never refused.
+  std::int64_t tenant_max_bytes = std::int64_t{4} << 30;
+  // An API key's tenant stores only here, shared by every key no upstream answer has vouched for
+  // yet (a 2xx), until its first 2xx; what is still unvouched after unverified_ttl_s is dropped.
+  std::int64_t unverified_max_bytes = std::int64_t{64} << 20;
+  std::int64_t unverified_ttl_s = 3600;
 
   // The configured URL of an API, or empty.
   std::string upstream_of(std::string_view api) const;

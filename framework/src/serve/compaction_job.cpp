@@ -147,6 +147,13 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   return out;
 }
 
+std::unique_ptr<store::Store> open_tenant_store(const PipelineConfig& config, const std::string& tenant) {
+  auto opened = store::open_store(config.store, config.archive_dir, tenant);
+  const ServeConfig serve = config.serve.value_or(ServeConfig{});
+  opened->bound(store::TenantBounds{serve.tenant_max_bytes, store::is_key_tenant(tenant), serve.unverified_max_bytes, serve.unverified_ttl_s});
+  return opened;
+}
+
 void report_store(JobOutcome& outcome, store::Store& store, std::string_view kind) {
   const store::StoreCounters& c = store.counters();
   JobOutcome::StoreReport& r = outcome.store;
@@ -158,7 +165,13 @@ void report_store(JobOutcome& outcome, store::Store& store, std::string_view kin
   r.state_put_errors = c.state_put_errors;
   r.blob_errors = c.blob_errors;
   r.error = c.first_error;
-  if (outcome.result == JobOutcome::failed && c.blob_errors > 0) {
+  r.over_tenant_bound = c.over_tenant_bound;
+  r.over_unverified_bound = c.over_unverified_bound;
+  r.usage_bytes = c.usage_bytes;
+  // Unverified when it wrote as such, or would have: its call's 2xx vouches for it either way.
+  auto unknown = store.unverified();
+  r.unverified = c.unverified || (unknown && *unknown);
+  if (outcome.result == JobOutcome::failed && (c.blob_errors > 0 || !c.first_blob_error.empty())) {
     outcome.store_fault = true;
     // The blobs' error, not the first (a store that is down fails the state read first): this
     // one is why nothing was removed.

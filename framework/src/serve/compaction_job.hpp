@@ -28,8 +28,13 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
                                 std::string body, bool prompt_too_long, ChildProgress* progress, StageLogger& log,
                                 const std::string& model = "");
 
-// What the store did, into the outcome: its times and failures; a request that failed because its
-// archive could not be stored is a store fault (forwarded as it came, never refused for it).
+// `tenant`'s store as a worker opens it, after its fork: the config's store, under serve's bounds
+// (serve.tenant_max_bytes; an API key's tenant in the unverified area until vouched for).
+std::unique_ptr<store::Store> open_tenant_store(const PipelineConfig& config, const std::string& tenant);
+
+// What the store did, into the outcome: its times, failures and refusals; a request that failed
+// because its archive could not be stored (a failure, or a bound) is a store fault (forwarded as
+// it came, never refused for it).
 void report_store(JobOutcome& outcome, store::Store& store, std::string_view kind);
 
 }  // namespace compactor::serve

@@ -52,7 +52,9 @@ json::object JobOutcome::to_json() const {
                       {"store", json::object{{"kind", store.kind}, {"get_us", store.state_get_us}, {"put_us", store.state_put_us},
                                              {"blobs_us", store.blobs_put_us}, {"get_errors", store.state_get_errors},
                                              {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
-                                             {"error", store.error}, {"fault", store_fault}}}};
+                                             {"error", store.error}, {"fault", store_fault},
+                                             {"over_tenant", store.over_tenant_bound}, {"over_unverified", store.over_unverified_bound},
+                                             {"usage", store.usage_bytes}, {"unverified", store.unverified}}}};
 }
 
 std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
@@ -96,6 +98,10 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
       out.store.blob_errors = st.at("blob_errors").to_number<int>();
       out.store.error = std::string(st.at("error").as_string());
       out.store_fault = st.at("fault").as_bool();
+      out.store.over_tenant_bound = st.at("over_tenant").to_number<int>();
+      out.store.over_unverified_bound = st.at("over_unverified").to_number<int>();
+      out.store.usage_bytes = st.at("usage").to_number<std::int64_t>();
+      out.store.unverified = st.at("unverified").as_bool();
     }
     out.model = std::string(o.at("model").as_string());
     out.window = o.at("window").to_number<std::uint64_t>();

@@ -52,6 +52,12 @@ struct JobOutcome {
     std::int64_t state_get_us = -1, state_put_us = -1, blobs_put_us = -1;
     int state_get_errors = 0, state_put_errors = 0, blob_errors = 0;
     std::string error;
+    // Writes refused by the tenant's bound or the unverified area's (serve.tenant_max_bytes,
+    // unverified_max_bytes); what the namespace holds after (-1: not known); and whether the
+    // tenant is an API key's no upstream answer has vouched for yet: a 2xx to this call vouches.
+    int over_tenant_bound = 0, over_unverified_bound = 0;
+    std::int64_t usage_bytes = -1;
+    bool unverified = false;
   } store;
   bool store_fault = false;
   // The budget's window and the model it is for (`budget: {window: auto}`; 0 and empty otherwise).

@@ -34,6 +34,8 @@ void record_store(Metrics& m, const JobOutcome::StoreReport& st) {
     if (us >= 0) m.observe("compactor_serve_store_seconds", fmt::format("kind=\"{}\",op=\"{}\"", st.kind, op), static_cast<double>(us) / 1e6);
     if (errors > 0) m.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), errors);
   }
+  if (st.over_tenant_bound > 0) m.add("compactor_serve_store_full_total", "bound=\"tenant\"", st.over_tenant_bound);
+  if (st.over_unverified_bound > 0) m.add("compactor_serve_store_full_total", "bound=\"unverified\"", st.over_unverified_bound);
   static std::atomic<bool> said{false};
   if (!st.error.empty() && !said.exchange(true))
     spdlog::warn("serve: the store failed, and requests go on without it (said once; compactor_serve_store_errors_total counts "
@@ -231,7 +233,8 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
 
 void Exchange::record(const JobOutcome& c, const std::string& route) {
   Metrics& m = shared_.metrics;
-  const std::string tenant = shared_.tenant_label(tenant_);
+  // An API key no upstream answer has vouched for takes none of the bounded tenant labels.
+  const std::string tenant = c.store.unverified ? std::string("unverified") : shared_.tenant_label(tenant_);
   m.add("compactor_serve_requests_total", fmt::format("route=\"{}\",outcome=\"{}\"", route, to_string(c.result)));
   m.add("compactor_serve_status_total", fmt::format("route=\"{}\",status=\"{}\"", route, c.status_header()));
   m.add("compactor_serve_tenant_requests_total", fmt::format("tenant=\"{}\"", label_value(tenant)));
@@ -254,6 +257,8 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
     m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
   record_store(m, c.store);
+  if (!c.store.unverified && c.store.usage_bytes >= 0)
+    m.set("compactor_serve_tenant_store_bytes", fmt::format("tenant=\"{}\"", label_value(tenant)), static_cast<double>(c.store.usage_bytes));
   if (c.peak_rss_kb > 0) m.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);
   for (std::size_t i = 0; i < c.stage_statuses.size(); ++i) {
     const auto& [stage, status] = c.stage_statuses[i];
@@ -311,6 +316,7 @@ void Exchange::forward(std::shared_ptr<const std::string> body, Headers extra) {
 
 void Exchange::on_head(int status, Headers headers) {
   status_ = status;
+  if (status / 100 == 2 && outcome_.store.unverified && shared_.vouch) shared_.vouch(tenant_);
   upstream_headers_ = std::move(headers);
   hold_.head(status, *this);
 }
@@ -436,6 +442,12 @@ void describe_exchange_metrics(Metrics& m) {
              "What the weighed compactions cost now in prompt cache broken (USD; negative: they cost less), by decision.");
   m.describe("compactor_serve_store_seconds", "histogram", "The store's latency per operation: state_get, state_put, blobs_put.");
   m.describe("compactor_serve_store_errors_total", "counter", "Store operations that failed (the request went on without them).");
+  m.describe("compactor_serve_store_full_total", "counter",
+             "Writes refused by a bound (the call forwarded as it came, or its state not kept): serve.tenant_max_bytes (tenant) "
+             "or serve.unverified_max_bytes (unverified).");
+  m.describe("compactor_serve_tenant_store_bytes", "gauge", "What each tenant's namespace held after its last write (blobs and state).");
+  m.describe("compactor_serve_vouched_total", "counter",
+             "API keys' tenants whose storage became their own at an upstream's first 2xx, by result (ok, failed).");
 }
 
 }  // namespace compactor::serve

@@ -28,6 +28,8 @@ struct ProxyShared {
   // A failure contained in an exchange (`where`: a short label; `what`: one line naming the
   // request): counted and logged by the server. The exchange ends alone (502, or cut short).
   std::function<void(std::string_view where, std::string_view what)> fault;
+  // The upstream answered an unverified tenant's call (an API key's) with a 2xx: keep its storage.
+  std::function<void(const std::string&)> vouch;
 };
 
 // How the server routed a request.

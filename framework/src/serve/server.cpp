@@ -11,6 +11,7 @@
 
 #include "compactor/build_fingerprint.hpp"
 #include "host/exit_code.hpp"
+#include "store/store.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -110,6 +111,7 @@ class Server final : public RequestHandler {
   void contain(std::string_view where, std::string_view what);
   void zero_tenant_metrics(const Deployment& d);
   std::string tenant_label(const std::string& tenant);
+  void vouch(const std::string& tenant);
   // `say_refusal` false: a refusal already said (a retry every second) is neither logged nor counted.
   void reload(const char* why, bool say_refusal = true);
   void replace_zygote_if_gone();
@@ -139,6 +141,7 @@ class Server final : public RequestHandler {
   std::optional<asio::steady_timer> accept_retry_;
   PipelineQueue queue_;
   asio::thread_pool mcp_pool_{2};
+  asio::thread_pool vouch_pool_{1};  // store writes that may block: off the I/O threads
   ProxyShared shared_;
   std::mutex tenants_mutex_;
   std::set<std::string> tenant_labels_;
@@ -149,7 +152,8 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
       current_(std::move(deployment)),
       queue_(current_->workers(), static_cast<std::size_t>(current_->settings.serve.max_queued)),
       shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); },
-              [this](std::string_view where, std::string_view what) { contain(where, what); }} {
+              [this](std::string_view where, std::string_view what) { contain(where, what); },
+              [this](const std::string& t) { vouch(t); }} {
   describe_metrics();
   zero_tenant_metrics(*current_);
 }
@@ -203,6 +207,21 @@ std::string Server::tenant_label(const std::string& tenant) {
   if (tenant_labels_.size() >= kTenantLabels) return "other";
   tenant_labels_.insert(tenant);
   return tenant;
+}
+
+// An unverified tenant's first 2xx: its storage becomes its own, off the I/O threads (a store
+// call may wait up to its time limit). Lost at exit, it is done again at the tenant's next call.
+void Server::vouch(const std::string& tenant) {
+  asio::post(vouch_pool_, [this, tenant, d = current()] {
+    try {
+      auto done = store::vouch_for(d->settings.store, d->settings.archive_dir, tenant);
+      metrics_.add("compactor_serve_vouched_total", done ? "result=\"ok\"" : "result=\"failed\"");
+      if (done) spdlog::info("serve: tenant={}: the upstream answered its first call with a 2xx: what it stored is its own", tenant);
+      else spdlog::warn("serve: tenant={}: could not keep what it stored (retried at its next call): {}", tenant, done.error().message);
+    } catch (const std::exception& e) {
+      contain("vouch", fmt::format("tenant={}: {}", tenant, e.what()));
+    }
+  });
 }
 
 SessionLimits Server::limits() {

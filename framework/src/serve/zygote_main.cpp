@@ -57,7 +57,7 @@ std::string describe_status(int status) {
   CompactionResult result;
   const PipelineConfig& config = pipeline.config();
   // The tenant's store, opened here, after the fork: a connection is never shared with the zygote.
-  std::unique_ptr<store::Store> store = store::open_store(config.store, config.archive_dir, job.tenant);
+  std::unique_ptr<store::Store> store = open_tenant_store(config, job.tenant);
   const wire::WireFormat* format = wire::wire_format_named(job.wire);
   if (!job.tenant.empty() && !is_tenant_id(job.tenant)) {
     result.outcome.warning = "pipeline failed, forwarded unchanged: \"" + job.tenant + "\" is not a tenant id";

@@ -1,5 +1,7 @@
 #include "store/folder_store.hpp"
 
+#include "store/folder_bounds.hpp"
+
 #include "archive/archive_store.hpp"
 #include "archive/folder_trust.hpp"
 
@@ -71,15 +73,102 @@ Expected<bool> write_whole(const std::string& path, std::string_view bytes) {
   return Error{"cannot write " + path + ": " + std::strerror(err)};
 }
 
+// A run's archive whose commit first admits its blobs under the namespace's bounds: refused,
+// the run keeps nothing, and its request goes upstream as it came.
+class AdmittedRun final : public RunArchive {
+ public:
+  AdmittedRun(FolderStore& store, std::unique_ptr<ArchiveStore> run) : store_(store), run_(std::move(run)) {}
+
+  Expected<std::string> put(std::string_view bytes) override { return run_->put(bytes); }
+  Expected<std::string> put(std::string&& bytes) override { return run_->put(std::move(bytes)); }
+  Expected<std::string> put(HashedBlob&& blob) override { return run_->put(std::move(blob)); }
+  const std::string* find(std::string_view receipt) const override { return run_->find(receipt); }
+  bool holds(std::string_view receipt, std::uint64_t offset, std::string_view bytes) const override {
+    return run_->holds(receipt, offset, bytes);
+  }
+  std::optional<std::uint64_t> size_of(std::string_view receipt) const override { return run_->size_of(receipt); }
+  Mark mark() const override { return run_->mark(); }
+  void revert_to(Mark mark) override { run_->revert_to(mark); }
+  std::vector<std::string> receipts_since(Mark mark) const override { return run_->receipts_since(mark); }
+  void rollback() override { run_->rollback(); }
+
+  // What the commit adds to the folder, charged before it (a loose blob written during the run,
+  // rare, is charged with it).
+  Expected<bool> commit() override {
+    const auto bytes = static_cast<std::int64_t>(run_->commit_size());
+    if (bytes > 0)
+      if (auto admitted = store_.admit(bytes, "archive"); !admitted) {
+        run_->rollback();
+        return admitted.error();
+      }
+    return run_->commit();
+  }
+
+ private:
+  FolderStore& store_;
+  std::unique_ptr<ArchiveStore> run_;
+};
+
 }  // namespace
 
 std::string FolderStore::state_dir() const { return dir_ + "/" + kContinuityFolder; }
 
-std::unique_ptr<RunArchive> FolderStore::open_run(FileSystem& fs) { return std::make_unique<ArchiveStore>(dir_, fs); }
+std::unique_ptr<RunArchive> FolderStore::open_run(FileSystem& fs) {
+  settle();
+  return std::make_unique<AdmittedRun>(*this, std::make_unique<ArchiveStore>(dir_, fs));
+}
 
-Expected<std::string> FolderStore::restore(std::string_view receipt) { return restore_blob(dir_, receipt); }
+// An API key's tenant no upstream has vouched for reads and writes its folder in the unverified
+// area, asked once, before anything is read.
+void FolderStore::settle() {
+  if (settled_) return;
+  settled_ = true;
+  if (bounds_.by_upstream && !root_.empty() && !folder_tenant_known(root_, tenant_)) {
+    dir_ = unverified_folder(root_, tenant_);
+    unverified_ = true;
+  }
+}
+
+Expected<bool> FolderStore::unverified() {
+  settle();
+  return unverified_;
+}
+
+Expected<bool> FolderStore::admit(std::int64_t bytes, const std::string& what) {
+  auto fail = [&](const std::string& why) {
+    if (what == "archive") failed_blobs(what + ": " + why);
+    else failed(counters_.state_put_errors, what + ": " + why);
+    return Error{what + ": " + why};
+  };
+  settle();
+  std::string why;
+  if (unverified_) {
+    auto charged = charge_unverified(root_, tenant_, bytes, bounds_, why);
+    if (!charged) return fail(charged.error().message);
+    if (!*charged) return over_bound(true, what + ": " + why);
+    counters_.unverified = true;  // the area bounds it, not the tenant's own bound
+    return true;
+  }
+  if (bounds_.tenant_bytes <= 0) return true;
+  auto used = charge_usage(dir_, bytes, bounds_.tenant_bytes, why);
+  if (!used) return fail(used.error().message);
+  if (!*used) return over_bound(false, what + ": " + why);
+  counters_.usage_bytes = **used;
+  return true;
+}
+
+// An API key's receipt is looked for in its unverified folder too: what its first call archived
+// is there until the vouch its 2xx started has moved it.
+Expected<std::string> FolderStore::restore(std::string_view receipt) {
+  settle();
+  auto found = restore_blob(dir_, receipt);
+  if (found || root_.empty() || !is_key_tenant(tenant_) || unverified_) return found;
+  auto pending = restore_blob(unverified_folder(root_, tenant_), receipt);
+  return pending ? pending : found;
+}
 
 Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vector<std::string>& keys, std::size_t count) {
+  settle();
   const auto started = Clock::now();
   auto done = [&](Expected<std::optional<StoredState>> out) {
     counters_.state_get_us = us_since(started);
@@ -101,6 +190,7 @@ Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vecto
 
 // A superseded state file stays until gc: files cost disk, not memory.
 Expected<bool> FolderStore::put_state(const std::string& key, std::string_view bytes, const std::string&) {
+  settle();
   const auto started = Clock::now();
   auto done = [&](Expected<bool> out) {
     counters_.state_put_us = us_since(started);
@@ -112,9 +202,21 @@ Expected<bool> FolderStore::put_state(const std::string& key, std::string_view b
   if (auto made = make_private_folder(state_dir()); !made) return done(made.error());
   for (const std::string& folder : {dir_, state_dir()})
     if (auto distrust = archive_folder_distrust(folder)) return done(Error{"continuity state not written: " + *distrust});
-  return done(write_whole(state_dir() + "/" + key + ".json", bytes));
+  const std::string path = state_dir() + "/" + key + ".json";
+  struct stat before {};
+  const std::int64_t replaced = ::lstat(path.c_str(), &before) == 0 && S_ISREG(before.st_mode) ? before.st_size : 0;
+  if (auto admitted = admit(static_cast<std::int64_t>(bytes.size()) - replaced, "continuity state"); !admitted) {
+    counters_.state_put_us = us_since(started);
+    return admitted.error();  // counted by admit
+  }
+  return done(write_whole(path, bytes));
 }
 
-Expected<ArchiveGcResult> FolderStore::collect_garbage(std::chrono::hours keep) { return collect_archive_garbage(dir_, keep); }
+// What gc removed is no longer held: the namespace is measured again at its next write.
+Expected<ArchiveGcResult> FolderStore::collect_garbage(std::chrono::hours keep) {
+  auto collected = collect_archive_garbage(dir_, keep);
+  forget_usage(dir_);
+  return collected;
+}
 
 }  // namespace compactor::store

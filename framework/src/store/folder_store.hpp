@@ -14,7 +14,11 @@ namespace compactor::store {
 
 class FolderStore final : public Store {
  public:
-  explicit FolderStore(std::string dir) : dir_(std::move(dir)) {}
+  // `dir`: the namespace's folder; `root` and `tenant`: the archive folder and the tenant it is
+  // for: an API key's tenant no upstream has vouched for is in the unverified area of `root`
+  // instead (store/folder_bounds.hpp).
+  explicit FolderStore(std::string dir, std::string root = "", std::string tenant = "")
+      : dir_(std::move(dir)), root_(std::move(root)), tenant_(std::move(tenant)) {}
 
   std::string where() const override { return "the archive folder " + dir_; }
   std::unique_ptr<RunArchive> open_run(FileSystem& fs) override;
@@ -22,12 +26,21 @@ class FolderStore final : public Store {
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
+  Expected<bool> unverified() override;
 
   const std::string& dir() const { return dir_; }
   std::string state_dir() const;
 
+  // Charges `bytes` (negative: a state file replaced by a smaller one) to the namespace's bounds
+  // before `what` ("archive", "continuity state") writes them; an error when a bound refuses them
+  // (counted) or the bookkeeping fails (counted as `what`'s failure).
+  Expected<bool> admit(std::int64_t bytes, const std::string& what);
+
  private:
-  std::string dir_;
+  void settle();
+
+  std::string dir_, root_, tenant_;
+  bool settled_ = false, unverified_ = false;
 };
 
 }  // namespace compactor::store

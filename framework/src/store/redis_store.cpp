@@ -2,6 +2,7 @@
 
 #include "archive/archive_store.hpp"
 
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +18,10 @@ std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
 }
 
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string unix_seconds() {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
@@ -30,13 +35,103 @@ end
 return false)";
 
 // Removes up to ARGV[3] blobs whose index time is at most ARGV[1] (each checked again, so a blob
-// put again meanwhile stays); ARGV[2] is the blob keys' prefix. Returns how many it removed.
+// put again meanwhile stays); ARGV[2] is the blob keys' prefix; what each held leaves the
+// namespace's byte count (KEYS[2]). Returns how many it removed.
 constexpr const char* kCollectScript = R"(local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, hex in ipairs(old) do
+  redis.call('DECRBY', KEYS[2], redis.call('STRLEN', ARGV[2] .. hex))
   redis.call('UNLINK', ARGV[2] .. hex)
   redis.call('ZREM', KEYS[1], hex)
 end
+if tonumber(redis.call('GET', KEYS[2]) or '0') < 0 then redis.call('SET', KEYS[2], 0) end
 return #old)";
+
+// A run's blobs, at once (gc runs before or after, never between a blob and its index entry).
+// KEYS: the index, the byte count, the pending set, then each blob's key; ARGV: the time (s), the
+// tenant's bound (0: none), the unverified lifetime (0: a known tenant), then each blob's hex and
+// bytes. A known tenant's new blobs are counted, and refused whole past the bound (-1); an
+// unverified tenant's expire unless a vouch makes them the tenant's (the pending set names them).
+// Returns {bytes new, bytes held}.
+constexpr const char* kPutBlobsScript = R"(local n, ttl, new = #KEYS - 3, tonumber(ARGV[3]), 0
+for i = 1, n do
+  if redis.call('EXISTS', KEYS[3 + i]) == 0 then new = new + string.len(ARGV[3 + 2 * i]) end
+end
+local used, max = tonumber(redis.call('GET', KEYS[2]) or '0'), tonumber(ARGV[2])
+if ttl == 0 and max > 0 and used + new > max then return {-1, used} end
+for i = 1, n do
+  local hex, bytes = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  if ttl > 0 then
+    if redis.call('SET', KEYS[3 + i], bytes, 'NX', 'EX', ttl) then redis.call('ZADD', KEYS[3], ARGV[1], hex) end
+  else
+    if redis.call('SET', KEYS[3 + i], bytes, 'NX') then redis.call('INCRBY', KEYS[2], string.len(bytes)) end
+    redis.call('ZADD', KEYS[1], ARGV[1], hex)
+  end
+end
+if ttl > 0 then redis.call('EXPIRE', KEYS[3], ttl) return {new, 0} end
+return {new, used + new})";
+
+// One state, with the namespace's accounting. KEYS: the state, the states' expiry set, their
+// sizes, the byte count, the superseded state. ARGV: the value, its lifetime (s), now (ms), the
+// tenant's bound (0: none), the superseded lifetime, the key's hex, the superseded hex ('' none),
+// '1' for an unverified tenant (the area counts it: no accounting here). Forgets a few expired
+// states first; refuses past the bound ({-1, held}); returns {1, held}.
+constexpr const char* kPutStateScript = R"(local now, ttl = tonumber(ARGV[3]), tonumber(ARGV[2])
+if ARGV[8] == '1' then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl)
+  if ARGV[7] ~= '' then redis.call('EXPIRE', KEYS[5], ARGV[5], 'LT') end
+  return {1, 0}
+end
+for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 64)) do
+  redis.call('DECRBY', KEYS[4], tonumber(redis.call('HGET', KEYS[3], h) or '0'))
+  redis.call('HDEL', KEYS[3], h)
+  redis.call('ZREM', KEYS[2], h)
+end
+local old, size = tonumber(redis.call('HGET', KEYS[3], ARGV[6]) or '0'), string.len(ARGV[1])
+local used, max = tonumber(redis.call('GET', KEYS[4]) or '0'), tonumber(ARGV[4])
+if max > 0 and size > old and used - old + size > max then return {-1, used} end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl)
+redis.call('ZADD', KEYS[2], now + ttl * 1000, ARGV[6])
+redis.call('HSET', KEYS[3], ARGV[6], size)
+redis.call('INCRBY', KEYS[4], size - old)
+if ARGV[7] ~= '' then
+  redis.call('EXPIRE', KEYS[5], ARGV[5], 'LT')
+  redis.call('ZADD', KEYS[2], 'XX', 'LT', now + tonumber(ARGV[5]) * 1000, ARGV[7])
+end
+return {1, used - old + size})";
+
+// Charges ARGV[2] bytes to tenant ARGV[1] in the area of unverified keys (KEYS: its expiry set,
+// each tenant's bytes, the total), after forgetting a few entries past their time (ARGV[3] now,
+// ms); ARGV[4] the lifetime (ms), ARGV[5] the area's bound. 1 when charged, 0 when full.
+constexpr const char* kReserveScript = R"(for _, t in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[3], 'LIMIT', 0, 256)) do
+  redis.call('DECRBY', KEYS[3], tonumber(redis.call('HGET', KEYS[2], t) or '0'))
+  redis.call('HDEL', KEYS[2], t)
+  redis.call('ZREM', KEYS[1], t)
+end
+if tonumber(redis.call('GET', KEYS[3]) or '0') + tonumber(ARGV[2]) > tonumber(ARGV[5]) then return 0 end
+redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
+redis.call('INCRBY', KEYS[3], ARGV[2])
+redis.call('ZADD', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])
+return 1)";
+
+// Vouching, in the tenant's slot (KEYS: the pending set, the index, the byte count, the marker;
+// ARGV[1] the blob keys' prefix): each pending blob still there is the tenant's for good.
+constexpr const char* kPromoteScript = R"(local pending = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #pending, 2 do
+  local key = ARGV[1] .. pending[i]
+  if redis.call('PERSIST', key) == 1 then
+    redis.call('ZADD', KEYS[2], pending[i + 1], pending[i])
+    redis.call('INCRBY', KEYS[3], redis.call('STRLEN', key))
+  end
+end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[4], '1')
+return #pending / 2)";
+
+// And in the area's slot (KEYS as kReserveScript's, ARGV[1] the tenant): its entry goes.
+constexpr const char* kReleaseScript = R"(redis.call('DECRBY', KEYS[3], tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0'))
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1)";
 
 // A run's archive: blobs spooled in a private temporary folder, shipped to Redis at commit.
 class RedisRunArchive final : public RunArchive {
@@ -143,24 +238,86 @@ Expected<std::vector<std::string>> RedisStore::tenants(const StoreConfig& config
   return out;
 }
 
+Expected<bool> RedisStore::unverified() {
+  if (!bounds_.by_upstream) return false;
+  if (unverified_) return *unverified_;
+  // Known: vouched for, or a tenant with blobs from before vouching (an unverified one has none
+  // in its index).
+  auto replies = client_.run({{"EXISTS", tag_ + ":known", index_key()}});
+  if (!replies) return Error{replies.error().message};
+  unverified_ = replies->front().integer == 0;
+  return *unverified_;
+}
+
+Expected<bool> RedisStore::reserve_unverified(std::int64_t bytes) {
+  const std::string area = "{" + config_.prefix + "}:unverified";
+  const std::string shares = area + ":bytes", total = area + ":total", amount = std::to_string(bytes), now = std::to_string(unix_ms()),
+                    life = std::to_string(bounds_.unverified_ttl_s * 1000), bound = std::to_string(bounds_.unverified_bytes);
+  auto replies = client_.run({{"EVAL", kReserveScript, "3", area, shares, total, tenant_, amount, now, life, bound}});
+  if (!replies) return Error{replies.error().message};
+  return replies->front().integer == 1;
+}
+
+// Before anything is written: whose bound admits it (the unverified area's, charged here, or the
+// tenant's, which the write's own script checks); the lifetime an unverified write takes (else 0).
+Expected<std::int64_t> RedisStore::admit(std::int64_t bytes, const std::string& what) {
+  auto fail = [&](const std::string& why) {
+    if (what == "archive") failed_blobs(what + ": " + why);
+    else failed(counters_.state_put_errors, what + ": " + why);
+    return Error{what + ": " + why};
+  };
+  auto unknown = unverified();
+  if (!unknown) return fail(unknown.error().message);
+  if (!*unknown) return std::int64_t{0};
+  auto room = reserve_unverified(bytes);
+  if (!room) return fail(room.error().message);
+  if (!*room)
+    return over_bound(true, fmt::format("{}: the area for API keys no upstream answer has vouched for yet cannot take {} more bytes "
+                                        "(serve.unverified_max_bytes, {})",
+                                        what, bytes, bounds_.unverified_bytes));
+  counters_.unverified = true;
+  return bounds_.unverified_ttl_s;
+}
+
 Expected<bool> RedisStore::put_blobs(const std::vector<std::pair<std::string, std::string>>& blobs) {
   const auto started = Clock::now();
-  const std::string now = unix_seconds(), index = index_key();
+  auto done = [&](Expected<bool> out) {
+    counters_.blobs_put_us = us_since(started);
+    return out;
+  };
+  std::int64_t total = 0;
+  for (const auto& blob : blobs) total += static_cast<std::int64_t>(blob.second.size());
+  auto lifetime = admit(total, "archive");  // counts its own refusals and failures
+  if (!lifetime) return done(lifetime.error());
+  const std::string now = unix_seconds(), ttl = std::to_string(*lifetime), bound = std::to_string(bounds_.tenant_bytes);
+  const std::string index = index_key(), bytes_key = tag_ + ":bytes", pending = tag_ + ":pending", count = std::to_string(3 + blobs.size());
   std::vector<std::string> keys;
   keys.reserve(blobs.size());
-  std::vector<RedisClient::Command> commands;
-  // Write first, then mark: each blob, then its entry in the index.
-  for (const auto& [receipt, bytes] : blobs) {
-    keys.push_back(blob_key(std::string_view(receipt).substr(7)));
-    commands.push_back({"SET", keys.back(), bytes, "NX"});
-  }
-  for (const auto& blob : blobs) commands.push_back({"ZADD", index, now, std::string_view(blob.first).substr(7)});
-  auto replies = client_.run(commands);
-  counters_.blobs_put_us = us_since(started);
+  for (const auto& blob : blobs) keys.push_back(blob_key(std::string_view(blob.first).substr(7)));
+  RedisClient::Command eval{"EVAL", kPutBlobsScript, count, index, bytes_key, pending};
+  for (const std::string& key : keys) eval.push_back(key);
+  eval.insert(eval.end(), {now, bound, ttl});
+  for (const auto& [receipt, bytes] : blobs) eval.insert(eval.end(), {std::string_view(receipt).substr(7), bytes});
+  auto replies = client_.run({eval});
   if (!replies) {
     failed_blobs("archive: " + replies.error().message);
-    return Error{"archive: " + replies.error().message};
+    return done(Error{"archive: " + replies.error().message});
   }
+  const RedisReply& r = replies->front();
+  const long long held = r.elements.size() == 2 ? r.elements[1].integer : -1;
+  if (r.elements.size() == 2 && r.elements[0].integer < 0)
+    return done(over_bound(false, fmt::format("archive: {} holds {} bytes, and these blobs would pass serve.tenant_max_bytes ({})",
+                                              where(), held, bounds_.tenant_bytes)));
+  if (*lifetime == 0 && held >= 0) counters_.usage_bytes = held;
+  return done(true);
+}
+
+Expected<bool> RedisStore::vouch() {
+  auto promoted = client_.run({{"EVAL", kPromoteScript, "4", tag_ + ":pending", index_key(), tag_ + ":bytes", tag_ + ":known", tag_ + ":b:"}});
+  if (!promoted) return Error{promoted.error().message};
+  const std::string area = "{" + config_.prefix + "}:unverified";
+  auto released = client_.run({{"EVAL", kReleaseScript, "3", area, area + ":bytes", area + ":total", tenant_}});
+  if (!released) return Error{released.error().message};
   return true;
 }
 
@@ -223,23 +380,36 @@ Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector
 
 Expected<bool> RedisStore::put_state(const std::string& key, std::string_view bytes, const std::string& supersedes) {
   const auto started = Clock::now();
-  Expected<bool> out = true;
-  if (!is_state_key(key)) {
-    out = Error{"\"" + key + "\" is not a state key"};
-  } else {
-    const std::string ttl = std::to_string(config_.state_ttl_s), shorter = std::to_string(config_.superseded_ttl_s);
-    const std::string name = state_key(key), previous = state_key(supersedes);  // the commands view them
-    const std::string value = stamped(bytes);
-    std::vector<RedisClient::Command> commands{{"SET", name, value, "EX", ttl}};
-    // Each call's state holds the whole compacted history: the one it continued from is needed
-    // only by a retry or a rewind, so it goes sooner (LT: never later than it would have).
-    if (is_state_key(supersedes) && supersedes != key) commands.push_back({"EXPIRE", previous, shorter, "LT"});
-    auto replies = client_.run(commands);
-    if (!replies) out = Error{"continuity state: " + replies.error().message};
-  }
-  counters_.state_put_us = us_since(started);
-  if (!out) failed(counters_.state_put_errors, out.error().message);
-  return out;
+  auto done = [&](Expected<bool> out) {
+    counters_.state_put_us = us_since(started);
+    return out;
+  };
+  auto fail = [&](const std::string& why) {
+    failed(counters_.state_put_errors, why);
+    return done(Error{why});
+  };
+  if (!is_state_key(key)) return fail("\"" + key + "\" is not a state key");
+  const std::string value = stamped(bytes);
+  auto lifetime = admit(static_cast<std::int64_t>(value.size()), "continuity state");  // counts its own
+  if (!lifetime) return done(lifetime.error());
+  // Each call's state holds the whole compacted history: the one it continued from is needed
+  // only by a retry or a rewind, so it goes sooner (LT: never later than it would have).
+  const bool superseding = is_state_key(supersedes) && supersedes != key;
+  const std::string ttl = std::to_string(*lifetime > 0 ? std::min(*lifetime, config_.state_ttl_s) : config_.state_ttl_s);
+  const std::string shorter = std::to_string(config_.superseded_ttl_s), now = std::to_string(unix_ms()),
+                    bound = std::to_string(bounds_.tenant_bytes), name = state_key(key),
+                    previous = state_key(superseding ? supersedes : key);
+  auto replies = client_.run({{"EVAL", kPutStateScript, "5", name, tag_ + ":states", tag_ + ":state_sizes", tag_ + ":bytes", previous,
+                               value, ttl, now, bound, shorter, key, superseding ? std::string_view(supersedes) : std::string_view(),
+                               *lifetime > 0 ? "1" : "0"}});
+  if (!replies) return fail("continuity state: " + replies.error().message);
+  const RedisReply& r = replies->front();
+  const long long held = r.elements.size() == 2 ? r.elements[1].integer : -1;
+  if (r.elements.size() == 2 && r.elements[0].integer < 0)
+    return done(over_bound(false, fmt::format("continuity state: {} holds {} bytes, and this state would pass serve.tenant_max_bytes ({})",
+                                              where(), held, bounds_.tenant_bytes)));
+  if (*lifetime == 0 && held >= 0) counters_.usage_bytes = held;
+  return done(true);
 }
 
 Expected<ArchiveGcResult> RedisStore::collect_garbage(std::chrono::hours keep) {
@@ -248,7 +418,7 @@ Expected<ArchiveGcResult> RedisStore::collect_garbage(std::chrono::hours keep) {
   const std::string index = index_key(), prefix = tag_ + ":b:";
   ArchiveGcResult result;
   for (;;) {
-    auto replies = client_.run({{"EVAL", kCollectScript, "1", index, cutoff, prefix, "500"}});
+    auto replies = client_.run({{"EVAL", kCollectScript, "2", index, tag_ + ":bytes", cutoff, prefix, "500"}});
     if (!replies) return Error{replies.error().message};
     result.removed += static_cast<std::size_t>(replies->front().integer);
     if (replies->front().integer < 500) break;

@@ -5,6 +5,11 @@
 //   {<prefix>}:b:<64 hex>          a blob, the exact bytes its receipt hashes; written once (SET NX)
 //   {<prefix>}:blobs               sorted set: each blob's hex by the time it was last put (gc's index)
 //   {<prefix>}:s:<64 hex>          continuity state for a prefix; expires store.state_ttl_s after it was written
+//   {<prefix>}:bytes               what the namespace holds (blobs, live state), for serve.tenant_max_bytes
+//   {<prefix>}:states, :state_sizes each state's expiry (sorted set) and size (hash): expired ones leave the count
+//   {<prefix>:key-…}:known         an API key's tenant an upstream's 2xx vouched for
+//   {<prefix>:key-…}:pending       an unverified tenant's blobs (they expire after serve.unverified_ttl_s)
+//   {<prefix>}:unverified, :unverified:bytes, :unverified:total   the area every unverified tenant shares
 //
 // with {<prefix>:<tenant>} in place of {<prefix>} for a tenant. A run's blobs are spooled to a
 // private temporary folder as the folder store writes them (so a stage's checks read them back,
@@ -27,6 +32,11 @@ class RedisStore final : public Store {
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
+  Expected<bool> unverified() override;
+
+  // Vouching (store.hpp vouch_for): the tenant's pending blobs are its own for good, it is known
+  // ({tag}:known), and its entry leaves the unverified area.
+  Expected<bool> vouch();
 
   // The tenants with a gc index under config.prefix (SCAN of the node the URL names).
   static Expected<std::vector<std::string>> tenants(const StoreConfig& config);
@@ -40,8 +50,13 @@ class RedisStore final : public Store {
   std::string index_key() const { return tag_ + ":blobs"; }
 
  private:
+  // What an unverified tenant's write takes from the shared area ({<prefix>}:unverified…).
+  Expected<bool> reserve_unverified(std::int64_t bytes);
+  Expected<std::int64_t> admit(std::int64_t bytes, const std::string& what);
+
   StoreConfig config_;
   std::string tenant_;
+  std::optional<bool> unverified_;
   std::string tag_;  // {<prefix>} or {<prefix>:<tenant>}
   RedisClient client_;
 };

@@ -1,5 +1,6 @@
 #include "store/store.hpp"
 
+#include "store/folder_bounds.hpp"
 #include "store/folder_store.hpp"
 #include "store/redis_store.hpp"
 
@@ -25,7 +26,15 @@ std::unique_ptr<Store> open_store(const StoreConfig& config, const std::string& 
   // callers check it, and this refuses it anyway with a namespace nobody writes.
   const std::string checked = tenant.empty() || is_tenant_id(tenant) ? tenant : "invalid-tenant";
   if (config.kind == StoreConfig::Kind::redis) return std::make_unique<RedisStore>(config, checked);
-  return std::make_unique<FolderStore>(tenant_folder(archive_dir, checked));
+  return std::make_unique<FolderStore>(tenant_folder(archive_dir, checked), archive_dir, checked);
+}
+
+bool is_key_tenant(std::string_view tenant) { return tenant.starts_with("key-"); }
+
+Expected<bool> vouch_for(const StoreConfig& config, const std::string& archive_dir, const std::string& tenant) {
+  if (!is_key_tenant(tenant) || !is_tenant_id(tenant)) return Error{"\"" + tenant + "\" is no API key's tenant"};
+  if (config.kind == StoreConfig::Kind::redis) return RedisStore(config, tenant).vouch();
+  return vouch_folder_tenant(archive_dir, tenant);
 }
 
 Expected<std::vector<std::string>> list_tenants(const StoreConfig& config, const std::string& archive_dir) {

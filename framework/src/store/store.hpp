@@ -45,7 +45,29 @@ struct StoreCounters {
   int state_get_errors = 0, state_put_errors = 0, blob_errors = 0;
   std::string first_error;       // one line, what and where
   std::string first_blob_error;  // the same for blobs: why a run that removes nothing was forwarded
+  // Writes refused by a bound (TenantBounds), not failed: the tenant's or the unverified area's.
+  int over_tenant_bound = 0, over_unverified_bound = 0;
+  std::int64_t usage_bytes = -1;  // what the namespace holds after this process's writes (-1: not known)
+  bool unverified = false;        // it wrote as an API key no upstream answer has vouched for yet
 };
+
+// What serve lets one namespace keep (serve.tenant_max_bytes, unverified_max_bytes,
+// unverified_ttl_s). A tenant serve knows only by the API key it forwards (`key-…`) is unverified
+// until the upstream answered one of its calls with a 2xx (vouch_for): until then its writes are
+// charged to a small area shared by every unverified key, bounded in bytes, and what is still
+// unvouched after its time is dropped, so the refused calls of strangers never fill the store.
+// A write over a bound is refused as a value: a run that cannot archive is forwarded as it came,
+// a state not kept is a miss.
+struct TenantBounds {
+  std::int64_t tenant_bytes = 0;      // 0: unbounded (the command line's own runs)
+  bool by_upstream = false;           // an API key's tenant: unverified until vouched for
+  std::int64_t unverified_bytes = 0;  // the shared area, every unverified key together
+  std::int64_t unverified_ttl_s = 3600;
+};
+
+// Whether `tenant` is an API key's (`key-` and 16 hex digits: serve/tenant.hpp), which only an
+// upstream's 2xx vouches for; a client's name never starts so (serve.clients refuses it).
+bool is_key_tenant(std::string_view tenant);
 
 class Store {
  public:
@@ -66,6 +88,12 @@ class Store {
   // Removes what was written more than `keep` ago (blobs, and state the store does not expire).
   virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) = 0;
 
+  // The bounds writes are admitted under (serve's workers; nothing else is bounded).
+  void bound(const TenantBounds& bounds) { bounds_ = bounds; }
+  // Whether this is an API key's namespace that no 2xx has vouched for yet (asked of the store
+  // once, then kept); false for every other, and an error when the store cannot say.
+  virtual Expected<bool> unverified() = 0;
+
   StoreCounters& counters() { return counters_; }
 
  protected:
@@ -77,7 +105,14 @@ class Store {
     failed(counters_.blob_errors, what);
     if (counters_.first_blob_error.empty()) counters_.first_blob_error = what;
   }
+  // A write refused by a bound: counted apart from failures, and the error says which bound.
+  Error over_bound(bool unverified_area, const std::string& what) {
+    ++(unverified_area ? counters_.over_unverified_bound : counters_.over_tenant_bound);
+    if (counters_.first_blob_error.empty() && what.starts_with("archive")) counters_.first_blob_error = what;
+    return Error{what};
+  }
   StoreCounters counters_;
+  TenantBounds bounds_;
 };
 
 // The store `config` names for `tenant` (empty: the default namespace). Opening connects to
@@ -99,5 +134,9 @@ void remove_spools_of(pid_t pid);
 
 // Whether `key` can name stored state: 64 lowercase hex digits (Continuation's prefix keys).
 bool is_state_key(std::string_view key);
+
+// An upstream answered a call of `tenant` (an API key's) with a 2xx: what it stored is kept as the
+// tenant's own, out of the unverified area, and later calls are bounded as any tenant's.
+Expected<bool> vouch_for(const StoreConfig& config, const std::string& archive_dir, const std::string& tenant);
 
 }  // namespace compactor::store
