@@ -322,9 +322,10 @@ TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
   test::ScratchFolder dir("serve-hostile-mcp-queue");
   SilentRedis redis;
   LoopbackHttpServer upstream({});
+  std::ofstream(dir.path() / "state.secret") << "a-secret-to-sign-state-with\n";  // serve needs one on Redis
   ServeProcess serve(dir.path(),
                      write_config(dir.path(), "store: {kind: redis, url: \"redis://127.0.0.1:" + std::to_string(redis.port()) +
-                                                  "/0\", timeout_ms: 60000}\n"),
+                                                  "/0\", timeout_ms: 60000, state_secret_file: state.secret}\n"),
                      upstream.base_url());
   const std::string restore = R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"restore","arguments":{"receipt":"sha256:)" +
                               std::string(64, '0') + R"("}}})";

@@ -16,6 +16,7 @@
 #include "serve/mcp_endpoint.hpp"
 #include "serve/tenant.hpp"
 #include "store/folder_store.hpp"
+#include "store/redis_client.hpp"
 #include "store/redis_store.hpp"
 #include "wire/anthropic/anthropic_messages.hpp"
 
@@ -23,6 +24,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -60,6 +62,7 @@ StoreConfig redis_config(const RedisServer& redis, std::int64_t timeout_ms = 500
   c.kind = StoreConfig::Kind::redis;
   c.port = redis.port();
   c.timeout_ms = timeout_ms;
+  c.state_secret_file = redis.secret_file();
   return c;
 }
 
@@ -415,6 +418,128 @@ TEST(FolderStoreState, ATenantsBytesAreCountedAndBounded) {
   EXPECT_EQ(count(), on_disk());
 }
 
+// Every command Redis ran since the slow log was reset (it logs each one): the name, and for an
+// EVAL the number of keys it was given.
+std::vector<std::pair<std::string, long>> commands_run(const StoreConfig& config) {
+  store::RedisClient admin(config);
+  auto replies = admin.run({{"SLOWLOG", "GET", "100000"}});
+  std::vector<std::pair<std::string, long>> out;
+  if (!replies) return out;
+  for (const auto& entry : replies->front().elements) {
+    if (entry.elements.size() < 4 || entry.elements[3].elements.empty()) continue;
+    const auto& args = entry.elements[3].elements;
+    const std::string name = args[0].text;
+    out.emplace_back(name, name == "EVAL" && args.size() > 2 ? std::stol(args[2].text) : 0);
+  }
+  return out;  // the newest first
+}
+
+void log_every_command(const StoreConfig& config) {
+  store::RedisClient admin(config);
+  ASSERT_TRUE(admin.run({{"CONFIG", "SET", "slowlog-log-slower-than", "0"}, {"CONFIG", "SET", "slowlog-max-len", "100000"},
+                         {"SLOWLOG", "RESET"}}));
+}
+
+// A body of 800k tiny messages must not send Redis one script of 800k keys (it would hold the
+// shared server for the script's whole run): a lookup asks at most 512 keys a call, longest
+// first, and 8,192 in all; a conversation whose last state is further back is a miss.
+TEST(RedisStore, AStateLookupAsksABoundedNumberOfKeys) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  const StoreConfig config = redis_config(redis);
+  auto s = store::open_store(config, "", "");
+  std::vector<std::string> keys;
+  for (int i = 0; i < 20000; ++i) keys.push_back(fmt::format("{:064x}", i));
+  ASSERT_TRUE(s->put_state(keys[18999], "[]"));  // the state of the first 19,000 messages
+  ASSERT_TRUE(s->put_state(keys[4999], "[]"));   // and of the first 5,000: past the bound
+  log_every_command(config);
+  auto found = s->longest_state(keys, keys.size()).value();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->covered, 19000u);
+  long asked = 0, largest = 0;
+  for (const auto& [name, count] : commands_run(config)) {
+    if (name != "EVAL") continue;
+    asked += count;
+    largest = std::max(largest, count);
+  }
+  EXPECT_EQ(asked, 1024);  // two calls: 19,488-20,000, then 18,976-19,488
+  EXPECT_EQ(largest, 512);
+  // Without the newer state, the lookup stops at 8,192 keys: the one 15,000 back is not asked.
+  redis.cli({"DEL", "{compactor}:s:" + keys[18999]});
+  log_every_command(config);
+  EXPECT_FALSE(s->longest_state(keys, keys.size()).value());
+  asked = largest = 0;
+  for (const auto& [name, count] : commands_run(config))
+    if (name == "EVAL") asked += count, largest = std::max(largest, count);
+  EXPECT_EQ(asked, 8192);
+  EXPECT_EQ(largest, 512);
+}
+
+// A run's blobs and their gc index entries go in one script: gc runs before or after it, never
+// between a blob and its entry (a blob removed after its entry was refreshed would be a receipt
+// that no longer restores).
+TEST(RedisStore, ARunsBlobsAndTheirIndexEntriesAreWrittenInOneScript) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  const StoreConfig config = redis_config(redis);
+  auto s = store::open_store(config, "", "");
+  log_every_command(config);
+  auto run = s->open_run(real_file_system());
+  ASSERT_TRUE(run->put(std::string("one blob")));
+  ASSERT_TRUE(run->put(std::string("another")));
+  ASSERT_TRUE(run->commit());
+  // The slow log lists a script's own commands, then the script: the commit was one EVAL, and no
+  // command came after it.
+  std::vector<std::string> names;
+  for (const auto& [name, count] : commands_run(config)) names.push_back(name);
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(std::count(names.begin(), names.end(), "EVAL"), 1) << ::testing::PrintToString(names);
+  EXPECT_EQ(names.front(), "EVAL") << ::testing::PrintToString(names);
+  EXPECT_EQ(redis.cli({"ZCARD", "{compactor}:blobs"}), "2\n");
+}
+
+// State is signed with the server's secret (store.state_secret_*): a history planted by whoever
+// can write Redis, or a signed one copied under another key or tenant, is a miss, counted; during
+// a rotation the new secret signs and either verifies.
+TEST(RedisStore, StateThatDoesNotVerifyIsAMissAndCounted) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  StoreConfig config = redis_config(redis);
+  auto s = store::open_store(config, "", "");
+  ASSERT_TRUE(s->put_state(kKeyA, "[\"short\"]"));
+  ASSERT_TRUE(s->put_state(kKeyB, "[\"long\"]"));
+  const std::string signed_b = redis.cli({"GET", "{compactor}:s:" + kKeyB});
+  EXPECT_EQ(signed_b.substr(0, 1), "#");
+  // Planted, unsigned, under the longer key: a miss there; the shorter prefix still serves.
+  redis.cli({"SET", "{compactor}:s:" + kKeyB, "@1\n[\"planted\"]"});
+  auto found = s->longest_state({kKeyA, kKeyB}, 2).value();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->covered, 1u);
+  EXPECT_EQ(found->bytes, "[\"short\"]");
+  EXPECT_EQ(s->counters().state_rejected, 1);
+  EXPECT_EQ(s->counters().state_get_errors, 0);  // a miss, not an error
+  // A signed value copied under another key, or into another tenant's namespace, does not verify.
+  const std::string signed_a = redis.cli({"GET", "{compactor}:s:" + kKeyA});
+  redis.cli({"SET", "{compactor}:s:" + kKeyB, signed_a.substr(0, signed_a.size() - 1)});
+  redis.cli({"SET", "{compactor:bob}:s:" + kKeyA, signed_a.substr(0, signed_a.size() - 1)});
+  EXPECT_EQ(s->longest_state({kKeyA, kKeyB}, 2).value()->covered, 1u);
+  EXPECT_FALSE(store::open_store(config, "", "bob")->longest_state({kKeyA}, 1).value());
+  // Rotation: the new secret first, the old one still verifying what it signed.
+  const fs::path dir = test::scratch_folder_until_exit("store-rotation");
+  std::ofstream(dir / "rotating") << "a-brand-new-secret-value\n" << test::read_file(redis.secret_file());
+  std::ofstream(dir / "new-only") << "a-brand-new-secret-value\n";
+  StoreConfig rotating = config, renewed = config;
+  rotating.state_secret_file = (dir / "rotating").string();
+  renewed.state_secret_file = (dir / "new-only").string();
+  auto during = store::open_store(rotating, "", "");
+  EXPECT_EQ(during->longest_state({kKeyA}, 1).value()->bytes, "[\"short\"]");  // the old secret's
+  ASSERT_TRUE(during->put_state(kKeyB, "[\"renewed\"]"));
+  EXPECT_EQ(store::open_store(renewed, "", "")->longest_state({kKeyA, kKeyB}, 2).value()->bytes, "[\"renewed\"]");
+  auto old_only = store::open_store(config, "", "");
+  EXPECT_EQ(old_only->longest_state({kKeyA, kKeyB}, 2).value()->covered, 1u);  // the new secret's is not the old's
+  EXPECT_EQ(old_only->counters().state_rejected, 1);
+}
+
 TEST(StoreConfigSection, MistakesAreLocatedAndTlsIsRefusedWithWhatToDo) {
   const fs::path dir = test::scratch_folder_until_exit("store-config");
   auto errors_of = [&](const std::string& store) {
@@ -423,7 +548,22 @@ TEST(StoreConfigSection, MistakesAreLocatedAndTlsIsRefusedWithWhatToDo) {
     return settings.errors.empty() ? std::string() : settings.errors.front();
   };
   const std::string file = (dir / "c.yaml").string();
-  EXPECT_EQ(errors_of("store: {kind: redis, url: \"redis://10.0.0.5:6379/2\", password_env: REDIS_PASSWORD}\n"), "");
+  ::setenv("STORE_TEST_STATE_SECRET", "a-secret-of-twenty-chars other-secret-of-20", 1);
+  EXPECT_EQ(errors_of("store: {kind: redis, url: \"redis://10.0.0.5:6379/2\", password_env: REDIS_PASSWORD, state_secret_env: "
+                      "STORE_TEST_STATE_SECRET}\n"),
+            "");
+  // serve signs the state it keeps in Redis: without a secret it does not start, and says what to add.
+  EXPECT_EQ(errors_of("store: {kind: redis}\n"),
+            file + ":4:8: store: serve signs the continuity state it keeps in Redis, so that whoever can write Redis cannot plant a "
+                   "history, and no store.state_secret_file or store.state_secret_env: add `state_secret_file: "
+                   "/etc/compactor/state.secret` (a file of one line, `head -c 32 /dev/urandom | base64` makes one) or "
+                   "`state_secret_env: NAME` to store:");
+  ::setenv("STORE_TEST_STATE_SECRET", "short", 1);
+  EXPECT_NE(errors_of("store: {kind: redis, state_secret_env: STORE_TEST_STATE_SECRET}\n")
+                .find("store.state_secret_env (STORE_TEST_STATE_SECRET): a secret of 5 characters; at least 16 are needed"),
+            std::string::npos);
+  EXPECT_EQ(errors_of("store: {kind: redis, state_secret_env: STORE_TEST_STATE_SECRET}\n").find("short"), std::string::npos)
+      << "a secret was shown";
   EXPECT_EQ(errors_of("store: {kind: redis, tls: true}\n").substr(0, file.size() + 6), file + ":4:27:");
   EXPECT_NE(errors_of("store: {kind: redis, tls: true}\n").find("hiredis"), std::string::npos);
   EXPECT_NE(errors_of("store: {kind: redis, url: \"redis://:secret@h:6379/0\"}\n").find("store.password_env"), std::string::npos);

@@ -41,6 +41,12 @@ std::string shell_quote(const std::string& s) {
 
 RedisServer::RedisServer(std::vector<std::string> options) : options_(std::move(options)) {
   dir_ = scratch_folder_until_exit("redis");
+  // The secret serve signs its continuity state with (store.state_secret_file).
+  std::FILE* secret = std::fopen(secret_file().c_str(), "w");
+  if (secret != nullptr) {
+    std::fputs("test-state-secret-of-this-redis\n", secret);
+    std::fclose(secret);
+  }
   port_ = free_port();
   if (!start()) {
     ADD_FAILURE() << "redis-server did not start on 127.0.0.1:" << port_ << " (install it: bash tools/setup.sh --tests)";
@@ -49,8 +55,11 @@ RedisServer::RedisServer(std::vector<std::string> options) : options_(std::move(
 }
 
 std::string RedisServer::store_yaml(const std::string& extra) const {
-  return "store: {kind: redis, url: \"" + url() + "\"" + (extra.empty() ? "" : ", " + extra) + "}\n";
+  return "store: {kind: redis, url: \"" + url() + "\", state_secret_file: \"" + secret_file() + "\"" + (extra.empty() ? "" : ", " + extra) +
+         "}\n";
 }
+
+std::string RedisServer::secret_file() const { return (dir_ / "state.secret").string(); }
 
 bool RedisServer::start() {
   const std::string port = std::to_string(port_);

@@ -23,8 +23,11 @@ class RedisServer {
 
   unsigned short port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_) + "/0"; }
-  // What to put in a config: `store: {kind: redis, url: …}` plus `extra` inside the braces.
+  // What to put in a config: `store: {kind: redis, url: …, state_secret_file: …}` plus `extra`
+  // inside the braces.
   std::string store_yaml(const std::string& extra = "") const;
+  // A file holding a secret to sign continuity state with, made with the server.
+  std::string secret_file() const;
 
   void stop();
   void kill_hard();  // SIGKILL: what an operator's kill -9 does; nothing flushed

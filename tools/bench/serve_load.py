@@ -324,7 +324,10 @@ def main():
         if a.redis:
             redis_port, redis_proc = start_redis(work)
             redis = {"port": redis_port, "proc": redis_proc}
-            text = re.sub(r"(?m)^store:.*(\n  .*)*", "", text) + f'\nstore: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0"}}\n'
+            secret = os.path.join(work, "state.secret")  # what serve signs its state in Redis with
+            open(secret, "w").write(os.urandom(24).hex() + "\n")
+            text = (re.sub(r"(?m)^store:.*(\n  .*)*", "", text) +
+                    f'\nstore: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0", state_secret_file: "{secret}"}}\n')
 
         print(f"{len(sessions)} agents x {a.calls} calls ({sum(len(b) for _, b in sessions)} calls), upstream delay "
               f"{a.delay_ms} ms, config {a.config}, {os.cpu_count()} cores", flush=True)

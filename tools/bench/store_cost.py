@@ -107,8 +107,10 @@ def main():
         redis_port, redis_proc = start_redis(work)
         redis = redis_proc
         before = used_memory(redis_port)
-        statuses, hits = replay(cli, text + f'store: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0"}}\n', upstream, bodies,
-                                os.path.join(work, "redis"))
+        secret = os.path.join(work, "state.secret")  # what serve signs its state in Redis with
+        open(secret, "w").write(os.urandom(24).hex() + "\n")
+        statuses, hits = replay(cli, text + f'store: {{kind: redis, url: "redis://127.0.0.1:{redis_port}/0", state_secret_file: "{secret}"}}\n',
+                                upstream, bodies, os.path.join(work, "redis"))
         after = used_memory(redis_port)
         kinds = {}
         for key in redis_cli(redis_port, "--scan").split():

@@ -3,8 +3,11 @@
 // sharing no disk reach alike (store/store.hpp has the layouts).
 #pragma once
 
+#include "compactor/error.hpp"
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace compactor {
 
@@ -22,7 +25,17 @@ struct StoreConfig {
   std::int64_t timeout_ms = 500;     // connect, and each command's reply
   std::int64_t state_ttl_s = 7 * 24 * 3600;  // continuity state expires this long after it was written
   std::int64_t superseded_ttl_s = 3600;      // and this long after a later call continued from it
+  // What serve signs the continuity state it keeps in Redis with (HMAC-SHA256), so that whoever
+  // can write Redis cannot plant a history: a file (absolute once read) or a variable, holding
+  // one secret, or two separated by white space during a rotation (the first signs, either
+  // verifies). Named here, never held, printed or logged.
+  std::string state_secret_file;
+  std::string state_secret_env;
 };
+
+// The secrets `config` names, read now: one or two, each at least 16 characters; an error names
+// the setting and what is wrong, never a secret.
+Expected<std::vector<std::string>> read_state_secrets(const StoreConfig& config);
 
 // A tenant: the namespace of one client's state and archive. Empty is the default namespace;
 // otherwise [a-z0-9][a-z0-9_-]{0,63} (a configured client's name, or key-<16 hex>).

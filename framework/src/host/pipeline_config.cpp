@@ -92,6 +92,13 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
   archive_dir_at_ = read_archive_section(c_, *root);
   read_serve(*root);
   read_store_section(r_, *root, config_.store);
+  // serve keeps continuity state in the store: in Redis it is signed, so a secret is needed.
+  if (config_.store.kind == StoreConfig::Kind::redis && r_.errors().empty())
+    if (auto secrets = read_state_secrets(config_.store); !secrets)
+      r_.error(*r_.member(*root, "", "store", false), "store",
+               "serve signs the continuity state it keeps in Redis, so that whoever can write Redis cannot plant a history, and " +
+                   secrets.error().message + ": add `state_secret_file: /etc/compactor/state.secret` (a file of one line, "
+                   "`head -c 32 /dev/urandom | base64` makes one) or `state_secret_env: NAME` to store:");
   result.errors = r_.errors();
   if (result.errors.empty())
     result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir, config_.store, config_.warnings};

@@ -4,6 +4,8 @@
 #include "host/yaml_writer.hpp"
 #include "model/conversation_reader.hpp"
 
+#include <filesystem>
+
 namespace compactor {
 namespace detail {
 namespace {
@@ -72,7 +74,7 @@ std::optional<std::string> parse_redis_url(const std::string& url, StoreConfig& 
 void read_store_section(YamlReader& r, const YAML::Node& root, StoreConfig& config) {
   auto store = r.member(root, "", "store", false);
   if (!store || !r.check_mapping(*store, "store", {"kind", "url", "username", "password_env", "tls", "prefix", "timeout_ms", "state_ttl_s",
-                                                   "superseded_ttl_s"}))
+                                                   "superseded_ttl_s", "state_secret_file", "state_secret_env"}))
     return;
   StoreConfig s;
   if (auto k = r.member(*store, "store", "kind", true))
@@ -116,6 +118,18 @@ void read_store_section(YamlReader& r, const YAML::Node& root, StoreConfig& conf
     if (auto n = r.integer(*t, "store.state_ttl_s", 60, std::int64_t{10} * 365 * 24 * 3600)) s.state_ttl_s = *n;
   if (auto t = redis_only("superseded_ttl_s"))
     if (auto n = r.integer(*t, "store.superseded_ttl_s", 1, std::int64_t{10} * 365 * 24 * 3600)) s.superseded_ttl_s = *n;
+  if (auto f = redis_only("state_secret_file"))
+    if (auto v = r.string(*f, "store.state_secret_file")) {
+      std::filesystem::path p(*v);
+      s.state_secret_file = (p.is_absolute() ? p : std::filesystem::path(r.file()).parent_path() / p).lexically_normal().string();
+    }
+  if (auto e = redis_only("state_secret_env"))
+    if (auto v = r.string(*e, "store.state_secret_env")) {
+      if (v->empty() || v->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+        r.error(*e, "store.state_secret_env", "expected the name of an environment variable, got \"" + *v + "\"");
+      else
+        s.state_secret_env = *v;
+    }
   config = s;
 }
 
@@ -125,6 +139,8 @@ void print_store_section(std::string& out, const StoreConfig& store) {
     out += "store:\n  kind: redis\n  url: " + quoted(st.url) + "\n";
     if (!st.username.empty()) out += "  username: " + quoted(st.username) + "\n";
     if (!st.password_env.empty()) out += "  password_env: " + quoted(st.password_env) + "\n";
+    if (!st.state_secret_file.empty()) out += "  state_secret_file: " + quoted(st.state_secret_file) + "\n";
+    if (!st.state_secret_env.empty()) out += "  state_secret_env: " + quoted(st.state_secret_env) + "\n";
     out += "  prefix: " + quoted(st.prefix) + "\n  timeout_ms: " + std::to_string(st.timeout_ms) +
            "\n  state_ttl_s: " + std::to_string(st.state_ttl_s) + "\n  superseded_ttl_s: " + std::to_string(st.superseded_ttl_s) + "\n";
   }

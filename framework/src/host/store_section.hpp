@@ -10,7 +10,8 @@
 
 namespace compactor::detail {
 
-// `store: {kind, url, username, password_env, tls, prefix, timeout_ms, state_ttl_s, superseded_ttl_s}`.
+// `store: {kind, url, username, password_env, tls, prefix, timeout_ms, state_ttl_s, superseded_ttl_s,
+// state_secret_file, state_secret_env}`.
 void read_store_section(YamlReader& r, const YAML::Node& root, StoreConfig& config);
 
 void print_store_section(std::string& out, const StoreConfig& store);

@@ -168,6 +168,7 @@ void report_store(JobOutcome& outcome, store::Store& store, std::string_view kin
   r.over_tenant_bound = c.over_tenant_bound;
   r.over_unverified_bound = c.over_unverified_bound;
   r.usage_bytes = c.usage_bytes;
+  r.state_rejected = c.state_rejected;
   // Unverified when it wrote as such, or would have: its call's 2xx vouches for it either way.
   auto unknown = store.unverified();
   r.unverified = c.unverified || (unknown && *unknown);

@@ -54,7 +54,8 @@ json::object JobOutcome::to_json() const {
                                              {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
                                              {"error", store.error}, {"fault", store_fault},
                                              {"over_tenant", store.over_tenant_bound}, {"over_unverified", store.over_unverified_bound},
-                                             {"usage", store.usage_bytes}, {"unverified", store.unverified}}}};
+                                             {"usage", store.usage_bytes}, {"unverified", store.unverified},
+                                             {"rejected", store.state_rejected}}}};
 }
 
 std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
@@ -102,6 +103,7 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
       out.store.over_unverified_bound = st.at("over_unverified").to_number<int>();
       out.store.usage_bytes = st.at("usage").to_number<std::int64_t>();
       out.store.unverified = st.at("unverified").as_bool();
+      out.store.state_rejected = st.at("rejected").to_number<int>();
     }
     out.model = std::string(o.at("model").as_string());
     out.window = o.at("window").to_number<std::uint64_t>();

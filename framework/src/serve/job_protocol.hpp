@@ -58,6 +58,7 @@ struct JobOutcome {
     int over_tenant_bound = 0, over_unverified_bound = 0;
     std::int64_t usage_bytes = -1;
     bool unverified = false;
+    int state_rejected = 0;  // stored states that did not verify (Redis: not signed with our secret): misses
   } store;
   bool store_fault = false;
   // The budget's window and the model it is for (`budget: {window: auto}`; 0 and empty otherwise).

@@ -36,6 +36,7 @@ void record_store(Metrics& m, const JobOutcome::StoreReport& st) {
   }
   if (st.over_tenant_bound > 0) m.add("compactor_serve_store_full_total", "bound=\"tenant\"", st.over_tenant_bound);
   if (st.over_unverified_bound > 0) m.add("compactor_serve_store_full_total", "bound=\"unverified\"", st.over_unverified_bound);
+  if (st.state_rejected > 0) m.add("compactor_serve_state_rejected_total", "", st.state_rejected);
   static std::atomic<bool> said{false};
   if (!st.error.empty() && !said.exchange(true))
     spdlog::warn("serve: the store failed, and requests go on without it (said once; compactor_serve_store_errors_total counts "
@@ -445,6 +446,9 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_store_full_total", "counter",
              "Writes refused by a bound (the call forwarded as it came, or its state not kept): serve.tenant_max_bytes (tenant) "
              "or serve.unverified_max_bytes (unverified).");
+  m.describe("compactor_serve_state_rejected_total", "counter",
+             "Stored continuity states that did not verify against store.state_secret_* (planted, or signed by a retired "
+             "secret): each a miss.");
   m.describe("compactor_serve_tenant_store_bytes", "gauge", "What each tenant's namespace held after its last write (blobs and state).");
   m.describe("compactor_serve_vouched_total", "counter",
              "API keys' tenants whose storage became their own at an upstream's first 2xx, by result (ok, failed).");

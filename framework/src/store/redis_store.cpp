@@ -3,6 +3,8 @@
 #include "archive/archive_store.hpp"
 
 #include <fmt/core.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,6 +27,10 @@ std::int64_t unix_ms() {
 std::string unix_seconds() {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
+
+constexpr std::size_t kProbeChunk = 512;   // state keys one lookup's EVAL asks for
+constexpr std::size_t kProbeLimit = 8192;  // and one lookup in all: further back is a miss
+constexpr int kForgedLimit = 8;            // states that do not verify before a lookup gives up
 
 // The stored value of the longest key that has one: {index (1-based), value}, or nil. One call,
 // one round trip, however many prefixes the request has.
@@ -342,6 +348,36 @@ std::string stamped(std::string_view bytes) {
   return "@" + std::to_string(now) + "\n" + std::string(bytes);
 }
 
+// A state value in Redis is "#<HMAC-SHA256 in hex>\n" and the stamped value, the MAC over the
+// state's key name, a newline and the stamped value: a history planted under one key, or copied
+// from another key or tenant, does not verify without the server's secret.
+std::string mac_of(const std::string& secret, std::string_view name, std::string_view stamped_value) {
+  hmac_sha256_ctx ctx;
+  hmac_sha256_set_key(&ctx, secret.size(), reinterpret_cast<const std::uint8_t*>(secret.data()));
+  hmac_sha256_update(&ctx, name.size(), reinterpret_cast<const std::uint8_t*>(name.data()));
+  hmac_sha256_update(&ctx, 1, reinterpret_cast<const std::uint8_t*>("\n"));
+  hmac_sha256_update(&ctx, stamped_value.size(), reinterpret_cast<const std::uint8_t*>(stamped_value.data()));
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  hmac_sha256_digest(&ctx, sizeof digest, digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (std::uint8_t b : digest) hex += {kHex[b >> 4], kHex[b & 15]};
+  return hex;
+}
+
+std::string signed_value(const std::string& secret, std::string_view name, std::string_view stamped_value) {
+  return "#" + mac_of(secret, name, stamped_value) + "\n" + std::string(stamped_value);
+}
+
+// The stamped value when one of `secrets` signed it (the new one first, during a rotation).
+std::optional<std::string> verified(const std::vector<std::string>& secrets, std::string_view name, std::string_view value) {
+  if (value.size() < 66 || value[0] != '#' || value[65] != '\n') return std::nullopt;
+  const std::string_view mac = value.substr(1, 64), rest = value.substr(66);
+  for (const std::string& secret : secrets)
+    if (memeql_sec(mac_of(secret, name, rest).data(), mac.data(), 64)) return std::string(rest);
+  return std::nullopt;
+}
+
 StoredState read_stamped(std::size_t covered, std::string value) {
   StoredState out{covered, std::move(value), 0};
   if (!out.bytes.starts_with('@')) return out;
@@ -354,25 +390,50 @@ StoredState read_stamped(std::size_t covered, std::string value) {
 
 }  // namespace
 
+const Expected<std::vector<std::string>>& RedisStore::secrets() {
+  if (!secrets_) secrets_ = read_state_secrets(config_);
+  return *secrets_;
+}
+
+// Asks at most kProbeChunk keys an EVAL, longest first, and kProbeLimit in all: a body of 800k
+// tiny messages would otherwise send one script 800k keys, which holds the shared Redis for its
+// whole run. A history whose last known prefix is further back is a miss (a full run). A state
+// that does not verify is a miss too, counted, and the next shorter prefix is asked for.
+Expected<std::optional<StoredState>> RedisStore::lookup(const std::vector<std::string>& keys, std::size_t count) {
+  const auto& signing = secrets();
+  if (!signing) return Error{"continuity state: " + signing.error().message};
+  std::size_t asked = 0;
+  int forged = 0;
+  for (std::size_t top = count; top > 0 && asked < kProbeLimit && forged < kForgedLimit;) {
+    const std::size_t n = std::min({kProbeChunk, top, kProbeLimit - asked});
+    std::vector<std::string> names;
+    names.reserve(n);
+    for (std::size_t i = top - n; i < top; ++i) names.push_back(state_key(is_state_key(keys[i]) ? keys[i] : std::string(64, '-')));
+    const std::string how_many = std::to_string(n);
+    RedisClient::Command eval{"EVAL", kLongestScript, how_many};
+    for (const std::string& name : names) eval.push_back(name);
+    auto replies = client_.run({eval});
+    if (!replies) return Error{"continuity state: " + replies.error().message};
+    asked += n;
+    const RedisReply& r = replies->front();
+    if (r.type != RedisReply::Type::array || r.elements.size() != 2 || r.elements[0].integer < 1 ||
+        static_cast<std::size_t>(r.elements[0].integer) > n) {
+      top -= n;
+      continue;
+    }
+    const std::size_t covered = top - n + static_cast<std::size_t>(r.elements[0].integer);
+    if (auto value = verified(*signing, names[covered - 1 - (top - n)], r.elements[1].text))
+      return std::optional<StoredState>(read_stamped(covered, std::move(*value)));
+    ++counters_.state_rejected;
+    ++forged;
+    top = covered - 1;
+  }
+  return std::optional<StoredState>();
+}
+
 Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector<std::string>& keys, std::size_t count) {
   const auto started = Clock::now();
-  count = std::min(count, keys.size());
-  std::vector<std::string> names;
-  names.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) names.push_back(state_key(is_state_key(keys[i]) ? keys[i] : std::string(64, '-')));
-  const std::string how_many = std::to_string(count);
-  RedisClient::Command eval{"EVAL", kLongestScript, how_many};
-  for (const std::string& name : names) eval.push_back(name);
-  Expected<std::optional<StoredState>> out = std::optional<StoredState>();
-  if (count > 0) {
-    auto replies = client_.run({eval});
-    if (!replies) {
-      out = Error{"continuity state: " + replies.error().message};
-    } else if (const RedisReply& r = replies->front(); r.type == RedisReply::Type::array && r.elements.size() == 2 &&
-                                                       r.elements[0].integer >= 1 && static_cast<std::size_t>(r.elements[0].integer) <= count) {
-      out = std::optional<StoredState>(read_stamped(static_cast<std::size_t>(r.elements[0].integer), std::move(replies->front().elements[1].text)));
-    }
-  }
+  auto out = lookup(keys, std::min(count, keys.size()));
   counters_.state_get_us = us_since(started);
   if (!out) failed(counters_.state_get_errors, out.error().message);
   return out;
@@ -389,7 +450,9 @@ Expected<bool> RedisStore::put_state(const std::string& key, std::string_view by
     return done(Error{why});
   };
   if (!is_state_key(key)) return fail("\"" + key + "\" is not a state key");
-  const std::string value = stamped(bytes);
+  const auto& signing = secrets();
+  if (!signing) return fail("continuity state: " + signing.error().message);
+  const std::string value = signed_value(signing->front(), state_key(key), stamped(bytes));
   auto lifetime = admit(static_cast<std::int64_t>(value.size()), "continuity state");  // counts its own
   if (!lifetime) return done(lifetime.error());
   // Each call's state holds the whole compacted history: the one it continued from is needed

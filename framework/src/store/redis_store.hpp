@@ -4,7 +4,9 @@
 //
 //   {<prefix>}:b:<64 hex>          a blob, the exact bytes its receipt hashes; written once (SET NX)
 //   {<prefix>}:blobs               sorted set: each blob's hex by the time it was last put (gc's index)
-//   {<prefix>}:s:<64 hex>          continuity state for a prefix; expires store.state_ttl_s after it was written
+//   {<prefix>}:s:<64 hex>          continuity state for a prefix, signed with store.state_secret_* (HMAC-SHA256 over
+//                                  the key and the value: one that does not verify is a miss); expires
+//                                  store.state_ttl_s after it was written
 //   {<prefix>}:bytes               what the namespace holds (blobs, live state), for serve.tenant_max_bytes
 //   {<prefix>}:states, :state_sizes each state's expiry (sorted set) and size (hash): expired ones leave the count
 //   {<prefix>:key-…}:known         an API key's tenant an upstream's 2xx vouched for
@@ -50,6 +52,9 @@ class RedisStore final : public Store {
   std::string index_key() const { return tag_ + ":blobs"; }
 
  private:
+  // The secrets state is signed with (store.state_secret_*), read once.
+  const Expected<std::vector<std::string>>& secrets();
+  Expected<std::optional<StoredState>> lookup(const std::vector<std::string>& keys, std::size_t count);
   // What an unverified tenant's write takes from the shared area ({<prefix>}:unverified…).
   Expected<bool> reserve_unverified(std::int64_t bytes);
   Expected<std::int64_t> admit(std::int64_t bytes, const std::string& what);
@@ -57,6 +62,7 @@ class RedisStore final : public Store {
   StoreConfig config_;
   std::string tenant_;
   std::optional<bool> unverified_;
+  std::optional<Expected<std::vector<std::string>>> secrets_;
   std::string tag_;  // {<prefix>} or {<prefix>:<tenant>}
   RedisClient client_;
 };

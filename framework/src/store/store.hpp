@@ -49,6 +49,7 @@ struct StoreCounters {
   int over_tenant_bound = 0, over_unverified_bound = 0;
   std::int64_t usage_bytes = -1;  // what the namespace holds after this process's writes (-1: not known)
   bool unverified = false;        // it wrote as an API key no upstream answer has vouched for yet
+  int state_rejected = 0;         // stored states that did not verify (signed by no secret of ours): misses
 };
 
 // What serve lets one namespace keep (serve.tenant_max_bytes, unverified_max_bytes,
