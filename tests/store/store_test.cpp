@@ -29,6 +29,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <utime.h>
 
 #include <chrono>
 #include <filesystem>
@@ -538,6 +539,72 @@ TEST(RedisStore, StateThatDoesNotVerifyIsAMissAndCounted) {
   auto old_only = store::open_store(config, "", "");
   EXPECT_EQ(old_only->longest_state({kKeyA, kKeyB}, 2).value()->covered, 1u);  // the new secret's is not the old's
   EXPECT_EQ(old_only->counters().state_rejected, 1);
+}
+
+// `archive gc --dry-run` names what gc would remove, with the same summary, and removes nothing.
+TEST(ArchiveCommands, GcDryRunSaysWhatItWouldRemoveAndRemovesNothing) {
+  const fs::path dir = test::scratch_folder_until_exit("gc-dry-run");
+  const std::string archive = (dir / "archive").string();
+  auto s = store::open_store(StoreConfig{}, archive, "");
+  auto receipt = archive_one(*s, "an old tool result");
+  ASSERT_TRUE(receipt);
+  ASSERT_TRUE(s->put_state(kKeyA, "[]"));
+  const auto old = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() - std::chrono::hours(72));
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(archive))
+    if (e.is_regular_file()) {
+      const utimbuf times{old, old};
+      ::utime(e.path().c_str(), &times);
+      files.push_back(e.path().string());
+    }
+  ASSERT_EQ(files.size(), 2u);  // the pack and the state file
+  auto dry = test::run_cli({"archive", "gc", "--keep-days", "1", "--archive", archive, "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  for (const std::string& f : files) EXPECT_NE(dry.out.find("would remove " + f + "\n"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("archive gc " + archive + ": would remove 2 file(s) older than 1 day(s) (1 of them continuity state), " +
+                         std::to_string(fs::file_size(files[0]) + fs::file_size(files[1])) + " bytes, kept 0; nothing removed (--dry-run)\n"),
+            std::string::npos)
+      << dry.out;
+  for (const std::string& f : files) EXPECT_TRUE(fs::exists(f)) << f;
+  EXPECT_TRUE(s->restore(*receipt));
+  auto real = test::run_cli({"archive", "gc", "--keep-days", "1", "--archive", archive});
+  EXPECT_EQ(real.out, "archive gc " + archive + ": removed 2 file(s) older than 1 day(s) (1 of them continuity state), kept 0\n");
+  EXPECT_FALSE(s->restore(*receipt));
+}
+
+TEST(ArchiveCommands, OnRedisGcDryRunNamesTheReceiptsItWouldRemove) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  const fs::path dir = test::scratch_folder_until_exit("gc-dry-run-redis");
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 100}\npipeline: []\n" << redis.store_yaml();
+  auto s = store::open_store(redis_config(redis), "", "");
+  auto old = archive_one(*s, "old bytes"), young = archive_one(*s, "young bytes");
+  ASSERT_TRUE(old && young);
+  redis.cli({"ZADD", "{compactor}:blobs", "1000", old->substr(7)});
+  auto dry = test::run_cli({"archive", "gc", "--keep-days", "1", "--config", (dir / "c.yaml").string(), "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out, "would remove " + *old + "\narchive gc " + redis.url() +
+                         ": would remove 1 blob(s) older than 1 day(s), 9 bytes, kept 1; nothing removed (--dry-run)\n");
+  EXPECT_TRUE(s->restore(*old));
+}
+
+// `restore --tenant-key-env NAME`, as `mcp` has it: the tenant of the key in that variable.
+TEST(ArchiveCommands, RestoreReadsTheTenantOfTheKeyInAVariable) {
+  const fs::path dir = test::scratch_folder_until_exit("restore-key-env");
+  const std::string archive = (dir / "archive").string();
+  const std::string tenant = "key-" + receipt_of("sk-ant-mine").substr(7, 16);  // as serve derives it
+  auto receipt = archive_one(*store::open_store(StoreConfig{}, archive, tenant), "mine");
+  ASSERT_TRUE(receipt);
+  ::setenv("RESTORE_TEST_KEY", "sk-ant-mine", 1);
+  ::setenv("RESTORE_TEST_OTHER_KEY", "sk-ant-theirs", 1);
+  auto mine = test::run_cli({"restore", *receipt, "--archive", archive, "--tenant-key-env", "RESTORE_TEST_KEY"});
+  EXPECT_EQ(mine.exit_code, 0) << mine.err;
+  EXPECT_EQ(mine.out, "mine");
+  EXPECT_EQ(test::run_cli({"restore", *receipt, "--archive", archive, "--tenant-key-env", "RESTORE_TEST_OTHER_KEY"}).exit_code, 2);
+  auto unset = test::run_cli({"restore", *receipt, "--archive", archive, "--tenant-key-env", "RESTORE_TEST_UNSET"});
+  EXPECT_EQ(unset.exit_code, 2);
+  EXPECT_NE(unset.err.find("--tenant-key-env: the environment variable RESTORE_TEST_UNSET is not set"), std::string::npos) << unset.err;
+  EXPECT_EQ(test::run_cli({"restore", *receipt, "--archive", archive, "--tenant-key-env", "RESTORE_TEST_KEY", "--tenant", tenant}).exit_code, 2);
 }
 
 TEST(StoreConfigSection, MistakesAreLocatedAndTlsIsRefusedWithWhatToDo) {

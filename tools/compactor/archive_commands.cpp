@@ -1,7 +1,9 @@
-// compactor restore RECEIPT [--archive DIR | --config F] [--tenant T];
-// compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T]
+// compactor restore RECEIPT [--archive DIR | --config F] [--tenant T | --tenant-key-env NAME];
+// compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T | --tenant-key-env NAME | --every-tenant] [--dry-run]
 #include "command_line.hpp"
 #include "commands.hpp"
+
+#include "serve/tenant.hpp"
 
 #include "archive/archive_gc.hpp"
 #include "archive/archive_store.hpp"
@@ -24,7 +26,7 @@ namespace {
 
 constexpr const char* kDefaultArchive = ".compactor/archive";
 
-constexpr const char* kRestoreHelp = R"(usage: compactor restore RECEIPT [--archive DIR | --config F] [--tenant T]
+constexpr const char* kRestoreHelp = R"(usage: compactor restore RECEIPT [--archive DIR | --config F] [--tenant T | --tenant-key-env NAME]
 
 Prints the exact bytes archived under RECEIPT (sha256:<64 hex digits>), after verifying that they
 still hash to it: a tool_result's content as JSON, a message, or a JSONL snapshot of messages.
@@ -32,11 +34,14 @@ DIR defaults to .compactor/archive (the default `archive.dir`, relative to the w
 --config reads the store the config names: a Redis store (store: {kind: redis, …}) from any
 machine that reaches it, else the config's archive.dir. --tenant T reads tenant T's archive
 (serve's client name, or key-<16 hex>), never another's; without it, the default namespace.
+--tenant-key-env NAME reads the tenant of the API key in environment variable NAME, as serve
+derives it when it has no clients configured (ANTHROPIC_API_KEY, say), as `compactor mcp` does.
 Exit 0, or 2 when the receipt is malformed, not in the archive, the blob does not match it, or
 the store cannot be reached.
 )";
 
-constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR | --config F] [--tenant T | --every-tenant]
+constexpr const char* kArchiveHelp = R"(usage: compactor archive gc --keep-days N [--archive DIR | --config F]
+                          [--tenant T | --tenant-key-env NAME | --every-tenant] [--dry-run]
 
 Removes the blobs (and stale temporary files) of the archive whose last modification is more than
 N days old (0 to 36500), and at once the temporary files of a run whose process is gone. A run's
@@ -48,14 +53,28 @@ need to recover, and keep N above the age of any conversation still in use. --te
 tenant T's archive only (each tenant's retention is its own gc); --every-tenant the default
 namespace and every tenant's, one line each, with the same N; --config F the store F names:
 on Redis, the blobs put more than N days ago (continuity state expires there by itself, after
-store.state_ttl_s).
+store.state_ttl_s). --tenant-key-env NAME collects the tenant of the API key in variable NAME,
+as serve derives it. --dry-run removes nothing: it names each file (or, on Redis, receipt) it
+would remove, one a line, then the same summary with their bytes.
 )";
 
-// The store RECEIPT and gc work on: --config's, else the folder --archive names (the default's).
-Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
+// The namespace: --tenant T, or the tenant of the API key --tenant-key-env names (as serve derives
+// it), else the default ("").
+Expected<std::string> chosen_tenant(const ParsedArgs& args) {
+  if (auto env = args.get("tenant-key-env")) {
+    if (args.has("tenant") || args.has("every-tenant")) return Error{"give one of --tenant, --tenant-key-env and --every-tenant"};
+    const char* key = std::getenv(env->c_str());
+    if (key == nullptr || *key == '\0') return Error{"--tenant-key-env: the environment variable " + *env + " is not set"};
+    return serve::tenant_of_key(key);
+  }
   const std::string tenant = args.get("tenant").value_or("");
   if (args.has("tenant") && !is_tenant_id(tenant))
     return Error{"--tenant \"" + tenant + "\" is not a tenant id ([a-z0-9][a-z0-9_-]{0,63})"};
+  return tenant;
+}
+
+// The store RECEIPT and gc work on: --config's, else the folder --archive names (the default's).
+Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
   if (args.has("config") && args.has("archive")) return Error{"give --archive DIR or --config F, not both"};
   if (args.has("tenant") && args.has("every-tenant")) return Error{"give --tenant T or --every-tenant, not both"};
   StoreSettings settings;
@@ -69,8 +88,9 @@ Expected<StoreSettings> chosen_settings(const ParsedArgs& args) {
   return settings;
 }
 
-// One namespace's gc, said in one line; false when it failed (said on stderr).
-bool collect_one(const StoreSettings& settings, const std::string& tenant, long days) {
+// One namespace's gc, said in one line (a dry run's after what it would remove); false when it
+// failed (said on stderr).
+bool collect_one(const StoreSettings& settings, const std::string& tenant, long days, bool dry_run) {
   // A tenant that has archived nothing yet has no folder: nothing to collect (a timer per tenant
   // runs for developers who have not used serve yet too).
   if (!tenant.empty() && settings.store.kind == StoreConfig::Kind::folder) {
@@ -82,16 +102,18 @@ bool collect_one(const StoreSettings& settings, const std::string& tenant, long 
     }
   }
   auto chosen = store::open_store(settings.store, settings.archive_dir, tenant);
-  auto r = chosen->collect_garbage(std::chrono::hours(24 * days));
+  auto r = chosen->collect_garbage(std::chrono::hours(24 * days), dry_run);
   if (!r) {
     fmt::print(stderr, "compactor archive gc: {}\n", r.error().message);
     return false;
   }
+  for (const std::string& item : r->would_remove) fmt::print("would remove {}\n", item);
   const auto* folder = dynamic_cast<const store::FolderStore*>(chosen.get());
-  fmt::print("archive gc {}: removed {} {} older than {} day(s){}{}, kept {}\n", folder ? folder->dir() : chosen->where(), r->removed,
-             folder ? "file(s)" : "blob(s)", days,
+  fmt::print("archive gc {}: {} {} {} older than {} day(s){}{}{}, kept {}{}\n", folder ? folder->dir() : chosen->where(),
+             dry_run ? "would remove" : "removed", r->removed, folder ? "file(s)" : "blob(s)", days,
              r->orphans ? fmt::format(" or left by a process that is gone ({})", r->orphans) : "",
-             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", r->kept);
+             r->state ? fmt::format(" ({} of them continuity state)", r->state) : "", dry_run ? fmt::format(", {} bytes", r->bytes) : "",
+             r->kept, dry_run ? "; nothing removed (--dry-run)" : "");
   return true;
 }
 
@@ -99,7 +121,7 @@ bool collect_one(const StoreSettings& settings, const std::string& tenant, long 
 
 int restore_command(int argc, char** argv) {
   std::string error;
-  auto args = parse_args(argc, argv, 2, {{"archive"}, {"config"}, {"tenant"}}, error);
+  auto args = parse_args(argc, argv, 2, {{"archive"}, {"config"}, {"tenant"}, {"tenant-key-env"}}, error);
   if (args && args->help) {
     fmt::print("{}", kRestoreHelp);
     return kExitOk;
@@ -110,11 +132,12 @@ int restore_command(int argc, char** argv) {
     return kExitBadInput;
   }
   auto settings = chosen_settings(*args);
-  if (!settings) {
-    fmt::print(stderr, "compactor restore: {}\n", settings.error().message);
+  auto chosen = chosen_tenant(*args);
+  if (!settings || !chosen) {
+    fmt::print(stderr, "compactor restore: {}\n", !settings ? settings.error().message : chosen.error().message);
     return kExitBadInput;
   }
-  const std::string tenant = args->get("tenant").value_or("");
+  const std::string tenant = *chosen;
   auto bytes = store::open_store(settings->store, settings->archive_dir, tenant)->restore(args->positional.front());
   if (!bytes) {
     // A receipt serve wrote for a tenant is in that tenant's namespace only.
@@ -139,7 +162,9 @@ int archive_command(int argc, char** argv) {
     return kExitBadInput;
   }
   std::string error;
-  auto args = parse_args(argc, argv, 3, {{"archive"}, {"keep-days"}, {"config"}, {"tenant"}, {"every-tenant", false}}, error);
+  auto args = parse_args(argc, argv, 3,
+                         {{"archive"}, {"keep-days"}, {"config"}, {"tenant"}, {"tenant-key-env"}, {"every-tenant", false}, {"dry-run", false}},
+                         error);
   if (args && args->help) {
     fmt::print("{}", kArchiveHelp);
     return kExitOk;
@@ -158,11 +183,12 @@ int archive_command(int argc, char** argv) {
     return kExitBadInput;
   }
   auto settings = chosen_settings(*args);
-  if (!settings) {
-    fmt::print(stderr, "compactor archive gc: {}\n", settings.error().message);
+  auto chosen = chosen_tenant(*args);
+  if (!settings || !chosen) {
+    fmt::print(stderr, "compactor archive gc: {}\n", !settings ? settings.error().message : chosen.error().message);
     return kExitBadInput;
   }
-  std::vector<std::string> tenants{args->get("tenant").value_or("")};
+  std::vector<std::string> tenants{*chosen};
   if (args->has("every-tenant")) {
     auto listed = store::list_tenants(settings->store, settings->archive_dir);
     if (!listed) {
@@ -172,7 +198,7 @@ int archive_command(int argc, char** argv) {
     tenants.insert(tenants.end(), listed->begin(), listed->end());
   }
   bool ok = true;
-  for (const std::string& tenant : tenants) ok = collect_one(*settings, tenant, days) && ok;
+  for (const std::string& tenant : tenants) ok = collect_one(*settings, tenant, days, args->has("dry-run")) && ok;
   return ok ? kExitOk : kExitBadInput;
 }
 

@@ -34,7 +34,7 @@ std::optional<pid_t> temp_owner(std::string_view rest) {
 
 }  // namespace
 
-Expected<ArchiveGcResult> collect_archive_garbage(const std::string& archive, std::chrono::hours keep) {
+Expected<ArchiveGcResult> collect_archive_garbage(const std::string& archive, std::chrono::hours keep, bool dry_run) {
   const fs::path dir = archive;
   std::error_code ec;
   if (fs::is_symlink(dir, ec)) return Error{dir.string() + ": is a symbolic link; give the archive folder itself"};
@@ -45,7 +45,11 @@ Expected<ArchiveGcResult> collect_archive_garbage(const std::string& archive, st
     // A temporary whose process is gone is never renamed into place: removed whatever its age.
     const bool orphan = owner && ::kill(*owner, 0) != 0 && errno == ESRCH;
     if (orphan || e.last_write_time(ec) < cutoff) {
-      if (fs::remove(e.path(), ec)) {
+      if (dry_run) {
+        r.would_remove.push_back(e.path().string());
+        r.bytes += e.file_size(ec);
+      }
+      if (dry_run || fs::remove(e.path(), ec)) {
         ++r.removed;
         r.orphans += orphan;
         r.state += state;

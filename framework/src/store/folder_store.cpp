@@ -213,9 +213,9 @@ Expected<bool> FolderStore::put_state(const std::string& key, std::string_view b
 }
 
 // What gc removed is no longer held: the namespace is measured again at its next write.
-Expected<ArchiveGcResult> FolderStore::collect_garbage(std::chrono::hours keep) {
-  auto collected = collect_archive_garbage(dir_, keep);
-  forget_usage(dir_);
+Expected<ArchiveGcResult> FolderStore::collect_garbage(std::chrono::hours keep, bool dry_run) {
+  auto collected = collect_archive_garbage(dir_, keep, dry_run);
+  if (!dry_run) forget_usage(dir_);
   return collected;
 }
 

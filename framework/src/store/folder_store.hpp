@@ -25,7 +25,7 @@ class FolderStore final : public Store {
   Expected<std::string> restore(std::string_view receipt) override;
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
-  Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
+  Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) override;
   Expected<bool> unverified() override;
 
   const std::string& dir() const { return dir_; }

@@ -475,11 +475,12 @@ Expected<bool> RedisStore::put_state(const std::string& key, std::string_view by
   return done(true);
 }
 
-Expected<ArchiveGcResult> RedisStore::collect_garbage(std::chrono::hours keep) {
+Expected<ArchiveGcResult> RedisStore::collect_garbage(std::chrono::hours keep, bool dry_run) {
   const auto now = std::chrono::system_clock::now();
   const std::string cutoff = std::to_string(std::chrono::duration_cast<std::chrono::seconds>((now - keep).time_since_epoch()).count());
   const std::string index = index_key(), prefix = tag_ + ":b:";
   ArchiveGcResult result;
+  if (dry_run) return listed_garbage(cutoff);
   for (;;) {
     auto replies = client_.run({{"EVAL", kCollectScript, "2", index, tag_ + ":bytes", cutoff, prefix, "500"}});
     if (!replies) return Error{replies.error().message};
@@ -489,6 +490,32 @@ Expected<ArchiveGcResult> RedisStore::collect_garbage(std::chrono::hours keep) {
   auto left = client_.run({{"ZCARD", index}});
   if (!left) return Error{left.error().message};
   result.kept = static_cast<std::size_t>(left->front().integer);
+  return result;
+}
+
+// What gc would remove: the blobs the index dates at or before `cutoff`, a page at a time.
+Expected<ArchiveGcResult> RedisStore::listed_garbage(const std::string& cutoff) {
+  ArchiveGcResult result;
+  const std::string index = index_key();
+  for (std::size_t offset = 0;; offset += 1000) {
+    auto page = client_.run({{"ZRANGEBYSCORE", index, "-inf", cutoff, "LIMIT", std::to_string(offset), "1000"}});
+    if (!page) return Error{page.error().message};
+    std::vector<std::string> keys;
+    for (const RedisReply& hex : page->front().elements) keys.push_back(blob_key(hex.text));
+    std::vector<RedisClient::Command> sizes;
+    for (const std::string& key : keys) sizes.push_back({"STRLEN", key});
+    auto lengths = sizes.empty() ? Expected<std::vector<RedisReply>>(std::vector<RedisReply>()) : client_.run(sizes);
+    if (!lengths) return Error{lengths.error().message};
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      result.would_remove.push_back("sha256:" + page->front().elements[i].text);
+      result.bytes += static_cast<std::uint64_t>((*lengths)[i].integer);
+    }
+    if (keys.size() < 1000) break;
+  }
+  result.removed = result.would_remove.size();
+  auto all = client_.run({{"ZCARD", index}});
+  if (!all) return Error{all.error().message};
+  result.kept = static_cast<std::size_t>(all->front().integer) - result.removed;
   return result;
 }
 

@@ -33,7 +33,7 @@ class RedisStore final : public Store {
   Expected<std::string> restore(std::string_view receipt) override;
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
-  Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) override;
+  Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) override;
   Expected<bool> unverified() override;
 
   // Vouching (store.hpp vouch_for): the tenant's pending blobs are its own for good, it is known
@@ -52,6 +52,7 @@ class RedisStore final : public Store {
   std::string index_key() const { return tag_ + ":blobs"; }
 
  private:
+  Expected<ArchiveGcResult> listed_garbage(const std::string& cutoff);
   // The secrets state is signed with (store.state_secret_*), read once.
   const Expected<std::vector<std::string>>& secrets();
   Expected<std::optional<StoredState>> lookup(const std::vector<std::string>& keys, std::size_t count);

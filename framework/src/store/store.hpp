@@ -86,8 +86,9 @@ class Store {
   // `supersedes`, when not empty, names the state this one continues: a store that keeps state
   // with a lifetime shortens that one's (only a rewind to it still needs it).
   virtual Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") = 0;
-  // Removes what was written more than `keep` ago (blobs, and state the store does not expire).
-  virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep) = 0;
+  // Removes what was written more than `keep` ago (blobs, and state the store does not expire);
+  // `dry_run`: removes nothing, and lists what it would.
+  virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) = 0;
 
   // The bounds writes are admitted under (serve's workers; nothing else is bounded).
   void bound(const TenantBounds& bounds) { bounds_ = bounds; }
