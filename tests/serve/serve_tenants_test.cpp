@@ -232,5 +232,45 @@ TEST(ServeTenants, MetricsNameTenantsOnlyToAScraperWithTheToken) {
   EXPECT_NE(closed.body.find("NOT_SET_ANYWHERE, which is not set"), std::string::npos) << closed.body;
 }
 
+// A client rotating its token has two entries under its name for a while: either token is that
+// client (one tenant, one conversation). A token given twice, and a name an API key's tenant
+// could have, are refused.
+TEST(ServeTenants, TwoTokensOfOneClientAreOneTenantWhileItRotates) {
+  fs::path dir = test::scratch_folder_until_exit("serve-rotation");
+  const std::string alice_new = receipt_of("alice-new-token").substr(7);
+  Conversation session = test::load_or_die(test::data_path("cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json"));
+  LoopbackHttpServer upstream(std::vector<test::ScriptedResponse>(2, test::ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 50000, target: 40000}\n"
+                                << "archive: {dir: " << (dir / "archive").string() << "}\n"
+                                << "plugin_dirs: [\"" << COMPACTOR_PLUGIN_DIR << "\"]\n"
+                                << "pipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n"
+                                << "serve:\n  clients:\n    - {name: alice, token_sha256: \"" << kAlice << "\"}\n"
+                                << "    - {name: alice, token_sha256: \"" << alice_new << "\"}\n";
+  ServeProcess serve(dir, "c.yaml", upstream.base_url());
+  Reply r = call(serve.port(), "POST", "/v1/messages", request_body(session, session.size() - 2), {{"x-compactor-token", "alice-token"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = call(serve.port(), "POST", "/v1/messages", request_body(session, session.size()), {{"x-compactor-token", "alice-new-token"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_tenant_requests_total{tenant=\"alice\"}"), 2) << metrics;
+  EXPECT_EQ(metric(metrics, "compactor_serve_state_total{result=\"hit\"}"), 1) << metrics;  // the same conversation
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", "{}", {{"x-compactor-token", "mallory-token"}}).status, 401);
+
+  auto validated = [&](const std::string& clients) {
+    std::ofstream(dir / "v.yaml") << "version: 1\nbudget: {unit: chars, limit: 50000}\npipeline: []\nserve:\n  clients:\n" << clients;
+    return test::run_cli({"validate", "--config", (dir / "v.yaml").string()});
+  };
+  test::CommandResult twice = validated(std::string("    - {name: alice, token_sha256: \"") + kAlice + "\"}\n    - {name: bob, token_sha256: \"" +
+                                        kAlice + "\"}\n");
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("serve.clients[1].token_sha256: the same token as serve.clients[0] (alice): each token is one client's"),
+            std::string::npos)
+      << twice.err;
+  test::CommandResult key_like = validated(std::string("    - {name: key-0123456789abcdef, token_sha256: \"") + kAlice + "\"}\n");
+  EXPECT_EQ(key_like.exit_code, 2);
+  EXPECT_NE(key_like.err.find("\"key-0123456789abcdef\" starts with key-, which names the tenants of API keys"), std::string::npos)
+      << key_like.err;
+}
+
 }  // namespace
 }  // namespace compactor

@@ -151,11 +151,14 @@ class ServeReader {
                              d->size(), d->starts_with("cpt_") ? ": this is a token itself, which never goes in a config (issue a new one)" : ""));
         d.reset();
       }
-      for (const auto& known : s_.clients)
-        if (n && known.name == *n) {
-          r_.error(*name, path + ".name", "client \"" + *n + "\" is named twice");
-          n.reset();
+      // A name may come twice (two tokens of one client while it rotates them); a token may not.
+      for (std::size_t k = 0; k < s_.clients.size(); ++k)
+        if (d && s_.clients[k].token_sha256 == *d) {
+          r_.error(*digest, path + ".token_sha256",
+                   fmt::format("the same token as serve.clients[{}] ({}): each token is one client's", client_index_[k], s_.clients[k].name));
+          d.reset();
         }
+      if (n && d) client_index_.push_back(i);
       if (n && d) s_.clients.push_back({*n, *d});
     }
   }
@@ -238,6 +241,7 @@ class ServeReader {
   ServeConfig& s_;
   std::vector<std::string>& warnings_;
   std::optional<YAML::Node> listen_node_;
+  std::vector<std::size_t> client_index_;  // where each of s_.clients is in the list
 };
 
 std::string quoted(const std::string& s) {

@@ -20,7 +20,8 @@ namespace detail {
 class YamlReader;
 }
 
-// A client serve issued a token to: its name is its tenant (serve/tenant.hpp).
+// A client serve issued a token to: its name is its tenant (serve/tenant.hpp). A name may have two
+// entries while its token is rotated (the new one added, the old removed once out of use).
 struct ServeClient {
   std::string name;          // [a-z0-9][a-z0-9_-]{0,63}
   std::string token_sha256;  // 64 lowercase hex digits
