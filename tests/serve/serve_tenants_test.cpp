@@ -12,6 +12,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <chrono>
 #include <fstream>
@@ -270,6 +272,41 @@ TEST(ServeTenants, TwoTokensOfOneClientAreOneTenantWhileItRotates) {
   EXPECT_EQ(key_like.exit_code, 2);
   EXPECT_NE(key_like.err.find("\"key-0123456789abcdef\" starts with key-, which names the tenants of API keys"), std::string::npos)
       << key_like.err;
+}
+
+// A reload's line names what changed, by setting (a section, or a key of serve: and store:), never
+// a value: an operator sees the reload took the client they added, and no token's hash.
+TEST(ServeTenants, AReloadSaysWhatChangedAndNoValue) {
+  fs::path dir = test::scratch_folder_until_exit("serve-reload-line");
+  LoopbackHttpServer upstream({});
+  const std::string alice = std::string("    - {name: alice, token_sha256: \"") + kAlice + "\"}\n";
+  auto write = [&](const std::string& budget, const std::string& clients) {
+    std::ofstream(dir / "c.yaml") << "version: 1\nbudget: " << budget << "\narchive: {dir: " << (dir / "archive").string()
+                                  << "}\npipeline: []\nserve:\n  max_queued: 100\n  clients:\n" << clients;
+  };
+  write("{unit: chars, limit: 50000, target: 40000}", alice);
+  ServeProcess serve(dir, "c.yaml", upstream.base_url());
+  // The log from `from` on, once it holds `text` (or after 10 s): a change may be reloaded by the
+  // signal or by the file's new time, whichever comes first; the other then finds nothing changed.
+  auto logged = [&](std::size_t from, const std::string& text) {
+    std::string log = serve.stderr_text();
+    for (int i = 0; i < 1000 && log.find(text, from) == std::string::npos; ++i, log = serve.stderr_text())
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return log.substr(std::min(from, log.size()));
+  };
+  // The same meaning, written another way: nothing changed.
+  std::size_t from = serve.stderr_text().size();
+  write("{target: 40000, limit: 50000, unit: chars}", alice);
+  serve.signal(SIGHUP);
+  std::string since = logged(from, "validated and in use; ");
+  EXPECT_NE(since.find("validated and in use; nothing changed\n"), std::string::npos) << since;
+  EXPECT_EQ(since.find("changed: "), std::string::npos) << since;
+  from = serve.stderr_text().size();
+  write("{unit: chars, limit: 60000, target: 40000}", alice + "    - {name: bob, token_sha256: \"" + std::string(kBob) + "\"}\n");
+  serve.signal(SIGHUP);
+  since = logged(from, "validated and in use; changed: ");
+  EXPECT_NE(since.find("validated and in use; changed: budget, serve.clients\n"), std::string::npos) << since;
+  EXPECT_EQ(serve.stderr_text().find(kBob), std::string::npos) << "a token's hash was logged";
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 namespace compactor {
 namespace {
@@ -253,7 +255,59 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// A node's meaning, as one string: mappings by sorted key, so style and order do not count.
+std::string canonical(const YAML::Node& node) {
+  if (node.IsScalar()) return "s" + std::to_string(node.Scalar().size()) + ":" + node.Scalar();
+  if (node.IsSequence()) {
+    std::string out = "[";
+    for (const auto& item : node) out += canonical(item) + ",";
+    return out + "]";
+  }
+  if (node.IsMap()) {
+    std::map<std::string, std::string> members;
+    for (const auto& kv : node) members[canonical(kv.first)] = canonical(kv.second);
+    std::string out = "{";
+    for (const auto& [k, v] : members) out += k + "=" + v + ",";
+    return out + "}";
+  }
+  return "~";
+}
+
+std::map<std::string, YAML::Node> members_of(const YAML::Node& map) {
+  std::map<std::string, YAML::Node> out;
+  if (map.IsMap())
+    for (const auto& kv : map) out[kv.first.Scalar()] = kv.second;
+  return out;
+}
+
+void compare_members(const YAML::Node& a, const YAML::Node& b, const std::string& prefix, std::vector<std::string>& out) {
+  auto x = members_of(a), y = members_of(b);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : x) keys.insert(k);
+  for (const auto& [k, v] : y) keys.insert(k);
+  for (const std::string& k : keys) {
+    const bool in_x = x.count(k) != 0, in_y = y.count(k) != 0;
+    if (in_x && in_y && x[k].IsMap() && y[k].IsMap() && prefix.empty() && (k == "serve" || k == "store")) {
+      compare_members(x[k], y[k], k + ".", out);
+      continue;
+    }
+    if (in_x != in_y || canonical(x[k]) != canonical(y[k])) out.push_back(prefix + k);
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> changed_settings(const std::string& before, const std::string& after) {
+  try {
+    const YAML::Node a = YAML::Load(before), b = YAML::Load(after);
+    if (!a.IsMap() || !b.IsMap()) return {"the whole file"};
+    std::vector<std::string> out;
+    compare_members(a, b, "", out);
+    return out;
+  } catch (const YAML::Exception&) {
+    return {"the whole file"};
+  }
+}
 
 std::string ServeConfig::upstream_of(std::string_view api) const {
   for (const auto& e : upstreams)

@@ -74,4 +74,11 @@ void read_serve_config(detail::YamlReader& r, const YAML::Node& serve, const std
 // The section as print-pipeline writes it (feeds back to the same config).
 void print_serve_config(std::string& out, const ServeConfig& s);
 
+// What differs between two texts of one config, by name, for the line a reload writes: each
+// top-level section (`budget`, `pipeline`…) and, within `serve` and `store`, each key on its own
+// (`serve.clients`, `store.url`). Values are never named: they may hold a token's hash, and a
+// reformatted section that means the same is no change. "the whole file" when one text is no
+// YAML mapping.
+std::vector<std::string> changed_settings(const std::string& before, const std::string& after);
+
 }  // namespace compactor

@@ -31,7 +31,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -129,6 +131,7 @@ class Server final : public RequestHandler {
   std::mutex config_mutex_;
   std::shared_ptr<const Deployment> current_;
   std::int64_t config_mtime_ = 0;
+  std::string config_text_;  // the config as last loaded, for the reload line's list of what changed
   Metrics metrics_;
   std::atomic<int> in_flight_{0}, mcp_in_flight_{0};
   std::atomic<std::uint64_t> connections_{0};
@@ -480,10 +483,27 @@ bool same_archive(const ServeSettings& a, const ServeSettings& b) {
   return x.url == y.url && x.prefix == y.prefix;
 }
 
+std::string text_of(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+// What a reload changed, for its line: the settings by name, never their values.
+std::string what_changed(const std::string& before, const std::string& after) {
+  const std::vector<std::string> changed = changed_settings(before, after);
+  if (changed.empty()) return "nothing changed";
+  std::string out = "changed: ";
+  for (std::size_t i = 0; i < changed.size(); ++i) out += (i > 0 ? ", " : "") + changed[i];
+  return out;
+}
+
 }  // namespace
 
 // Runs on the main thread only: the zygote it starts dies with the thread that started it.
 void Server::reload(const char* why, bool say_refusal) {
+  std::string text = text_of(options_.config_file);
   LoadOutcome next = load_deployment(options_);
   if (!next.deployment) {
     if (!say_refusal) return;
@@ -509,7 +529,9 @@ void Server::reload(const char* why, bool say_refusal) {
   }
   metrics_.add("compactor_serve_reloads_total", "result=\"ok\"");
   // One lifecycle line, like "listening" and "drained": what tests and operators wait for.
-  fmt::print(stderr, "compactor serve: reloaded {} ({}): validated and in use\n", options_.config_file, why);
+  fmt::print(stderr, "compactor serve: reloaded {} ({}): validated and in use; {}\n", options_.config_file, why,
+             what_changed(config_text_, text));
+  config_text_ = std::move(text);
 }
 
 // A zygote that ended (killed from outside, out of memory) is replaced by reloading the config
@@ -555,6 +577,7 @@ int Server::listen_and_serve() {
   d->mcp->bind_port(port);
   accept_retry_.emplace(io_.front()->context);
   config_mtime_ = mtime_of(options_.config_file);
+  config_text_ = text_of(options_.config_file);
 
   // Signals are taken by the main thread with sigtimedwait; every other thread has them blocked.
   sigset_t signals;
