@@ -197,8 +197,10 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
   auto timer = std::make_shared<asio::steady_timer>(executor, std::chrono::milliseconds(s.queue_timeout_ms));
   auto job = std::make_shared<QueuedJob>();
   const auto queued = Clock::now();
-  job->run = [&metrics = shared_.metrics, fault = shared_.fault, d = d_, body = client_body_, wire = std::string(route_.compacting->name()),
-              tenant = tenant_, model = route_.compacting->model_in_path(path_), prompt_too_long, executor, then, timer, queued]() {
+  job->run = [&metrics = shared_.metrics, fault = shared_.fault, await_vouch = shared_.await_vouch, d = d_, body = client_body_,
+              wire = std::string(route_.compacting->name()), tenant = tenant_, model = route_.compacting->model_in_path(path_),
+              prompt_too_long, executor, then, timer, queued]() {
+    if (await_vouch) await_vouch(tenant);
     const std::int64_t waited = us_since(queued);
     metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(waited) / 1e6);
     const auto began = Clock::now();

@@ -30,6 +30,9 @@ struct ProxyShared {
   std::function<void(std::string_view where, std::string_view what)> fault;
   // The upstream answered an unverified tenant's call (an API key's) with a 2xx: keep its storage.
   std::function<void(const std::string&)> vouch;
+  // Before a tenant's pipeline runs (on a queue thread, which may wait): a vouch for it still
+  // under way ends first, so a key's next call finds itself known.
+  std::function<void(const std::string&)> await_vouch;
 };
 
 // How the server routed a request.

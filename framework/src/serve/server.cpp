@@ -32,6 +32,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <set>
@@ -114,6 +116,7 @@ class Server final : public RequestHandler {
   void zero_tenant_metrics(const Deployment& d);
   std::string tenant_label(const std::string& tenant);
   void vouch(const std::string& tenant);
+  void await_vouch(const std::string& tenant);
   // `say_refusal` false: a refusal already said (a retry every second) is neither logged nor counted.
   void reload(const char* why, bool say_refusal = true);
   void replace_zygote_if_gone();
@@ -145,6 +148,13 @@ class Server final : public RequestHandler {
   PipelineQueue queue_;
   asio::thread_pool mcp_pool_{2};
   asio::thread_pool vouch_pool_{1};  // store writes that may block: off the I/O threads
+  std::mutex vouch_mutex_;
+  struct Vouching {
+    std::uint64_t id;
+    std::shared_future<void> done;
+  };
+  std::map<std::string, Vouching> vouching_;  // vouches under way, by tenant
+  std::uint64_t vouches_ = 0;
   ProxyShared shared_;
   std::mutex tenants_mutex_;
   std::set<std::string> tenant_labels_;
@@ -156,7 +166,7 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
       queue_(current_->workers(), static_cast<std::size_t>(current_->settings.serve.max_queued)),
       shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); },
               [this](std::string_view where, std::string_view what) { contain(where, what); },
-              [this](const std::string& t) { vouch(t); }} {
+              [this](const std::string& t) { vouch(t); }, [this](const std::string& t) { await_vouch(t); }} {
   describe_metrics();
   zero_tenant_metrics(*current_);
 }
@@ -213,9 +223,10 @@ std::string Server::tenant_label(const std::string& tenant) {
 }
 
 // An unverified tenant's first 2xx: its storage becomes its own, off the I/O threads (a store
-// call may wait up to its time limit). Lost at exit, it is done again at the tenant's next call.
+// call may wait up to its time limit), while the answer streams. Its next call's pipeline waits
+// for it (await_vouch). Lost at exit, it is done again at the tenant's next 2xx.
 void Server::vouch(const std::string& tenant) {
-  asio::post(vouch_pool_, [this, tenant, d = current()] {
+  auto task = std::make_shared<std::packaged_task<void()>>([this, tenant, d = current()] {
     try {
       auto done = store::vouch_for(d->settings.store, d->settings.archive_dir, tenant);
       metrics_.add("compactor_serve_vouched_total", done ? "result=\"ok\"" : "result=\"failed\"");
@@ -225,6 +236,28 @@ void Server::vouch(const std::string& tenant) {
       contain("vouch", fmt::format("tenant={}: {}", tenant, e.what()));
     }
   });
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(vouch_mutex_);
+    id = ++vouches_;
+    vouching_[tenant] = Vouching{id, task->get_future().share()};
+  }
+  asio::post(vouch_pool_, [this, task, tenant, id] {
+    (*task)();
+    std::lock_guard lock(vouch_mutex_);
+    if (auto it = vouching_.find(tenant); it != vouching_.end() && it->second.id == id) vouching_.erase(it);  // only its own
+  });
+}
+
+void Server::await_vouch(const std::string& tenant) {
+  std::shared_future<void> pending;
+  {
+    std::lock_guard lock(vouch_mutex_);
+    auto it = vouching_.find(tenant);
+    if (it == vouching_.end()) return;
+    pending = it->second.done;
+  }
+  pending.wait();
 }
 
 SessionLimits Server::limits() {
