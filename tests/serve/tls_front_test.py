@@ -88,8 +88,13 @@ def stop(serve):
 
 
 def shipped_config(deploy, work, clients_line=None):
-    """configs/deploy/serve.yaml with only its archive folder put in, and (when given) a client."""
+    """configs/deploy/serve.yaml with its archive folder put in, its two relative paths made
+    absolute (as its comment tells whoever installs it elsewhere), and (when given) a client."""
+    configs = os.path.dirname(os.path.abspath(deploy))
     text = open(os.path.join(deploy, "serve.yaml")).read().replace("/var/lib/compactor/archive", os.path.join(work, "archive"))
+    for relative in ("../fits/claude-code.yaml", "../prices.yaml"):
+        assert relative in text, f"serve.yaml no longer names {relative}"
+        text = text.replace(relative, os.path.join(configs, relative[3:]))
     if clients_line:
         assert "  clients: []\n" in text, "serve.yaml no longer has `clients: []` to fill in"
         text = text.replace("  clients: []\n", "  clients:\n" + clients_line + "\n")
