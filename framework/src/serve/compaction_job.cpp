@@ -1,5 +1,6 @@
 #include "serve/compaction_job.hpp"
 
+#include "serve/call_savings.hpp"
 #include "session/continuation.hpp"
 
 #include <fmt/core.h>
@@ -117,8 +118,9 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   RunReport r = pipeline.run(input, options, log);
   record_run(r, o);
   o.size_received = r.received_size ? r.received_size->sizes.in(r.budget.unit) : o.size_in;
-  if (r.budget.unit == SizeUnit::tokens && o.size_received > o.size_out)
-    o.saved_usd = static_cast<double>(o.size_received - o.size_out) * r.input_usd_per_mtok / 1e6;
+  const CallSavings saved = savings_of(pipeline.config(), r, continuation.request(), o.model, format.openai_tokenizer());
+  o.saved_tokens = saved.tokens;
+  o.saved_usd = saved.usd;
   if (r.status == RunStatus::bad_input) {
     o.result = JobOutcome::refused;
     o.warning = "input refused, forwarded unchanged: " + first_line(r.error);

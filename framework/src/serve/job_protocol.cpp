@@ -48,7 +48,7 @@ json::object JobOutcome::to_json() const {
                       {"peak_rss_kb", peak_rss_kb},  {"model", model},
                       {"window", window},            {"limit", limit},
                       {"gated", gated},              {"gate_commit", gate_commit},
-                      {"gate_saved_usd", gate_saved_usd}, {"gate_broken_usd", gate_broken_usd}, {"saved_usd", saved_usd},
+                      {"gate_saved_usd", gate_saved_usd}, {"gate_broken_usd", gate_broken_usd}, {"saved_usd", saved_usd}, {"saved_tokens", saved_tokens},
                       {"store", json::object{{"kind", store.kind}, {"get_us", store.state_get_us}, {"put_us", store.state_put_us},
                                              {"blobs_us", store.blobs_put_us}, {"get_errors", store.state_get_errors},
                                              {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
@@ -113,6 +113,7 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.gate_saved_usd = o.at("gate_saved_usd").to_number<double>();
     out.gate_broken_usd = o.at("gate_broken_usd").to_number<double>();
     out.saved_usd = o.at("saved_usd").to_number<double>();
+    out.saved_tokens = o.at("saved_tokens").to_number<std::uint64_t>();
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -64,8 +64,10 @@ struct JobOutcome {
   // The budget's window and the model it is for (`budget: {window: auto}`; 0 and empty otherwise).
   std::string model;
   std::uint64_t window = 0, limit = 0;
-  // What the forwarded body saves against the received one at the model's uncached input price
-  // (budget in tokens and the model priced; 0 otherwise): what serve's per-tenant metrics add up.
+  // What the forwarded body saves against the received one: tokens by the config's meter under
+  // any budget unit (serve/call_savings.hpp), and USD at the model's uncached input price (0 when
+  // not priced). What serve's per-tenant metrics add up.
+  std::uint64_t saved_tokens = 0;
   double saved_usd = 0;
   // The cost gate, when it weighed a compaction: its decision and both figures (USD).
   bool gated = false, gate_commit = true;

@@ -256,6 +256,7 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
     m.add("compactor_serve_size_out_total", unit, static_cast<double>(c.size_out));
     m.add("compactor_serve_size_saved_total", unit, saved);
     m.add("compactor_serve_tenant_size_saved_total", fmt::format("tenant=\"{}\",{}", label_value(tenant), unit), saved);
+    m.add("compactor_serve_tenant_saved_tokens_total", fmt::format("tenant=\"{}\"", label_value(tenant)), static_cast<double>(c.saved_tokens));
     m.add("compactor_serve_tenant_saved_usd_total", fmt::format("tenant=\"{}\"", label_value(tenant)), c.saved_usd);
     m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
@@ -421,9 +422,12 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_size_out_total", "counter", "Size of the conversations forwarded, in the budget's unit.");
   m.describe("compactor_serve_size_saved_total", "counter", "Received minus forwarded, in the budget's unit.");
   m.describe("compactor_serve_tenant_size_saved_total", "counter", "Received minus forwarded, by tenant, in the budget's unit.");
+  m.describe("compactor_serve_tenant_saved_tokens_total", "counter",
+             "What the forwarded bodies saved against the received ones, by tenant, in tokens counted with the config's meter "
+             "(chars / 4 without one) whatever the budget's unit.");
   m.describe("compactor_serve_tenant_saved_usd_total", "counter",
-             "What the forwarded bodies saved against the received ones, by tenant, in USD at the model's uncached input "
-             "price in the price table (budgets in tokens only).");
+             "Those tokens, by tenant, in USD at the model's uncached input price in the price table (0 for a model it does "
+             "not price).");
   m.describe("compactor_serve_stage_outcomes_total", "counter", "Stage outcomes by stage and status.");
   m.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
   m.describe("compactor_serve_queue_seconds", "histogram", "Wait for a pipeline worker (serve.workers), in arrival order.");

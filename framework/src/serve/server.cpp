@@ -209,6 +209,7 @@ void Server::zero_tenant_metrics(const Deployment& d) {
     const std::string t = "tenant=\"" + label_value(tenant_label(c.name)) + "\"";
     metrics_.add("compactor_serve_tenant_requests_total", t, 0);
     metrics_.add("compactor_serve_tenant_size_saved_total", t + ",unit=\"" + d.zygote->unit() + "\"", 0);
+    metrics_.add("compactor_serve_tenant_saved_tokens_total", t, 0);
     metrics_.add("compactor_serve_tenant_saved_usd_total", t, 0);
   }
 }
