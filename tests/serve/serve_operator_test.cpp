@@ -7,6 +7,8 @@
 #include "support/test_support.hpp"
 #include "support/tool_history.hpp"
 
+#include "serve/store_redaction.hpp"
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -94,6 +96,65 @@ TEST(ServeOperator, WhatATenantSavedUnderACharsBudgetIsPricedInTokens) {
   EXPECT_NEAR(metric(metrics, "compactor_serve_tenant_saved_usd_total{tenant=\"alice\"}"), usd, 1e-12) << metrics;
   EXPECT_GT(usd, 0.008);
   EXPECT_EQ(metric(metrics, "compactor_serve_tenant_saved_usd_total{tenant=\"bob\"}"), 0) << metrics;
+}
+
+// An /mcp error passed on from a Redis store ("no blob …" for a receipt it does not hold) tells
+// the client nothing of where the store is: no redis:// URL, no host and port, `<store>` in its
+// place. The same for a call whose archive could not be written (Redis gone): its
+// x-compactor-warning names `<store>`, while serve's log still names the address for the operator.
+TEST(ServeOperator, NoStoreAddressReachesAClient) {
+  test::RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  test::ScratchFolder dir("serve-op-redact");
+  write_prices(dir.path());
+  std::ofstream(dir / "c.yaml") << chars_config() << redis.store_yaml("timeout_ms: 300");
+  LoopbackHttpServer upstream({ScriptedResponse{200, {}, test::anthropic_reply("ok")}});
+  ServeProcess serve(dir.path(), "c.yaml", upstream.base_url());
+  const std::string address = "127.0.0.1:" + std::to_string(redis.port());
+  const json::object message{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                             {"params", json::object{{"name", "restore"},
+                                                     {"arguments", json::object{{"receipt", "sha256:" + std::string(64, '0')}}}}}};
+  Reply r = call(serve.port(), "POST", "/mcp", json::serialize(message),
+                 {{"authorization", "Bearer alice-token"}, {"mcp-protocol-version", "2025-06-18"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json::value answer = json::parse(r.body);
+  EXPECT_TRUE(answer.at("result").at("isError").as_bool()) << r.body;
+  EXPECT_NE(r.body.find("<store> (tenant alice): no blob sha256:0000"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("redis://"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find(address), std::string::npos) << r.body;
+
+  redis.kill_hard();
+  const std::vector<std::string> history = test::tool_history(3, [](std::size_t i) { return i == 1 ? 12000 : 800; });
+  Reply down = call(serve.port(), "POST", "/v1/messages", test::messages_request(history, 7, "op-model", "You are a coding agent."),
+                    {{"x-compactor-token", "alice-token"}, {"x-api-key", "sk-ant-a"}});
+  EXPECT_EQ(down.status, 200) << down.body;
+  const std::string warning = down.headers["x-compactor-warning"];
+  EXPECT_NE(warning.find("the store could not archive what compaction would remove"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("<store>"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("redis://"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find(address), std::string::npos) << warning;
+  EXPECT_NE(serve.stderr_text().find("redis://" + address), std::string::npos) << "the operator's log lost the store's address";
+}
+
+// The redaction itself: a Redis URL with a password, a cluster's other node, a unix socket and the
+// archive folder, each hidden wherever a sentence writes it.
+TEST(ServeOperator, TheRedactionHidesEveryStoreAddressAndTheArchiveFolder) {
+  StoreConfig redis;
+  redis.kind = StoreConfig::Kind::redis;
+  redis.host = "10.0.0.5";
+  redis.port = 6380;
+  const serve::StoreRedaction shown(redis, "/var/lib/compactor/archive/");
+  EXPECT_EQ(shown("redis://10.0.0.5:6380/0 (tenant alice): no blob sha256:ab in this store"),
+            "<store> (tenant alice): no blob sha256:ab in this store");
+  EXPECT_EQ(shown("cannot connect to rediss://u:pa55@10.0.0.6:7000/2, then 10.0.0.5:6380 timed out"),
+            "cannot connect to <store>, then <store> timed out");
+  EXPECT_EQ(shown("cannot write /var/lib/compactor/archive/tenants/alice/x.tmp: No space left"),
+            "cannot write <archive>/tenants/alice/x.tmp: No space left");
+  StoreConfig socket = redis;
+  socket.socket = "/run/redis/redis.sock";
+  EXPECT_EQ(serve::StoreRedaction(socket, "/a")("unix:///run/redis/redis.sock?db=0: refused; /run/redis/redis.sock gone"),
+            "<store>: refused; <store> gone");
+  EXPECT_EQ(shown("nothing of a store here"), "nothing of a store here");
 }
 
 }  // namespace

@@ -89,6 +89,7 @@ LoadOutcome load_deployment(const ServeOptions& options) {
   McpAccess access{d->listen.host, d->listen.port, d->listen.loopback(), mcp_token(serve), serve.clients, serve.fronted};
   if (access.listen_host.find(':') != std::string::npos) access.listen_host = "[" + access.listen_host + "]";
   d->mcp = std::make_shared<McpEndpoint>(archive, d->settings.store, options.version, std::move(access));
+  d->redaction = StoreRedaction(d->settings.store, archive);
   Zygote::StartFailure failure;
   d->zygote = Zygote::start(options.config_file, kLoadTimeout, failure);
   if (!d->zygote) {

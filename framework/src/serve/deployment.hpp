@@ -3,6 +3,7 @@
 #pragma once
 
 #include "serve/mcp_endpoint.hpp"
+#include "serve/store_redaction.hpp"
 #include "serve/zygote.hpp"
 
 #include "host/listen_address.hpp"
@@ -30,6 +31,7 @@ struct Deployment {
   std::map<std::string, std::string, std::less<>> upstreams;  // every API's base URL, no trailing "/"
   std::shared_ptr<Zygote> zygote;
   std::shared_ptr<McpEndpoint> mcp;
+  StoreRedaction redaction;  // what a client may read of the store's errors
 
   const std::string& upstream_for(const wire::WireFormat& format) const;
   std::size_t workers() const;

@@ -59,6 +59,7 @@ bool is_loopback_origin(std::string_view authority) {
 McpEndpoint::McpEndpoint(std::string archive_dir, StoreConfig store, std::string version, McpAccess access)
     : archive_dir_(std::move(archive_dir)),
       store_(std::move(store)),
+      redaction_(store_, archive_dir_),
       version_(std::move(version)),
       access_(std::move(access)),
       port_(access_.port) {}
@@ -132,6 +133,29 @@ std::shared_ptr<const mcp::ArchiveServer> McpEndpoint::archive_for(const std::st
   return archives_.front().second;
 }
 
+std::string McpEndpoint::shown(std::string answer) const {
+  // Cheap look first: most answers are no error, and a restored page may be large.
+  if (answer.find("\"isError\":true") == std::string::npos && answer.find("\"error\":") == std::string::npos) return answer;
+  boost::system::error_code ec;
+  json::value v = detail::parse_json(answer, ec);
+  json::object* o = ec ? nullptr : v.if_object();
+  if (o == nullptr) return answer;
+  auto redact = [this](json::value& text) {
+    if (text.is_string()) text = json::string(redaction_(std::string(text.get_string())));
+  };
+  if (json::value* error = o->if_contains("error"); error != nullptr && error->is_object())
+    if (json::value* message = error->get_object().if_contains("message")) redact(*message);
+  json::value* result = o->if_contains("result");
+  json::object* r = result != nullptr ? result->if_object() : nullptr;
+  const json::value* failed = r != nullptr ? r->if_contains("isError") : nullptr;
+  if (failed != nullptr && failed->is_bool() && failed->get_bool())
+    if (json::value* content = r->if_contains("content"); content != nullptr && content->is_array())
+      for (json::value& item : content->get_array())
+        if (item.is_object())
+          if (json::value* text = item.get_object().if_contains("text")) redact(*text);
+  return json::serialize(v);
+}
+
 void McpEndpoint::adopt_sessions(const McpEndpoint& before) { sessions_ = before.sessions_; }
 
 Reply McpEndpoint::handle(const Request& req, std::string* caller) {
@@ -186,7 +210,7 @@ Reply McpEndpoint::handle(const Request& req, std::string* caller) {
     if (initialize && session.protocol_version) extra.emplace_back("mcp-session-id", session_id);
   }
   if (!answer) return Reply{202, "", "application/json", std::move(extra)};
-  return Reply{200, std::move(*answer), "application/json", std::move(extra)};
+  return Reply{200, shown(std::move(*answer)), "application/json", std::move(extra)};
 }
 
 }  // namespace compactor::serve

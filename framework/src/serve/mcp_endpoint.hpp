@@ -26,6 +26,7 @@
 
 #include "serve/http_session.hpp"
 #include "serve/reply.hpp"
+#include "serve/store_redaction.hpp"
 #include "serve/tenant.hpp"
 
 #include "archive/store_config.hpp"
@@ -88,8 +89,13 @@ class McpEndpoint {
   // recently used are kept (each keeps a few blobs the model is paging through).
   std::shared_ptr<const mcp::ArchiveServer> archive_for(const std::string& tenant);
 
+  // An error answer with the store's address hidden (a tool's error, an RPC error); any other as
+  // it is (a restored blob's bytes are the client's own, never rewritten).
+  std::string shown(std::string answer) const;
+
   std::string archive_dir_;
   StoreConfig store_;
+  StoreRedaction redaction_;
   std::string version_;
   McpAccess access_;
   std::atomic<unsigned> port_;

@@ -286,12 +286,14 @@ void Exchange::on_compacted(JobRun run) {
   if (o.result == JobOutcome::refused || o.result == JobOutcome::failed || (o.result != JobOutcome::passed && !o.warning.empty())) {
     spdlog::warn("serve: POST {}: tenant={}: {}", path_, tenant_name(tenant_), o.warning);
     // A store that failed is never a reason to refuse: the request goes on without it.
+    // The log names the store; the client is not told where it is.
+    const std::string shown = d_->redaction(o.warning);
     if (o.result == JobOutcome::failed && d_->settings.serve.reject_on_failure && !o.store_fault) {
-      wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + o.warning);
+      wire::ErrorReply e = route_.shape->error_reply(wire::ProxyError::pipeline_failed, "compactor serve: " + shown);
       session_->reply(Reply{e.status, e.body, "application/json", {{"x-compactor-status", "failed"}}});
       return;
     }
-    extra.emplace_back("x-compactor-warning", header_safe(o.warning));
+    extra.emplace_back("x-compactor-warning", header_safe(shown));
   }
   extra.emplace_back("x-compactor-status", std::string(o.status_header()));
   auto body = o.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
