@@ -9,11 +9,15 @@
 
 #include "serve/store_redaction.hpp"
 
+#include "compactor/build_fingerprint.hpp"
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace compactor {
 namespace {
@@ -43,6 +47,23 @@ std::vector<std::string> forwarded_messages(const std::string& body) {
   const json::value parsed = json::parse(body);
   for (const auto& m : parsed.at("messages").as_array()) out.push_back(json::serialize(m));
   return out;
+}
+
+// The first 12 hex digits of the SHA-256 of what `compactor print-pipeline` prints for `config`,
+// by coreutils' sha256sum.
+std::string config_hash(const fs::path& config) {
+  const test::CommandResult printed = test::run_cli({"print-pipeline", "--config", config.string()});
+  EXPECT_EQ(printed.exit_code, 0) << printed.err;
+  const test::CommandResult summed = test::run_program("/usr/bin/sha256sum", {}, printed.out);
+  return summed.out.substr(0, 12);
+}
+
+// serve's log, once it holds `text` after `from` (or after 10 s).
+std::string logged(const ServeProcess& serve, std::size_t from, const std::string& text) {
+  std::string log = serve.stderr_text();
+  for (int i = 0; i < 1000 && log.find(text, from) == std::string::npos; ++i, log = serve.stderr_text())
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return log.substr(std::min(from, log.size()));
 }
 
 void write_prices(const fs::path& dir) {
@@ -96,6 +117,39 @@ TEST(ServeOperator, WhatATenantSavedUnderACharsBudgetIsPricedInTokens) {
   EXPECT_NEAR(metric(metrics, "compactor_serve_tenant_saved_usd_total{tenant=\"alice\"}"), usd, 1e-12) << metrics;
   EXPECT_GT(usd, 0.008);
   EXPECT_EQ(metric(metrics, "compactor_serve_tenant_saved_usd_total{tenant=\"bob\"}"), 0) << metrics;
+}
+
+// Which config runs, in /metrics and on /healthz: its hash (of the config as resolved, what
+// print-pipeline prints: the same for two replicas of one file) and its generation, 1 at start
+// and 2 after the file changed and was reloaded, with the new hash and no series of the old one;
+// /healthz names the build as `compactor --version` does.
+TEST(ServeOperator, TheConfigInUseIsNamedByItsHashAndGeneration) {
+  test::ScratchFolder dir("serve-op-config");
+  write_prices(dir.path());
+  std::ofstream(dir / "c.yaml") << chars_config();
+  const std::string first = config_hash(dir / "c.yaml");
+  ASSERT_EQ(first.size(), 12u);
+  LoopbackHttpServer upstream({});
+  ServeProcess serve(dir.path(), "c.yaml", upstream.base_url()), replica(dir.path(), "c.yaml", upstream.base_url(), "replica");
+  const std::string version = test::run_cli({"--version"}).out;
+  const std::string build = "build: " + version.substr(10, version.find('\n') - 10) + " fingerprint " + kBuildFingerprint + "\n";
+  for (const ServeProcess* s : {&serve, &replica}) {
+    const std::string metrics = call(s->port(), "GET", "/metrics").body;
+    EXPECT_EQ(metric(metrics, "compactor_serve_config_info{hash=\"" + first + "\",generation=\"1\"}"), 1) << metrics;
+    Reply health = call(s->port(), "GET", "/healthz");
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(health.body, "ok\nconfig: " + first + " generation 1\n" + build);
+  }
+
+  const std::size_t from = serve.stderr_text().size();
+  std::ofstream(dir / "c.yaml") << chars_config("  max_queued: 7\n");
+  const std::string second = config_hash(dir / "c.yaml");
+  ASSERT_NE(second, first);
+  ASSERT_NE(logged(serve, from, "validated and in use").find("validated and in use"), std::string::npos) << serve.stderr_text();
+  const std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_config_info{hash=\"" + second + "\",generation=\"2\"}"), 1) << metrics;
+  EXPECT_EQ(metrics.find(first), std::string::npos) << metrics;
+  EXPECT_EQ(call(serve.port(), "GET", "/healthz").body, "ok\nconfig: " + second + " generation 2\n" + build);
 }
 
 // An /mcp error passed on from a Redis store ("no blob …" for a receipt it does not hold) tells

@@ -29,7 +29,7 @@ unchanged, server-sent events as they arrive:
 @ROUTES@
 The APIs' other endpoints (count_tokens, /v1/responses/ID, Gemini's other methods) are passed
 through to their upstream, and any other path to the @FIRST@ one. serve answers itself:
-  GET  /healthz   ok (503 while draining)
+  GET  /healthz   ok (503 while draining), the config's hash and generation, the build
   GET  /metrics   Prometheus text: requests, sizes saved, stages, queue, tenants, connections
   POST /mcp       the archive's MCP server (restore, search) for the caller's tenant
 Connections are asynchronous (an open stream holds no thread); pipelines run in worker

@@ -32,6 +32,7 @@ struct Deployment {
   std::shared_ptr<Zygote> zygote;
   std::shared_ptr<McpEndpoint> mcp;
   StoreRedaction redaction;  // what a client may read of the store's errors
+  int generation = 1;        // 1 for the config serve started with, one more per accepted reload
 
   const std::string& upstream_for(const wire::WireFormat& format) const;
   std::size_t workers() const;

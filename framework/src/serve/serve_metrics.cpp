@@ -43,6 +43,13 @@ void Metrics::set(const std::string& name, const std::string& labels, double val
   counters_[name][labels] = value;
 }
 
+void Metrics::set_only(const std::string& name, const std::string& labels, double value) {
+  std::lock_guard lock(mutex_);
+  auto& series = counters_[name];
+  series.clear();
+  series[labels] = value;
+}
+
 void Metrics::raise_to(const std::string& name, const std::string& labels, double value) {
   std::lock_guard lock(mutex_);
   double& v = counters_[name][labels];

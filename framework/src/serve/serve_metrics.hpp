@@ -23,6 +23,9 @@ class Metrics {
   void add(const std::string& name, const std::string& labels, double value = 1);
   // A gauge's value now.
   void set(const std::string& name, const std::string& labels, double value);
+  // A gauge with this one series: any other of `name` is removed (an info metric, such as the
+  // config in use, whose labels change).
+  void set_only(const std::string& name, const std::string& labels, double value);
   // A gauge that keeps the largest value it was given (a peak).
   void raise_to(const std::string& name, const std::string& labels, double value);
   void observe(const std::string& name, const std::string& labels, double seconds);

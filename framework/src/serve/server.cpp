@@ -114,6 +114,10 @@ class Server final : public RequestHandler {
   // A failure caught where it happened (a handler's exception): counted by where, logged.
   void contain(std::string_view where, std::string_view what);
   void zero_tenant_metrics(const Deployment& d);
+  // The config in use, by hash and generation, in /metrics.
+  void show_config(const Deployment& d);
+  // /healthz's body: ok (or draining), the config in use and the build.
+  std::string health(const Deployment& d) const;
   std::string tenant_label(const std::string& tenant);
   void vouch(const std::string& tenant);
   void await_vouch(const std::string& tenant);
@@ -169,6 +173,7 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
               [this](const std::string& t) { vouch(t); }, [this](const std::string& t) { await_vouch(t); }} {
   describe_metrics();
   zero_tenant_metrics(*current_);
+  show_config(*current_);
 }
 
 Server::~Server() {
@@ -191,6 +196,9 @@ void Server::describe_metrics() {
   for (const char* op : {"state_get", "state_put", "blobs_put"})
     metrics_.add("compactor_serve_store_errors_total", fmt::format("op=\"{}\"", op), 0);
   for (const char* result : {"ok", "refused"}) metrics_.add("compactor_serve_reloads_total", fmt::format("result=\"{}\"", result), 0);
+  metrics_.describe("compactor_serve_config_info", "gauge",
+                    "The config in use (always 1): the first 12 hex digits of the SHA-256 of the config as resolved (what "
+                    "compactor print-pipeline prints) and its generation (1 at start, one more per accepted reload).");
   metrics_.describe("compactor_build_info", "gauge", "The running build: its version, plugin API and build fingerprint (always 1).");
   metrics_.set("compactor_build_info",
                fmt::format("version=\"{}\",api=\"{}\",fingerprint=\"{}\"", label_value(options_.version), kApiVersion,
@@ -212,6 +220,16 @@ void Server::zero_tenant_metrics(const Deployment& d) {
     metrics_.add("compactor_serve_tenant_saved_tokens_total", t, 0);
     metrics_.add("compactor_serve_tenant_saved_usd_total", t, 0);
   }
+}
+
+void Server::show_config(const Deployment& d) {
+  metrics_.set_only("compactor_serve_config_info",
+                    fmt::format("hash=\"{}\",generation=\"{}\"", label_value(d.zygote->config_hash()), d.generation), 1);
+}
+
+std::string Server::health(const Deployment& d) const {
+  return fmt::format("{}\nconfig: {} generation {}\nbuild: {} fingerprint {}\n", draining_ ? "draining" : "ok", d.zygote->config_hash(),
+                     d.generation, options_.version, kBuildFingerprint);
 }
 
 std::string Server::tenant_label(const std::string& tenant) {
@@ -351,11 +369,11 @@ void Server::route(Request request, std::shared_ptr<HttpSession> session) {
   const std::string target(request.target());
   const std::string method(request.method_string());
   const std::string path(path_of(target));
+  auto d = current();
   if (request.method() == http::verb::get && path == "/healthz") {
-    session->reply(Reply{draining_ ? 503 : 200, draining_ ? "draining\n" : "ok\n", "text/plain", {}});
+    session->reply(Reply{draining_ ? 503 : 200, health(*d), "text/plain", {}});
     return;
   }
-  auto d = current();
   if (request.method() == http::verb::get && path == "/metrics") {
     if (auto refusal = scrape_refusal(d->settings.serve, d->listen.loopback(), request.base())) {
       metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
@@ -557,10 +575,12 @@ void Server::reload(const char* why, bool say_refusal) {
   next.deployment->mcp->adopt_sessions(*d->mcp);
   queue_.set_limits(next.deployment->workers(), static_cast<std::size_t>(next.deployment->settings.serve.max_queued));
   zero_tenant_metrics(*next.deployment);
+  next.deployment->generation = d->generation + 1;
   {
     std::lock_guard lock(config_mutex_);
     current_ = std::move(next.deployment);
   }
+  show_config(*current());
   metrics_.add("compactor_serve_reloads_total", "result=\"ok\"");
   // One lifecycle line, like "listening" and "drained": what tests and operators wait for.
   fmt::print(stderr, "compactor serve: reloaded {} ({}): validated and in use; {}\n", options_.config_file, why,

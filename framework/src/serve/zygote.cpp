@@ -103,6 +103,7 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& config_file, std::chron
   }
   z->archive_dir_ = std::string(o->at("archive_dir").as_string());
   z->unit_ = std::string(o->at("unit").as_string());
+  z->config_hash_ = std::string(o->at("config_hash").as_string());
   z->stage_timeout_ = std::chrono::milliseconds(o->at("stage_timeout_ms").to_number<std::int64_t>());
   return z;
 }

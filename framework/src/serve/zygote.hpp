@@ -50,6 +50,9 @@ class Zygote {
   int pid() const { return pid_; }
   const std::string& archive_dir() const { return archive_dir_; }
   const std::string& unit() const { return unit_; }
+  // The first 12 hex digits of the SHA-256 of the config as the zygote resolved it (what
+  // `compactor print-pipeline` prints): equal for two replicas that run the same config.
+  const std::string& config_hash() const { return config_hash_; }
 
  private:
   Zygote() = default;
@@ -57,7 +60,7 @@ class Zygote {
   int pidfd_ = -1;    // the zygote's, to see it end
   int control_ = -1;  // the server's end of the control socket
   std::mutex send_mutex_;
-  std::string archive_dir_, unit_;
+  std::string archive_dir_, unit_, config_hash_;
   std::chrono::milliseconds stage_timeout_{600000};
 };
 

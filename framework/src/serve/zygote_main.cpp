@@ -246,6 +246,8 @@ int zygote_main(const std::string& config_file, int control_fd, int parent) {
   const json::object ready{{"ready", true},
                            {"archive_dir", config.archive_dir},
                            {"unit", to_string(config.budget.unit)},
+                           // What replicas and reloads are compared by: the config as resolved.
+                           {"config_hash", sha256_hex(print_pipeline(config)).substr(0, 12)},
                            {"stage_timeout_ms", config.stage_timeout_ms}};
   if (!send_message(control_fd, json::serialize(ready))) return kExitOk;
   Zygote(*loaded.pipeline, control_fd).run();
