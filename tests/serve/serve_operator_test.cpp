@@ -7,6 +7,7 @@
 #include "support/test_support.hpp"
 #include "support/tool_history.hpp"
 
+#include "serve/outcome_headers.hpp"
 #include "serve/store_redaction.hpp"
 
 #include "compactor/build_fingerprint.hpp"
@@ -14,6 +15,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -150,6 +152,67 @@ TEST(ServeOperator, TheConfigInUseIsNamedByItsHashAndGeneration) {
   EXPECT_EQ(metric(metrics, "compactor_serve_config_info{hash=\"" + second + "\",generation=\"2\"}"), 1) << metrics;
   EXPECT_EQ(metrics.find(first), std::string::npos) << metrics;
   EXPECT_EQ(call(serve.port(), "GET", "/healthz").body, "ok\nconfig: " + second + " generation 2\n" + build);
+}
+
+// What a response says of its call: the size before (what the client sent) and after (what went
+// on) in the budget's unit, the receipts this call archived, and a status of what this call did.
+// The second call continues the first's compacted history and changes nothing itself: it still
+// goes out smaller than the client sent it, by exactly the first call's masking, and says
+// `unchanged` (main said `compacted`), with no receipts.
+TEST(ServeOperator, EachResponseSaysTheSizesAndReceiptsOfItsOwnCall) {
+  test::ScratchFolder dir("serve-op-headers");
+  write_prices(dir.path());
+  std::ofstream(dir / "c.yaml") << chars_config();
+  const std::vector<std::string> history = test::tool_history(4, [](std::size_t i) { return i == 1 ? 12000 : 800; });
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), "c.yaml", upstream.base_url());
+  auto send = [&](std::size_t count) {
+    return call(serve.port(), "POST", "/v1/messages", test::messages_request(history, count, "op-model", "You are a coding agent."),
+                {{"x-compactor-token", "alice-token"}, {"x-api-key", "sk-ant-a"}});
+  };
+  Reply first = send(7);
+  Reply second = send(9);
+  ASSERT_EQ(upstream.requests().size(), 2u);
+  const std::vector<std::string> sent = forwarded_messages(upstream.requests()[0].body);
+  ASSERT_EQ(sent.size(), 7u);
+  const std::string receipt = sent[2].substr(sent[2].find("sha256:"), 71);
+  // What the masking took off, in chars: the only change either call forwards.
+  const std::uint64_t taken = test::code_points(history[2]) - test::code_points(sent[2]);
+  auto number = [](Reply& r, const char* name) { return std::stoull(r.headers.count(name) ? r.headers[name] : "0"); };
+
+  EXPECT_EQ(first.headers["x-compactor-status"], "compacted");
+  EXPECT_EQ(first.headers["x-compactor-size-unit"], "chars");
+  EXPECT_EQ(number(first, "x-compactor-size-before") - number(first, "x-compactor-size-after"), taken);
+  EXPECT_GT(number(first, "x-compactor-size-before"), 10000u);  // over the limit: why micro ran
+  EXPECT_EQ(first.headers["x-compactor-receipts"], receipt);
+
+  EXPECT_EQ(second.headers["x-compactor-status"], "unchanged") << second.headers["x-compactor-warning"];
+  EXPECT_EQ(number(second, "x-compactor-size-before") - number(second, "x-compactor-size-after"), taken);
+  EXPECT_EQ(number(second, "x-compactor-size-before") - number(first, "x-compactor-size-before"),
+            test::code_points(history[7]) + test::code_points(history[8]));  // the two new messages
+  EXPECT_EQ(second.headers.count("x-compactor-receipts"), 0u) << second.headers["x-compactor-receipts"];
+  EXPECT_EQ(forwarded_messages(upstream.requests()[1].body)[2], sent[2]);  // the earlier compaction, carried on
+  const std::string metrics = call(serve.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, "compactor_serve_status_total{route=\"messages\",status=\"unchanged\"}"), 1) << metrics;
+  EXPECT_EQ(metric(metrics, "compactor_serve_size_in_total{unit=\"chars\"}"),
+            static_cast<double>(number(first, "x-compactor-size-before") + number(second, "x-compactor-size-before")));
+}
+
+// The receipts header is bounded: past its length the receipts left out are counted in "+N".
+TEST(ServeOperator, TheReceiptsHeaderIsBounded) {
+  serve::JobOutcome o;
+  o.result = serve::JobOutcome::compacted;
+  o.changed = true;
+  for (std::size_t i = 0; i < serve::JobOutcome::kMaxReceipts; ++i) o.receipts.push_back("sha256:" + std::string(64, static_cast<char>('a' + i % 6)));
+  o.receipt_count = 100;
+  const std::string header = serve::receipts_header(o);
+  EXPECT_LE(header.size(), serve::kMaxReceiptsHeader);
+  const std::size_t listed = static_cast<std::size_t>(std::count(header.begin(), header.end(), ','));  // the last comma is the count's
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "+" + std::to_string(100 - listed)) << header;
+  EXPECT_EQ(header.substr(0, 72), o.receipts[0] + ",");
+  o.receipts.resize(2);
+  o.receipt_count = 2;
+  EXPECT_EQ(serve::receipts_header(o), o.receipts[0] + "," + o.receipts[1]);
 }
 
 // An /mcp error passed on from a Redis store ("no blob …" for a receipt it does not hold) tells

@@ -45,6 +45,13 @@ void record_run(const RunReport& r, JobOutcome& o) {
     o.stage_us.push_back(s.wall_us);
     o.stages_us += s.wall_us;
   }
+  // What this call did itself: a continued history carries earlier calls' compaction unchanged.
+  o.changed = r.first_changed_message.has_value();
+  for (const auto& s : r.stages)
+    for (const auto& a : o.changed ? s.archived : std::vector<ArchivedReceipt>{}) {
+      if (o.receipts.size() < JobOutcome::kMaxReceipts) o.receipts.push_back(a.receipt);
+      ++o.receipt_count;
+    }
   if (r.gate) {
     o.gated = true;
     o.gate_commit = r.gate->commit;

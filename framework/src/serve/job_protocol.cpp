@@ -31,11 +31,14 @@ std::string_view JobOutcome::status_header() const {
   if (result == compacted || result == unchanged) {
     if (status == "over_budget") return "over_budget";
     if (status == "declined" || status == "deferred") return status;
+    if (!changed) return "unchanged";
   }
   return to_string(result);
 }
 
 json::object JobOutcome::to_json() const {
+  json::array receipt_ids;
+  for (const auto& r : receipts) receipt_ids.push_back(json::string(r));
   json::array stages;
   for (std::size_t i = 0; i < stage_statuses.size(); ++i)
     stages.push_back(json::array{json::string(stage_statuses[i].first), json::string(stage_statuses[i].second),
@@ -49,6 +52,7 @@ json::object JobOutcome::to_json() const {
                       {"window", window},            {"limit", limit},
                       {"gated", gated},              {"gate_commit", gate_commit},
                       {"gate_saved_usd", gate_saved_usd}, {"gate_broken_usd", gate_broken_usd}, {"saved_usd", saved_usd}, {"saved_tokens", saved_tokens},
+                      {"changed", changed}, {"receipts", std::move(receipt_ids)}, {"receipt_count", receipt_count},
                       {"store", json::object{{"kind", store.kind}, {"get_us", store.state_get_us}, {"put_us", store.state_put_us},
                                              {"blobs_us", store.blobs_put_us}, {"get_errors", store.state_get_errors},
                                              {"put_errors", store.state_put_errors}, {"blob_errors", store.blob_errors},
@@ -114,6 +118,9 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.gate_broken_usd = o.at("gate_broken_usd").to_number<double>();
     out.saved_usd = o.at("saved_usd").to_number<double>();
     out.saved_tokens = o.at("saved_tokens").to_number<std::uint64_t>();
+    out.changed = o.at("changed").as_bool();
+    for (const auto& r : o.at("receipts").as_array()) out.receipts.emplace_back(r.as_string());
+    out.receipt_count = o.at("receipt_count").to_number<std::size_t>();
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -69,14 +69,23 @@ struct JobOutcome {
   // not priced). What serve's per-tenant metrics add up.
   std::uint64_t saved_tokens = 0;
   double saved_usd = 0;
+  // Whether this call's pipeline changed the history it was given. A continued call forwards an
+  // earlier call's compaction (result compacted) without changing anything itself: `unchanged`.
+  bool changed = false;
+  // The receipts this call archived, in order: at most kMaxReceipts (the answer is one datagram),
+  // and how many there were.
+  static constexpr std::size_t kMaxReceipts = 64;
+  std::vector<std::string> receipts;
+  std::size_t receipt_count = 0;
   // The cost gate, when it weighed a compaction: its decision and both figures (USD).
   bool gated = false, gate_commit = true;
   double gate_saved_usd = 0, gate_broken_usd = 0;
 
-  // The x-compactor-status value: `compacted` only when the forwarded body is within the budget;
-  // `over_budget` when the pipeline ran and it is still over (changed or not), `declined` when the
-  // cost gate kept the body, `deferred` when the request asks the API to make room itself;
-  // otherwise the result's name. The warning, when there is one, says why.
+  // The x-compactor-status value: `compacted` only when this call changed the history and the
+  // forwarded body is within the budget; `over_budget` when the pipeline ran and it is still over
+  // (changed or not), `declined` when the cost gate kept the body, `deferred` when the request asks
+  // the API to make room itself; `unchanged` when this call changed nothing (even when it forwards
+  // an earlier call's compaction); otherwise the result's name. The warning, when there is one, says why.
   std::string_view status_header() const;
 
   boost::json::object to_json() const;

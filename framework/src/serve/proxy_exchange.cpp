@@ -1,6 +1,7 @@
 #include "serve/proxy_exchange.hpp"
 
 #include "serve/answer_hold.hpp"
+#include "serve/outcome_headers.hpp"
 #include "serve/tenant.hpp"
 #include "serve/upstream_url.hpp"
 
@@ -295,7 +296,7 @@ void Exchange::on_compacted(JobRun run) {
     }
     extra.emplace_back("x-compactor-warning", header_safe(shown));
   }
-  extra.emplace_back("x-compactor-status", std::string(o.status_header()));
+  add_outcome_headers(o, extra);
   auto body = o.result == JobOutcome::compacted ? std::make_shared<const std::string>(std::move(run.body)) : client_body_;
   forward(std::move(body), std::move(extra));
 }
