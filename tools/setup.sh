@@ -5,7 +5,8 @@
 # integrity-checked by the lock file, cached by npm). With --tests, also what the tests and
 # benchmarks need: GoogleTest, Google Benchmark, clang and libc++ (the loader's foreign-ABI
 # fixtures, the fuzz targets), clang-tidy (tools/check-source.sh), redis-server (the store's tests
-# start their own), and the npm clients the serve tests drive (tests/serve). Without
+# start their own), chromium (headless, the gateway page's test: tests/serve) with a font for its
+# screenshot, and the npm clients the serve tests drive (tests/serve). Without
 # it, a first build of the product installs no test tooling. Idempotent: a second run installs
 # nothing. Boost 1.81 is used because Boost.JSON is not in Debian's default 1.74, and 1.81-dev
 # conflicts with 1.74-dev, so nothing here may pull in libboost1.74-dev.
@@ -31,7 +32,7 @@ if [ "$with_tests" -eq 1 ]; then
     libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang libclang-rt-14-dev libc++-14-dev libc++abi-14-dev
     clang-tidy python3 python3-yaml openssl nginx-light systemd
-    redis-server
+    redis-server chromium fonts-dejavu-core
   )
 fi
 

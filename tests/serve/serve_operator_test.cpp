@@ -7,6 +7,7 @@
 #include "support/test_support.hpp"
 #include "support/tool_history.hpp"
 
+#include "serve/dashboard_page.hpp"
 #include "serve/outcome_headers.hpp"
 #include "serve/store_redaction.hpp"
 
@@ -213,6 +214,23 @@ TEST(ServeOperator, TheReceiptsHeaderIsBounded) {
   o.receipts.resize(2);
   o.receipt_count = 2;
   EXPECT_EQ(serve::receipts_header(o), o.receipts[0] + "," + o.receipts[1]);
+}
+
+// The page escapes every name and value it writes: a tenant named like markup stays text.
+TEST(ServeOperator, TheDashboardEscapesWhatItWrites) {
+  serve::DashboardView v;
+  v.ledger.tenants["<img src=x onerror=alert(1)>"].calls = 3;
+  v.ledger.recent.push_back(serve::OperatorLedger::Compaction{0, "a&b", "chars", 10, 5, {"sha256:\"x\""}, 1});
+  v.config_path = "/etc/<c>.yaml";
+  v.config_hash = "abc";
+  const serve::Reply page = serve::dashboard_reply(v);
+  EXPECT_EQ(page.body.find("<img"), std::string::npos);
+  EXPECT_NE(page.body.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  EXPECT_NE(page.body.find("a&amp;b"), std::string::npos);
+  EXPECT_NE(page.body.find("sha256:&quot;x&quot;"), std::string::npos);
+  EXPECT_NE(page.body.find("/etc/&lt;c&gt;.yaml"), std::string::npos);
+  EXPECT_EQ(page.body.find("<script"), std::string::npos);
+  EXPECT_EQ(serve::html_escaped("'\"<>&"), "&#39;&quot;&lt;&gt;&amp;");
 }
 
 // An /mcp error passed on from a Redis store ("no blob …" for a receipt it does not hold) tells

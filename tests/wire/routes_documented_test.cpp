@@ -27,6 +27,7 @@ const std::vector<Route>& routes() {
       {"POST", "/mcp", "/mcp"},
       {"GET", "/healthz", "/healthz"},
       {"GET", "/metrics", "/metrics"},
+      {"GET", "/dashboard", "/dashboard"},
   };
   return list;
 }

@@ -31,6 +31,7 @@ The APIs' other endpoints (count_tokens, /v1/responses/ID, Gemini's other method
 through to their upstream, and any other path to the @FIRST@ one. serve answers itself:
   GET  /healthz   ok (503 while draining), the config's hash and generation, the build
   GET  /metrics   Prometheus text: requests, sizes saved, stages, queue, tenants, connections
+  GET  /dashboard a page for operators: per tenant savings, the config, recent compactions, the store
   POST /mcp       the archive's MCP server (restore, search) for the caller's tenant
 Connections are asynchronous (an open stream holds no thread); pipelines run in worker
 processes, at most serve.workers at once, the others queued (docs/serve.md).

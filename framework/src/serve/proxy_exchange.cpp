@@ -262,6 +262,8 @@ void Exchange::record(const JobOutcome& c, const std::string& route) {
     m.add("compactor_serve_state_total", c.state_hit ? "result=\"hit\"" : "result=\"miss\"");
   }
   record_store(m, c.store);
+  if (shared_.ledger != nullptr)
+    shared_.ledger->record(tenant, c, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (!c.store.unverified && c.store.usage_bytes >= 0)
     m.set("compactor_serve_tenant_store_bytes", fmt::format("tenant=\"{}\"", label_value(tenant)), static_cast<double>(c.store.usage_bytes));
   if (c.peak_rss_kb > 0) m.raise_to("compactor_serve_worker_peak_rss_bytes", "", static_cast<double>(c.peak_rss_kb) * 1024);

@@ -7,6 +7,7 @@
 
 #include "serve/deployment.hpp"
 #include "serve/http_session.hpp"
+#include "serve/operator_ledger.hpp"
 #include "serve/pipeline_queue.hpp"
 #include "serve/serve_metrics.hpp"
 #include "serve/upstream_pool.hpp"
@@ -33,6 +34,7 @@ struct ProxyShared {
   // Before a tenant's pipeline runs (on a queue thread, which may wait): a vouch for it still
   // under way ends first, so a key's next call finds itself known.
   std::function<void(const std::string&)> await_vouch;
+  OperatorLedger* ledger = nullptr;  // what /dashboard shows, told of every compaction job's outcome
 };
 
 // How the server routed a request.

@@ -104,11 +104,12 @@ std::string Metrics::render() const {
   return out;
 }
 
-std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers) {
-  auto refuse = [](int status, const std::string& why) {
+std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers,
+                                    std::string_view route) {
+  auto refuse = [route](int status, const std::string& why) {
     Headers extra;
     if (status == 401) extra.emplace_back("www-authenticate", "Bearer");
-    return Reply{status, "compactor serve: /metrics " + why + "\n", "text/plain", std::move(extra)};
+    return Reply{status, "compactor serve: " + std::string(route) + " " + why + "\n", "text/plain", std::move(extra)};
   };
   if (!serve.metrics_token_env.empty()) {
     const char* token = std::getenv(serve.metrics_token_env.c_str());

@@ -51,6 +51,8 @@ std::string label_value(const std::string& value);
 // serve.metrics_token_env, a request without its value as a bearer token (401; 403 when the
 // variable is not set); without it, a request that is not local (a listener beyond loopback,
 // serve.fronted, or a proxy's forwarding header: 403, saying what to set).
-std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers);
+// `route`: what the refusal names (/metrics, or /dashboard, which takes the same credentials).
+std::optional<Reply> scrape_refusal(const ServeConfig& serve, bool loopback_listener, const boost::beast::http::fields& headers,
+                                    std::string_view route = "/metrics");
 
 }  // namespace compactor::serve

@@ -1,5 +1,6 @@
 #include "serve/server.hpp"
 
+#include "serve/dashboard_page.hpp"
 #include "serve/deployment.hpp"
 #include "serve/http_session.hpp"
 #include "serve/pipeline_queue.hpp"
@@ -118,6 +119,7 @@ class Server final : public RequestHandler {
   void show_config(const Deployment& d);
   // /healthz's body: ok (or draining), the config in use and the build.
   std::string health(const Deployment& d) const;
+  Reply dashboard(const Deployment& d) const;
   std::string tenant_label(const std::string& tenant);
   void vouch(const std::string& tenant);
   void await_vouch(const std::string& tenant);
@@ -162,6 +164,7 @@ class Server final : public RequestHandler {
   ProxyShared shared_;
   std::mutex tenants_mutex_;
   std::set<std::string> tenant_labels_;
+  OperatorLedger ledger_;
 };
 
 Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
@@ -171,6 +174,7 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
       shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); },
               [this](std::string_view where, std::string_view what) { contain(where, what); },
               [this](const std::string& t) { vouch(t); }, [this](const std::string& t) { await_vouch(t); }} {
+  shared_.ledger = &ledger_;
   describe_metrics();
   zero_tenant_metrics(*current_);
   show_config(*current_);
@@ -219,6 +223,7 @@ void Server::zero_tenant_metrics(const Deployment& d) {
     metrics_.add("compactor_serve_tenant_size_saved_total", t + ",unit=\"" + d.zygote->unit() + "\"", 0);
     metrics_.add("compactor_serve_tenant_saved_tokens_total", t, 0);
     metrics_.add("compactor_serve_tenant_saved_usd_total", t, 0);
+    ledger_.know(tenant_label(c.name));
   }
 }
 
@@ -230,6 +235,13 @@ void Server::show_config(const Deployment& d) {
 std::string Server::health(const Deployment& d) const {
   return fmt::format("{}\nconfig: {} generation {}\nbuild: {} fingerprint {}\n", draining_ ? "draining" : "ok", d.zygote->config_hash(),
                      d.generation, options_.version, kBuildFingerprint);
+}
+
+Reply Server::dashboard(const Deployment& d) const {
+  DashboardView v{ledger_.snapshot(), options_.config_file, d.zygote->config_hash(), d.generation, options_.version, kBuildFingerprint,
+                  d.settings.store.kind == StoreConfig::Kind::redis ? "redis" : "folder",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count()};
+  return dashboard_reply(v);
 }
 
 std::string Server::tenant_label(const std::string& tenant) {
@@ -337,7 +349,7 @@ std::optional<Reply> Server::admit(const RequestHead& head, std::uint64_t conten
                        fmt::format("compactor serve: the request body is over serve.max_body_bytes ({})", d->settings.serve.max_body_bytes));
   }
   if (path == "/mcp") return admit_mcp(head, content_length, session, *d);
-  if (path == "/healthz" || path == "/metrics") return std::nullopt;
+  if (path == "/healthz" || path == "/metrics" || path == "/dashboard") return std::nullopt;
   if (!d->settings.serve.clients.empty())
     if (auto who = identify_tenant(d->settings.serve.clients, head, target, false); !who) {
       metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
@@ -374,10 +386,14 @@ void Server::route(Request request, std::shared_ptr<HttpSession> session) {
     session->reply(Reply{draining_ ? 503 : 200, health(*d), "text/plain", {}});
     return;
   }
-  if (request.method() == http::verb::get && path == "/metrics") {
-    if (auto refusal = scrape_refusal(d->settings.serve, d->listen.loopback(), request.base())) {
+  if (request.method() == http::verb::get && (path == "/metrics" || path == "/dashboard")) {
+    if (auto refusal = scrape_refusal(d->settings.serve, d->listen.loopback(), request.base(), path)) {
       metrics_.add("compactor_serve_rejections_total", "reason=\"unauthorized\"");
       session->reply(*refusal);
+      return;
+    }
+    if (path == "/dashboard") {
+      session->reply(dashboard(*d));
       return;
     }
     metrics_.set("compactor_serve_open_connections", "", static_cast<double>(connections_.load()));
