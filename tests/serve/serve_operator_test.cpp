@@ -20,6 +20,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace compactor {
@@ -231,6 +232,41 @@ TEST(ServeOperator, TheDashboardEscapesWhatItWrites) {
   EXPECT_NE(page.body.find("/etc/&lt;c&gt;.yaml"), std::string::npos);
   EXPECT_EQ(page.body.find("<script"), std::string::npos);
   EXPECT_EQ(serve::html_escaped("'\"<>&"), "&#39;&quot;&lt;&gt;&amp;");
+}
+
+// The team template runs the default's pipeline: configs/deploy/serve.yaml, resolved, is
+// configs/default.yaml's budget, meter, prices, stages and their params, on_prompt_too_long
+// included (it kept 5 messages and a 1,000-char summary there); only where it archives and its
+// serve: section differ. Both are read where they ship (a copy of configs/, the template given
+// the client it asks for).
+std::string without_sections(const std::string& resolved, const std::vector<std::string>& sections) {
+  std::string out, line;
+  std::istringstream in(resolved);
+  bool skipping = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != ' ') {
+      skipping = false;
+      for (const auto& s : sections) skipping = skipping || line == s + ":";
+    }
+    if (!skipping) out += line + "\n";
+  }
+  return out;
+}
+
+TEST(ServeOperator, TheTeamTemplateRunsTheDefaultsPipeline) {
+  test::ScratchFolder dir("serve-op-template");
+  fs::copy(COMPACTOR_CONFIGS_DIR, dir / "configs", fs::copy_options::recursive);
+  std::string text = test::read_file((dir / "configs/deploy/serve.yaml").string());
+  const std::string empty = "  clients: []\n";
+  ASSERT_NE(text.find(empty), std::string::npos);
+  text.replace(text.find(empty), empty.size(), std::string("  clients: [{name: alice, token_sha256: \"") + kAlice + "\"}]\n");
+  std::ofstream(dir / "configs/deploy/serve.yaml") << text;
+  const test::CommandResult deploy = test::run_cli({"print-pipeline", "--config", (dir / "configs/deploy/serve.yaml").string()});
+  const test::CommandResult standard = test::run_cli({"print-pipeline", "--config", (dir / "configs/default.yaml").string()});
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.err;
+  ASSERT_EQ(standard.exit_code, 0) << standard.err;
+  EXPECT_NE(deploy.out.find("  - stage: \"arrival\""), std::string::npos) << deploy.out;
+  EXPECT_EQ(without_sections(deploy.out, {"archive", "serve"}), without_sections(standard.out, {"archive", "serve"}));
 }
 
 // An /mcp error passed on from a Redis store ("no blob …" for a receipt it does not hold) tells
