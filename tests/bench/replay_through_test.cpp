@@ -75,13 +75,20 @@ TEST(ReplayThrough, SendsEachCallAsAnAgentWouldAndPrintsWhatServeDidWithIt) {
 
   // What serve did, call by call, from its headers; the bytes are what the agent sent (calls 1
   // and 2 went upstream unchanged, so the stand-in received the same bytes).
-  EXPECT_NE(r.out.find("call 1/3: 1 messages, " + grouped(got[0].body.size()) + " bytes: 200, x-compactor-status: unchanged\n"), std::string::npos)
+  EXPECT_NE(r.out.find("call 1/3: 1 messages, " + grouped(got[0].body.size()) + " bytes: 200, x-compactor-status: unchanged, "
+                       "x-compactor-size-before: "),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("call 2/3: 3 messages, " + grouped(got[1].body.size()) + " bytes: 200, x-compactor-warning: still over budget: "),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(", x-compactor-status: over_budget\ncall 3/3: 5 messages, "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" bytes: 200, x-compactor-status: compacted\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", x-compactor-status: over_budget, x-compactor-size-before: 5260, x-compactor-size-after: 5260, "
+                       "x-compactor-size-unit: chars\ncall 3/3: 5 messages, "),
+            std::string::npos)
+      << r.out;
+  // The compacted call says what it saved and the receipt it wrote.
+  EXPECT_NE(r.out.find(" bytes: 200, x-compactor-status: compacted, x-compactor-size-before: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", x-compactor-size-unit: chars, x-compactor-receipts: sha256:"), std::string::npos) << r.out;
   EXPECT_LT(got[2].body.size(), got[1].body.size());  // compacted: the failed Read's 5,000 chars masked
   EXPECT_NE(r.out.find("replayed 3 calls of " + kNotes + " through " + url +
                        ": 3 answered 2xx, 0 with an error; x-compactor-status: compacted 1, over_budget 1, unchanged 1; "),
