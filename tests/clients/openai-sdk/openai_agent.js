@@ -61,16 +61,24 @@ async function loop(openai, stream) {
 async function main() {
   fs.rmSync(workDir, { recursive: true, force: true });
   fs.mkdirSync(workDir, { recursive: true });
-  const config = path.join(workDir, 'c.yaml');
-  fs.writeFileSync(config, [
+  // Each loop its own folder (config, archive, state): the second would otherwise continue the
+  // first's stored histories, and its calls forward those compactions without compacting anew.
+  const configIn = (dir) => {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'c.yaml'), configText);
+    return path.join(dir, 'c.yaml');
+  };
+  const configText = [
     'version: 1', 'budget: {unit: chars, limit: 20000, target: 16000}', 'archive: {dir: archive}',
     `plugin_dirs: ["${pluginDir}"]`, 'pipeline:',
     '  - stage: micro', '    when: over_budget', '    params: {keep_recent: 2, min_chars: 120}',
-    '  - stage: summarize', '    when: over_budget', '    params: {max_chars: 1000}', ''].join('\n'));
+    '  - stage: summarize', '    when: over_budget', '    params: {max_chars: 1000}', ''].join('\n');
   for (const stream of [false, true]) {
+    const loopDir = path.join(workDir, stream ? 'streaming' : 'plain');
+    const config = configIn(loopDir);
     const upstream = chatUpstream({ turns: TURNS });
     const upstreamPort = await listen(upstream.server);
-    const { child, port } = await startServe(cli, config, workDir, { upstream: `http://127.0.0.1:${upstreamPort}` });
+    const { child, port } = await startServe(cli, config, loopDir, { upstream: `http://127.0.0.1:${upstreamPort}` });
     try {
       const openai = new OpenAI({ apiKey: 'sk-openai-agent-test', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
       const statuses = await loop(openai, stream);
@@ -84,7 +92,7 @@ async function main() {
           if (m.role === 'tool') assert.equal(m.name, 'read_file');
         }
       });
-      checkAll(cli, workDir, upstream.received, 'openai');
+      checkAll(cli, loopDir, upstream.received, 'openai');
       console.log(`openai_agent (${stream ? 'streaming' : 'not streaming'}): ok (${statuses.filter((s) => s === 'compacted').length} of ${statuses.length} calls compacted)`);
     } finally {
       child.kill('SIGTERM');
