@@ -169,8 +169,9 @@ std::string raw_answer(const std::string& fields, const std::string& body = "{}"
 
 // A field of 70,000 bytes threw std::length_error from Beast's fields inside curl's header
 // callback, and the process ended (every tenant's streams with it). Now such a head, or one
-// of many fields over 64 KiB in all, or one that would split the client's answer, is refused
-// with the API's 502; the server lives on, and a head under the limit passes byte for byte.
+// of many fields over 64 KiB in all (an interim 1xx head's bytes counted with the final one's),
+// or one that would split the client's answer, is refused with the API's 502; the server lives
+// on, and a head under the limit passes byte for byte.
 TEST(ServeHostile, AnOversizedOrMalformedUpstreamHeadIsA502AndTheServerLivesOn) {
   test::ScratchFolder dir("serve-hostile-head");
   std::string many;
@@ -183,10 +184,15 @@ TEST(ServeHostile, AnOversizedOrMalformedUpstreamHeadIsA502AndTheServerLivesOn) 
     r.raw = raw_answer(fields);
     script.push_back(r);
   }
+  // Each head under 64 KiB, the two together over it.
+  ScriptedResponse interim;
+  interim.raw = "HTTP/1.1 103 Early Hints\r\nx-hint: " + std::string(40000, 'e') + "\r\n\r\n" + raw_answer("x-big: " + big_but_allowed + "\r\n");
+  script.insert(script.begin() + 4, interim);
   script.push_back(ScriptedResponse{200, {}, test::anthropic_reply("after")});
   LoopbackHttpServer upstream(script);
   ServeProcess serve(dir.path(), write_config(dir.path(), ""), upstream.base_url());
-  for (const char* what : {"a 70,000-byte field", "100 fields of 1,000 bytes", "a folded line", "a bare CR"}) {
+  for (const char* what : {"a 70,000-byte field", "100 fields of 1,000 bytes", "a folded line", "a bare CR",
+                           "a 40,000-byte 1xx head before a 30,000-byte head"}) {
     RawClient client(serve.port());
     client.send(request_head("GET", "/v1/models", serve.port()));
     RawAnswer a = client.read();
@@ -203,7 +209,7 @@ TEST(ServeHostile, AnOversizedOrMalformedUpstreamHeadIsA502AndTheServerLivesOn) 
   EXPECT_EQ(after.status, 200);
   EXPECT_EQ(after.body, test::anthropic_reply("after"));
   const std::string metrics = metrics_of(serve);
-  EXPECT_NE(metrics.find("compactor_serve_upstream_errors_total{status=\"0\"} 4"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("compactor_serve_upstream_errors_total{status=\"0\"} 5"), std::string::npos) << metrics;
   serve.stop();
   for (const char* said : {"upstream failed: the upstream's answer head is over 65536 bytes",
                            "upstream failed: the upstream's answer head has a line that is no field",
@@ -317,7 +323,8 @@ class SilentRedis {
 
 // /mcp's work went to an unbounded queue (mcp_in_flight_ was declared and never used): callers
 // piled up behind a slow archive, each holding its body. Past 64 read and unanswered, a caller
-// is answered 503 with Retry-After at once, counted.
+// is answered 503 with Retry-After at once, counted: from its head (its body is never waited
+// for), and again once a body is read (a head let in while there was room takes no 65th place).
 TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
   test::ScratchFolder dir("serve-hostile-mcp-queue");
   SilentRedis redis;
@@ -329,10 +336,16 @@ TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
                      upstream.base_url());
   const std::string restore = R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"restore","arguments":{"receipt":"sha256:)" +
                               std::string(64, '0') + R"("}}})";
-  auto request = [&] {
-    return request_head("POST", "/mcp", serve.port(), {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(restore.size())}}) +
-           restore;
+  auto head = [&](std::vector<std::pair<std::string, std::string>> more = {}) {
+    more.emplace_back("Content-Type", "application/json");
+    more.emplace_back("Content-Length", std::to_string(restore.size()));
+    return request_head("POST", "/mcp", serve.port(), more);
   };
+  auto request = [&] { return head() + restore; };
+  // Let in while there is room: serve answers 100 Continue once the head has passed.
+  RawClient early(serve.port());
+  early.send(head({{"Expect", "100-continue"}}));
+  ASSERT_TRUE(early.read_raw_until("HTTP/1.1 100 Continue\r\n\r\n"));
   std::vector<std::unique_ptr<RawClient>> held;
   for (int i = 0; i < 64; ++i) {
     held.push_back(std::make_unique<RawClient>(serve.port()));
@@ -341,12 +354,16 @@ TEST(ServeHostile, McpsQueueIsBoundedAndSaysWhenToComeBack) {
   ASSERT_TRUE(eventually([&] { return metrics_of(serve).find("compactor_serve_in_flight 64\n") != std::string::npos; }))
       << metrics_of(serve);
   RawClient late(serve.port());
-  late.send(request());
+  late.send(head());  // and never its body
   RawAnswer a = late.read(std::chrono::milliseconds(10000));
-  ASSERT_TRUE(a.answered) << "the 65th caller waited behind the others";
+  ASSERT_TRUE(a.answered) << "the 65th caller waited for its body, or behind the others";
   EXPECT_EQ(a.status, 503) << a.body;
   EXPECT_EQ(a.headers["retry-after"], "1");
-  EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"mcp_busy\"} 1"), std::string::npos) << metrics_of(serve);
+  early.send(restore);
+  RawAnswer b = early.read(std::chrono::milliseconds(10000));
+  ASSERT_TRUE(b.answered) << "the head let in before the 64 took a 65th place once its body came";
+  EXPECT_EQ(b.status, 503) << b.body;
+  EXPECT_NE(metrics_of(serve).find("compactor_serve_rejections_total{reason=\"mcp_busy\"} 2"), std::string::npos) << metrics_of(serve);
   redis.release();
   for (auto& c : held) EXPECT_EQ(c->read().status, 200);  // each told its receipt could not be read
 }
@@ -587,6 +604,27 @@ TEST(ServeHostile, AZygoteThatEndsIsReplacedOnlyByAConfigThatLoadsWhole) {
   write_config(dir.path(), "");  // fixed: the next reload takes it, and compacts again
   ASSERT_TRUE(eventually([&] { return serve.stderr_text().find("compactor serve: reloaded") != std::string::npos; })) << serve.stderr_text();
   EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", kBody).headers["x-compactor-status"], "unchanged");
+}
+
+// A zygote that ends (killed from outside, out of memory) is replaced by a reload of the config
+// file, which has not changed here: a new zygote starts, and the requests after it compact again
+// (without the replacement every request would fail open for good).
+TEST(ServeHostile, AZygoteThatEndsIsReplacedFromTheConfigFile) {
+  test::ScratchFolder dir("serve-hostile-zygote-replaced");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir.path(), write_config(dir.path(), ""), upstream.base_url());
+  EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", kBody).headers["x-compactor-status"], "unchanged");
+  const pid_t zygote = zygote_of(serve);
+  ASSERT_GT(zygote, 0);
+  ::kill(zygote, SIGKILL);
+  ASSERT_TRUE(eventually([&] {
+    const pid_t now = zygote_of(serve);
+    return now > 0 && now != zygote && alive(now);
+  })) << "no zygote replaced the one killed:\n" << serve.stderr_text();
+  Reply r = call(serve.port(), "POST", "/v1/messages", kBody);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["x-compactor-status"], "unchanged") << r.headers["x-compactor-warning"];
+  EXPECT_NE(serve.stderr_text().find("(the pipeline's zygote ended): validated and in use"), std::string::npos) << serve.stderr_text();
 }
 
 }  // namespace
