@@ -21,7 +21,8 @@ reuses. Then:
 Writes OUT/report.md and OUT/report.json (default build/mutants/ of the working tree): each
 mutant's outcome (killed, survived, or a listing error: stale, did not build, baseline failed),
 the tests that killed it, and the time taken. --check only validates the list against the
-working tree (fast: no copy, no build). Not part of CI: it rebuilds once per mutant.
+working tree (fast: no copy, no build); that check is a ctest (mutants_list_applies_to_the_code). The
+mutants themselves are not part of CI: they rebuild once per mutant.
 
 Exit 0 when every mutant run was killed; 1 when one survived; 2 on a listing error or bad usage.
 """
