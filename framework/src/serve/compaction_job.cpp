@@ -94,15 +94,10 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   o.messages = continuation.request().size();
 
   t = Clock::now();
-  const std::vector<std::string> keys = continuation.prefix_keys(format.name());
-  std::optional<SentHistory> stored = continuity.longest(keys);
-  if (stored && continuation.continues_from(*stored)) {
-    o.state_hit = true;
-    o.covered = stored->covered;
-  } else {
-    stored.reset();
-  }
-  const Conversation input = continuation.input(stored ? &*stored : nullptr);
+  const Resumed resumed = continuation.resume(format.name(), continuity.histories());
+  const std::optional<SentHistory>& stored = resumed.stored;
+  o.state_hit = stored.has_value();
+  o.covered = stored ? stored->covered : 0;
   o.state_us = us_since(t);
 
   const std::vector<CheckerPtr> rules = format.rules();
@@ -122,7 +117,7 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
     options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
     options.on_stage_end = [progress] { progress->stage_finished(); };
   }
-  RunReport r = pipeline.run(input, options, log);
+  RunReport r = pipeline.run(resumed.input, options, log);
   record_run(r, o);
   o.size_received = r.received_size ? r.received_size->sizes.in(r.budget.unit) : o.size_in;
   const CallSavings saved = savings_of(pipeline.config(), r, continuation.request(), o.model, format.openai_tokenizer());
@@ -139,19 +134,14 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   }
 
   t = Clock::now();
-  const SentHistory sent = continuation.sent_for(*r.output);
-  if (sent.unchanged) {
-    o.result = JobOutcome::unchanged;
-  } else {
-    auto written = (*request)->write(continuation.with_breakpoints(*r.output));
-    if (!written) {
-      o.warning = "pipeline failed, forwarded unchanged: " + first_line(written.error().message);
-      return out;
-    }
-    out.body = std::move(*written);
-    o.result = JobOutcome::compacted;
+  auto committed = continuation.commit(resumed, *r.output, [&](const Conversation& c) { return (*request)->write(c); },
+                                       continuity.histories());
+  if (!committed) {
+    o.warning = "pipeline failed, forwarded unchanged: " + first_line(committed.error().message);
+    return out;
   }
-  if (!keys.empty()) continuity.put(keys.back(), sent, o.state_hit ? keys[o.covered - 1] : std::string());
+  o.result = *committed ? JobOutcome::compacted : JobOutcome::unchanged;
+  if (*committed) out.body = std::move(**committed);
   o.write_us = us_since(t);
   return out;
 }

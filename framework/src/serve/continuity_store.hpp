@@ -32,6 +32,12 @@ class ContinuityStore {
   // `supersedes`: the key of the state this call continued from (empty on a miss).
   bool put(const std::string& key, const SentHistory& sent, const std::string& supersedes = "") const;
 
+  // Both, as the continuation rule takes them (Continuation::resume and commit).
+  SentHistories histories() const {
+    return {[this](const std::vector<std::string>& keys) { return longest(keys); },
+            [this](const std::string& key, const SentHistory& sent, const std::string& supersedes) { put(key, sent, supersedes); }};
+  }
+
  private:
   store::Store& store_;
 };

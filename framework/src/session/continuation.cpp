@@ -145,6 +145,29 @@ SentHistory Continuation::sent_for(const Conversation& output) const {
   return sent;
 }
 
+Resumed Continuation::resume(std::string_view scope, const SentHistories& histories) const {
+  std::vector<std::string> keys = prefix_keys(scope);
+  std::optional<SentHistory> stored = histories.longest(keys);
+  if (stored && !continues_from(*stored)) stored.reset();
+  Conversation in = input(stored ? &*stored : nullptr);
+  return Resumed{std::move(keys), std::move(stored), std::move(in)};
+}
+
+Expected<std::optional<std::string>> Continuation::commit(const Resumed& resumed, const Conversation& output,
+                                                          const std::function<Expected<std::string>(const Conversation&)>& write,
+                                                          const SentHistories& histories) const {
+  const SentHistory sent = sent_for(output);
+  std::optional<std::string> body;
+  if (!sent.unchanged) {
+    auto written = write(with_breakpoints(output));
+    if (!written) return written.error();
+    body = std::move(*written);
+  }
+  if (!resumed.keys.empty())
+    histories.put(resumed.keys.back(), sent, resumed.stored ? resumed.keys[resumed.stored->covered - 1] : std::string());
+  return body;
+}
+
 Conversation Continuation::with_breakpoints(const Conversation& output) const {
   const std::vector<MessagePtr>& original = request_.messages();
   const std::vector<MessagePtr>& cut = stripped(0);

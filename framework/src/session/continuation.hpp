@@ -11,8 +11,10 @@
 #pragma once
 
 #include "compactor/conversation.hpp"
+#include "compactor/error.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +32,22 @@ struct SentHistory {
   // When it was sent, in Unix milliseconds (0: unknown): how long the prompt cache has been idle,
   // for the cost gate. Filled by the store that kept it.
   std::int64_t sent_at_ms = 0;
+};
+
+// A request resumed from what was sent before: its prefix keys, the stored history it continues
+// (nothing on a miss) and the pipeline's input made of them.
+struct Resumed {
+  std::vector<std::string> keys;
+  std::optional<SentHistory> stored;
+  Conversation input;
+};
+
+// How a caller reads and writes its stored histories (serve's continuity store, a test's map).
+struct SentHistories {
+  // The history stored for the longest of `keys` (keys[i] names i+1 messages), `covered` set.
+  std::function<std::optional<SentHistory>(const std::vector<std::string>& keys)> longest;
+  // Keeps `sent` for the prefix `key`; `supersedes`: the key the call continued from (or empty).
+  std::function<void(const std::string& key, const SentHistory& sent, const std::string& supersedes)> put;
 };
 
 class Continuation {
@@ -54,6 +72,18 @@ class Continuation {
 
   // What to remember as sent for the whole request once the pipeline made `output` from input().
   SentHistory sent_for(const Conversation& output) const;
+
+  // The call's start in one step: the keys in `scope`, the longest stored history the request
+  // continues (a stored one it cannot stand for is a miss) and the input made of them.
+  Resumed resume(std::string_view scope, const SentHistories& histories) const;
+
+  // The call's end in one step, once the pipeline made `output` from `resumed.input`: the body to
+  // forward (`write` turns the history, the client's breakpoints back on it, into the API's form;
+  // nothing: the client's own body goes, as the history is the request's), and what was sent is
+  // stored for the whole request, only once that body exists. An error: `write`'s (nothing stored).
+  Expected<std::optional<std::string>> commit(const Resumed& resumed, const Conversation& output,
+                                              const std::function<Expected<std::string>(const Conversation&)>& write,
+                                              const SentHistories& histories) const;
 
   // `output` with the client's cache_control breakpoints back on the messages that carried them
   // and that the pipeline left alone, never more than the API's 4 in all (those outside the
