@@ -160,6 +160,8 @@ StageInfo stage_info() {
       ParamSpec::boolean("same_output", "an output identical to an earlier call's of the same tool and input becomes a reference to it", true),
   };
   info.may_touch_tail = true;  // the new results are the protected newest exchange's
+  // A shortened result is over max_chars; a reference's output repeats an earlier one's bytes.
+  info.acts_when = {{StageTrigger::Kind::new_result_over, "max_chars"}, {StageTrigger::Kind::new_result_repeated, "same_output"}};
   info.create = factory_of<ArrivalStage>();
   return info;
 }

@@ -110,6 +110,7 @@ StageInfo stage_info() {
   };
   info.may_touch_tail = true;
   info.forced = true;  // a batch too large to send: the gate never declines it
+  info.acts_when = {{StageTrigger::Kind::newest_batch_over, "max_batch_chars"}};
   info.create = factory_of<BudgetPersistStage>();
   return info;
 }

@@ -46,6 +46,7 @@ StageInfo stage_info() {
   info.params = {ParamSpec::string("tool_name", "the tool the model calls to ask for compaction", "compact")};
   for (auto& spec : summary_params()) info.params.push_back(std::move(spec));
   info.forced = true;  // the model asked: the gate never declines it
+  info.acts_when = {{StageTrigger::Kind::tool_called, "tool_name"}};
   info.create = factory_of<CompactRequestStage>();
   return info;
 }

@@ -113,6 +113,20 @@ class Stage {
 
 using StageFactory = Factory<Stage>;
 
+// One condition under which a stage may act (StageInfo::acts_when); `param` names the stage's own
+// param that holds the tool name, the number of chars or the switch.
+struct StageTrigger {
+  enum class Kind {
+    tool_called,          // the newest turn calls the tool `param` names and its results are in
+    newest_batch_over,    // the newest batch of tool results is over `param` chars in all
+    new_result_over,      // a tool result of the final user message is over `param` chars
+    new_result_repeated,  // (when the boolean `param` is true) a tool result of the final user
+                          // message, over 200 bytes, has content bytes an earlier message holds
+  };
+  Kind kind;
+  std::string param;
+};
+
 // What a plugin registers for each stage it provides.
 struct StageInfo {
   std::string name;         // what a pipeline entry's `stage:` names
@@ -124,6 +138,12 @@ struct StageInfo {
   // Its cut is one the call cannot go without (the model asked for it; a batch too large to send):
   // the cost gate weighs what the stages after it do, never the cut itself.
   bool forced = false;
+  // When the stage can change a call's history at all, as the host can tell from the newest
+  // messages before any stage runs: a call on which no stage can act needs no pipeline (serve
+  // forwards it without starting a worker). Empty (the default): the stage must see every call it
+  // runs on. The host checks each condition with its own code, never the stage's, so a condition
+  // must hold on every call where the stage would change something (it may hold on more).
+  std::vector<StageTrigger> acts_when;
   StageFactory create;
 };
 

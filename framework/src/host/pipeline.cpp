@@ -6,6 +6,7 @@
 #include "archive/folder_trust.hpp"
 #include "loader/builtin_checkers.hpp"
 #include "host/archived_receipts.hpp"
+#include "host/call_triage.hpp"
 #include "host/model_budget.hpp"
 #include "host/stderr_logger.hpp"
 
@@ -294,7 +295,7 @@ RunReport Pipeline::run_stages(const Conversation& unmetered, const RunOptions& 
   RunArchive& archive = opened ? *opened : static_cast<RunArchive&>(*folder);
   RunState run{options, resolved, log, archive,
                options.request ? std::vector<std::string>{*options.request} : find_active_request(input).texts,
-               stage_checkers(checkers_, rules), input.size_in(budget.unit) > budget.limit};
+               stage_checkers(checkers_, rules), over_trigger(input, budget)};
   Conversation committed = input;
   bool rejected = false;  // a stage was rejected and skipped (on_violation: skip)
   for (BuiltStage& s : options.prompt_too_long ? on_prompt_too_long_ : pipeline_) {

@@ -90,6 +90,12 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
   auto root = read_root(result.errors);
   if (!root) return result;
   archive_dir_at_ = read_archive_section(c_, *root);
+  // The budget as a run measures it (its meter and price table, no plugin): serve forwards a call
+  // no stage can act on without a worker (host/call_triage.hpp).
+  const BudgetNodes budget = read_budget_section(c_, *root);
+  read_meter_section(c_, *root, budget);
+  read_prices(*root);
+  settle_window(c_, budget);
   read_serve(*root);
   read_store_section(r_, *root, config_.store);
   // serve keeps continuity state in the store: in Redis it is signed, so a secret is needed.
@@ -101,7 +107,8 @@ ServeSettingsLoadResult ConfigLoader::load_serve_settings() {
                    "`head -c 32 /dev/urandom | base64` makes one) or `state_secret_env: NAME` to store:");
   result.errors = r_.errors();
   if (result.errors.empty())
-    result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir, config_.store, config_.warnings};
+    result.settings = ServeSettings{config_.serve.value_or(ServeConfig{}), config_.archive_dir, config_.store, config_.warnings,
+                                    std::make_shared<const PipelineConfig>(config_)};
   return result;
 }
 

@@ -14,6 +14,7 @@
 #include "host/serve_config.hpp"
 #include "host/source_location.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,6 +116,8 @@ struct ServeSettings {
   std::string archive_dir = ".compactor/archive";
   StoreConfig store;
   std::vector<std::string> warnings;  // as PipelineConfig::warnings
+  // The budget, meter and price table as a run resolves them (host/model_budget.hpp), no stage.
+  std::shared_ptr<const PipelineConfig> budgeting;
 };
 struct ServeSettingsLoadResult {
   std::optional<ServeSettings> settings;  // set when there were no errors

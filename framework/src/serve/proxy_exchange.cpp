@@ -1,6 +1,7 @@
 #include "serve/proxy_exchange.hpp"
 
 #include "serve/answer_hold.hpp"
+#include "serve/fast_path.hpp"
 #include "serve/outcome_headers.hpp"
 #include "serve/tenant.hpp"
 #include "serve/upstream_url.hpp"
@@ -128,6 +129,7 @@ class Exchange final : public UpstreamListener,
   int status_ = 0;
   bool retried_ = false, gone_ = false;
   std::string error_;
+  std::string path_taken_ = "none", why_;  // fast or worker, and why a worker ran
   JobOutcome outcome_;
   Clock::time_point started_, forwarding_;
   std::int64_t compact_us_ = 0, queue_us_ = 0, first_byte_us_ = -1;  // compact_us_: the queue's wait and the worker
@@ -199,22 +201,32 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
   auto job = std::make_shared<QueuedJob>();
   const auto queued = Clock::now();
   job->run = [&metrics = shared_.metrics, fault = shared_.fault, await_vouch = shared_.await_vouch, d = d_, body = client_body_,
-              wire = std::string(route_.compacting->name()), tenant = tenant_, model = route_.compacting->model_in_path(path_),
-              prompt_too_long, executor, then, timer, queued]() {
+              format = route_.compacting, tenant = tenant_, model = route_.compacting->model_in_path(path_), prompt_too_long, executor,
+              then, timer, queued]() {
     if (await_vouch) await_vouch(tenant);
     const std::int64_t waited = us_since(queued);
     metrics.observe("compactor_serve_queue_seconds", "", static_cast<double>(waited) / 1e6);
     const auto began = Clock::now();
     JobRun run;
     try {
-      run = d->zygote->run(Job{wire, prompt_too_long, tenant, model}, *body, std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
+      // A call no stage can act on needs no worker (a retry after a refusal always does).
+      std::string why = "the upstream refused the context";
+      std::optional<JobRun> fast = prompt_too_long ? std::nullopt : run_without_worker(*d, *format, *body, tenant, model, why);
+      if (fast) {
+        run = std::move(*fast);
+      } else {
+        run = d->zygote->run(Job{std::string(format->name()), prompt_too_long, tenant, model}, *body,
+                             std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
+        run.why = std::move(why);
+        metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
+      }
     } catch (const std::exception& e) {  // fail open, as for a worker that crashed
       fault("pipeline_job", e.what());
       run = JobRun{};
       run.outcome.result = JobOutcome::failed;
       run.outcome.warning = fmt::format("pipeline failed, forwarded unchanged: serve could not run it: {}", e.what());
     }
-    metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
+    metrics.observe("compactor_serve_path_seconds", fmt::format("path=\"{}\"", run.path), static_cast<double>(us_since(began)) / 1e6);
     run.queue_us = waited;
     asio::post(executor, [then, timer, run = std::move(run)]() mutable {
       timer->cancel();
@@ -280,6 +292,8 @@ void Exchange::on_compacted(JobRun run) {
   job_.reset();
   compact_us_ = us_since(started_);
   queue_us_ = run.queue_us;
+  path_taken_ = run.path;
+  why_ = std::move(run.why);
   record(run.outcome, route_.label);
   if (gone_) return;  // the client left while it compacted: nothing goes upstream
   outcome_ = run.outcome;
@@ -405,10 +419,10 @@ void Exchange::answer_buffered() {
 void Exchange::log_done() {
   const JobOutcome& o = outcome_;
   spdlog::info("serve: {} {} {} {}: tenant={} messages={} continued={} received={} {}→{} parse_us={} state_us={} stages_us={} write_us={} "
-               "worker_us={} first_byte_us={} forward_us={} queue_us={}",
+               "worker_us={} first_byte_us={} forward_us={} queue_us={} path={}{}{}",
                method_, path_, status_, o.status, tenant_name(tenant_), o.messages, o.covered,
                o.size_received, o.size_in, o.size_out, o.parse_us, o.state_us, o.stages_us, o.write_us, compact_us_, first_byte_us_,
-               us_since(forwarding_), queue_us_);
+               us_since(forwarding_), queue_us_, path_taken_, why_.empty() ? "" : " why=", why_);
 }
 
 }  // namespace
@@ -437,6 +451,9 @@ void describe_exchange_metrics(Metrics& m) {
   m.describe("compactor_serve_stage_seconds", "histogram", "Wall time per stage that ran.");
   m.describe("compactor_serve_queue_seconds", "histogram", "Wait for a pipeline worker (serve.workers), in arrival order.");
   m.describe("compactor_serve_worker_seconds", "histogram", "Wall time of a request's compaction in its worker, as the server sees it.");
+  m.describe("compactor_serve_path_seconds", "histogram",
+             "Wall time from a pipeline's place to the body to forward, by path: fast (no stage could act on the call: the server "
+             "resumed and forwarded it without a worker) or worker.");
   m.describe("compactor_serve_worker_peak_rss_bytes", "gauge", "The largest peak resident memory of a worker so far.");
   m.describe("compactor_serve_upstream_errors_total", "counter", "Upstream answers that were not 2xx, and failures (status 0).");
   m.describe("compactor_serve_upstream_connections_total", "counter", "Upstream calls by connection: new, or a warm one reused.");

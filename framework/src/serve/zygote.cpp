@@ -105,6 +105,9 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& config_file, std::chron
   z->unit_ = std::string(o->at("unit").as_string());
   z->config_hash_ = std::string(o->at("config_hash").as_string());
   z->stage_timeout_ = std::chrono::milliseconds(o->at("stage_timeout_ms").to_number<std::int64_t>());
+  // A triage that does not read back sends every call to a worker, as before there was one.
+  if (const json::value* t = o->if_contains("triage"))
+    if (auto triage = CallTriage::from_json(*t)) z->triage_ = std::make_shared<const CallTriage>(std::move(*triage));
   return z;
 }
 

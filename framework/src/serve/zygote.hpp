@@ -9,6 +9,8 @@
 
 #include "serve/job_protocol.hpp"
 
+#include "host/call_triage.hpp"
+
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,9 @@ struct JobRun {
   JobOutcome outcome;
   std::string body;  // the body to forward, when outcome.result is compacted
   std::int64_t queue_us = 0;  // how long it waited for a pipeline (set by the server's queue)
+  // Which path the call took: "fast" (no stage could act: the server forwarded it without a
+  // worker) or "worker"; and why a worker ran (host/call_triage.hpp's reason).
+  std::string path = "worker", why;
 };
 
 class Zygote {
@@ -53,6 +58,8 @@ class Zygote {
   // The first 12 hex digits of the SHA-256 of the config as the zygote resolved it (what
   // `compactor print-pipeline` prints): equal for two replicas that run the same config.
   const std::string& config_hash() const { return config_hash_; }
+  // What the loaded stages act on (host/call_triage.hpp); null: every call needs a worker.
+  const std::shared_ptr<const CallTriage>& triage() const { return triage_; }
 
  private:
   Zygote() = default;
@@ -62,6 +69,7 @@ class Zygote {
   std::mutex send_mutex_;
   std::string archive_dir_, unit_, config_hash_;
   std::chrono::milliseconds stage_timeout_{600000};
+  std::shared_ptr<const CallTriage> triage_;
 };
 
 // Ignores SIGCHLD in the server so that ended zygotes are reaped by the kernel; called once at

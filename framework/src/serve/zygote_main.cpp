@@ -5,6 +5,7 @@
 #include "serve/job_protocol.hpp"
 #include "serve/tenant.hpp"
 
+#include "host/call_triage.hpp"
 #include "host/exit_code.hpp"
 #include "host/pipeline.hpp"
 #include "host/pipeline_config.hpp"
@@ -254,7 +255,10 @@ int zygote_main(const std::string& config_file, int control_fd, int parent) {
                            {"unit", to_string(config.budget.unit)},
                            // What replicas and reloads are compared by: the config as resolved.
                            {"config_hash", sha256_hex(print_pipeline(config)).substr(0, 12)},
-                           {"stage_timeout_ms", config.stage_timeout_ms}};
+                           {"stage_timeout_ms", config.stage_timeout_ms},
+                           // What each stage declared it acts on: the server forwards a call none
+                           // can act on without a worker, deciding with the host's code alone.
+                           {"triage", CallTriage::of(config).to_json()}};
   if (!send_message(control_fd, json::serialize(ready))) return kExitOk;
   Zygote(*loaded.pipeline, control_fd).run();
   ::close(control_fd);

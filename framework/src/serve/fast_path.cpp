@@ -1,0 +1,105 @@
+#include "serve/fast_path.hpp"
+
+#include "serve/compaction_job.hpp"
+#include "serve/continuity_store.hpp"
+#include "serve/tenant.hpp"
+#include "session/continuation.hpp"
+
+#include "compactor/protected_tail.hpp"
+#include "host/model_budget.hpp"
+#include "loader/builtin_checkers.hpp"
+#include "model/conversation_host.hpp"
+
+#include <chrono>
+
+namespace compactor::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t us_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+}
+
+// The sizes a worker's report would give for a run that left `input` as it was.
+void record_unchanged_run(JobOutcome& o, const RunBudget& rb, const Conversation& metered, const Conversation* received) {
+  const SizeUnit unit = rb.budget.unit;
+  o.status = "ok";
+  o.unit = std::string(to_string(unit));
+  o.size_in = o.size_out = metered.size_in(unit);
+  o.window = rb.window;
+  o.limit = rb.budget.limit;
+  o.size_received = o.size_in;
+  if (received != nullptr)
+    o.size_received = (unit == SizeUnit::tokens && rb.meter != nullptr ? ConversationHost::with_meter(*received, rb.meter) : *received).size_in(unit);
+  if (unit == SizeUnit::tokens && rb.price != nullptr && o.size_received > o.size_out)
+    o.saved_usd = static_cast<double>(o.size_received - o.size_out) * rb.price->input / 1e6;
+}
+
+}  // namespace
+
+std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFormat& format, const std::string& body,
+                                         const std::string& tenant, const std::string& model, std::string& why) {
+  const std::shared_ptr<const CallTriage>& triage = d.zygote->triage();
+  const std::shared_ptr<const PipelineConfig>& budgeting = d.settings.budgeting;
+  if (triage == nullptr || budgeting == nullptr) {
+    why = "no triage";
+    return std::nullopt;
+  }
+  if (!tenant.empty() && !is_tenant_id(tenant)) {
+    why = "not a tenant id";  // the worker says so
+    return std::nullopt;
+  }
+  JobRun run;
+  run.path = "fast";
+  JobOutcome& o = run.outcome;
+  auto t = Clock::now();
+  auto request = format.read(body, "request");
+  o.parse_us = us_since(t);
+  // What the worker refuses, passes or rejects, it says why: it goes there.
+  if (!request || !(*request)->pass_reason().empty()) {
+    why = request ? "passed" : "input refused";
+    return std::nullopt;
+  }
+  o.model = model.empty() ? format.model_named_in(body) : model;
+  const RunBudget rb = run_budget(*budgeting, o.model, format.openai_tokenizer());
+
+  std::unique_ptr<store::Store> store = open_tenant_store(*budgeting, tenant);
+  const ContinuityStore continuity(*store);
+  const Continuation continuation((*request)->conversation());
+  o.messages = continuation.request().size();
+  t = Clock::now();
+  const Resumed resumed = continuation.resume(format.name(), continuity.histories());
+  o.state_hit = resumed.stored.has_value();
+  o.covered = resumed.stored ? resumed.stored->covered : 0;
+  o.state_us = us_since(t);
+
+  const bool metered = rb.budget.unit == SizeUnit::tokens && rb.meter != nullptr;
+  const Conversation input = metered ? ConversationHost::with_meter(resumed.input, rb.meter) : resumed.input;
+  const std::vector<CheckerPtr> rules = format.rules();
+  if (!run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}}).empty()) {
+    why = "the input breaks the API's rules";  // the worker refuses it, naming the rule
+    return std::nullopt;
+  }
+  if (auto reason = triage->needs_pipeline(input, rb.budget)) {
+    why = std::move(*reason);
+    return std::nullopt;
+  }
+  const bool continued_compacted = resumed.stored && !resumed.stored->unchanged;
+  record_unchanged_run(o, rb, input, continued_compacted ? &continuation.request() : nullptr);
+
+  t = Clock::now();
+  auto committed = continuation.commit(resumed, input, [&](const Conversation& c) { return (*request)->write(c); },
+                                       continuity.histories());
+  o.write_us = us_since(t);
+  if (!committed) {
+    why = "the write-back failed";  // the worker reports it
+    return std::nullopt;
+  }
+  o.result = *committed ? JobOutcome::compacted : JobOutcome::unchanged;
+  if (*committed) run.body = std::move(**committed);
+  report_store(o, *store, budgeting->store.kind == StoreConfig::Kind::redis ? "redis" : "folder");
+  return run;
+}
+
+}  // namespace compactor::serve
