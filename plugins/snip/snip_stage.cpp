@@ -119,6 +119,7 @@ StageInfo stage_info() {
                          "messages left after a cut (head, marker, newest); 0: max_messages (re-cuts on every call)", 0)
           .at_least(0),
   };
+  info.acts_when = {{StageTrigger::Kind::messages_over, "max_messages"}};
   info.create = factory_of<SnipStage>();
   return info;
 }

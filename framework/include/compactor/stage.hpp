@@ -122,6 +122,7 @@ struct StageTrigger {
     new_result_over,      // a tool result of the final user message is over `param` chars
     new_result_repeated,  // (when the boolean `param` is true) a tool result of the final user
                           // message, over 200 bytes, has content bytes an earlier message holds
+    messages_over,        // the history has more than `param` messages
   };
   Kind kind;
   std::string param;

@@ -75,6 +75,9 @@ std::optional<std::string> holds(const TriageStage::Trigger& t, const Conversati
           if (c[i].raw().find(content) != std::string_view::npos) return "a new tool result repeats an earlier one";
       }
       return std::nullopt;
+    case Kind::messages_over:
+      if (c.size() > t.chars) return fmt::format("{} messages, over {}", c.size(), t.chars);
+      return std::nullopt;
   }
   return "an unknown condition";
 }
@@ -88,7 +91,8 @@ std::optional<TriageStage::Trigger> resolved(const StageTrigger& declared, const
     switch (declared.kind) {
       case StageTrigger::Kind::tool_called: t.tool = params.string(declared.param); break;
       case StageTrigger::Kind::newest_batch_over:
-      case StageTrigger::Kind::new_result_over: {
+      case StageTrigger::Kind::new_result_over:
+      case StageTrigger::Kind::messages_over: {
         const std::int64_t n = params.integer(declared.param);
         if (n < 0) return std::nullopt;
         t.chars = static_cast<std::uint64_t>(n);

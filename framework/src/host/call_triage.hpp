@@ -29,7 +29,7 @@ struct TriageStage {
   struct Trigger {
     StageTrigger::Kind kind = StageTrigger::Kind::tool_called;
     std::string tool;         // tool_called
-    std::uint64_t chars = 0;  // newest_batch_over, new_result_over
+    std::uint64_t chars = 0;  // newest_batch_over, new_result_over; messages_over: messages
     bool on = true;           // new_result_repeated
   };
   std::string stage;
