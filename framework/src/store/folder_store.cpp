@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -55,7 +56,10 @@ Expected<std::optional<std::pair<std::string, std::int64_t>>> read_state_file(co
 // is a cache of what was sent, and one that a power loss leaves empty or short reads as a miss (a
 // full run), never as a wrong history. Flushing it cost each compacted call about 3 ms.
 Expected<bool> write_whole(const std::string& path, std::string_view bytes) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + ".0";
+  // Unique in the process too: serve's threads write states without a worker (the same key at
+  // once when a client sends a call twice), and one thread's rename must not take another's file.
+  static std::atomic<std::uint64_t> written{0};
+  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(written++);
   ::unlink(temp.c_str());  // a temporary of a process that had this pid before
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Error{"cannot create " + temp + ": " + std::strerror(errno)};
