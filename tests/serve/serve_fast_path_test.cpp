@@ -195,6 +195,27 @@ TEST(ServeFastPath, AStateEitherPathStoredIsContinuedByTheOther) {
   EXPECT_EQ(metric(serve.port(), "compactor_serve_state_total{result=\"hit\"}"), 2u);
 }
 
+// The same call many times at once (a client that retries, a benchmark): the server's threads
+// store the same state together, and none of those writes fails (each has a temporary of its own).
+TEST(ServeFastPath, TheSameCallAtOnceStoresItsStateWithoutAFailure) {
+  const fs::path dir = test::scratch_folder_until_exit("serve-fast-same");
+  const std::string config = write_config(dir, "c.yaml", "{unit: chars, limit: 20000, target: 12000}",
+                                          "  - stage: micro\n    when: over_budget\n    params: {keep_recent: 1, min_chars: 100}\n");
+  constexpr int kClients = 8, kCalls = 25;
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(kClients * kCalls, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir, config, upstream.base_url());
+  const std::string body = body_of({turn("t1", "Read", R"({"file_path":"/a"})", text_of(3000, 'a'))});
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c)
+    clients.emplace_back([&] {
+      for (int k = 0; k < kCalls; ++k) EXPECT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(calls_on(serve.port(), "fast"), std::size_t{kClients * kCalls});
+  EXPECT_EQ(metric(serve.port(), "compactor_serve_store_errors_total{op=\"state_put\"}"), 0u) << serve.stderr_text();
+  EXPECT_EQ(serve.stderr_text().find("the store failed"), std::string::npos) << serve.stderr_text();
+}
+
 // A request body around a session's first `count` messages, the newest marked as agents mark it.
 std::string session_body(const Conversation& c, std::size_t count) {
   std::string body = R"({"model":"claude-sonnet-4-5","max_tokens":1024,"system":"You are a coding agent.","messages":[)";

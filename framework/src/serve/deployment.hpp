@@ -3,6 +3,7 @@
 #pragma once
 
 #include "serve/mcp_endpoint.hpp"
+#include "serve/remembered_meter.hpp"
 #include "serve/store_redaction.hpp"
 #include "serve/zygote.hpp"
 
@@ -33,6 +34,9 @@ struct Deployment {
   std::shared_ptr<McpEndpoint> mcp;
   StoreRedaction redaction;  // what a client may read of the store's errors
   int generation = 1;        // 1 for the config serve started with, one more per accepted reload
+  // The budget's meters, remembering their counts across calls (serve/fast_path.hpp); a meter
+  // held here stays as long as the deployment's config that loaded it.
+  std::shared_ptr<RememberedMeters> meters = std::make_shared<RememberedMeters>();
 
   const std::string& upstream_for(const wire::WireFormat& format) const;
   std::size_t workers() const;

@@ -46,6 +46,11 @@ std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFo
     why = "no triage";
     return std::nullopt;
   }
+  // A zygote that ended is replaced by a reload; until one loads, calls fail open as before.
+  if (!d.zygote->alive()) {
+    why = "the zygote ended";
+    return std::nullopt;
+  }
   if (!tenant.empty() && !is_tenant_id(tenant)) {
     why = "not a tenant id";  // the worker says so
     return std::nullopt;
@@ -62,7 +67,7 @@ std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFo
     return std::nullopt;
   }
   o.model = model.empty() ? format.model_named_in(body) : model;
-  const RunBudget rb = run_budget(*budgeting, o.model, format.openai_tokenizer());
+  RunBudget rb = run_budget(*budgeting, o.model, format.openai_tokenizer());
 
   std::unique_ptr<store::Store> store = open_tenant_store(*budgeting, tenant);
   const ContinuityStore continuity(*store);
@@ -75,6 +80,7 @@ std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFo
   o.state_us = us_since(t);
 
   const bool metered = rb.budget.unit == SizeUnit::tokens && rb.meter != nullptr;
+  if (metered) rb.meter = d.meters->of(rb.meter);
   const Conversation input = metered ? ConversationHost::with_meter(resumed.input, rb.meter) : resumed.input;
   const std::vector<CheckerPtr> rules = format.rules();
   if (!run_checkers(rules, CheckInput{input, input, compute_protected_tail(input, 0), {}}).empty()) {
