@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SESSION = os.path.join(ROOT, "tests", "data", "cc-ff33b5b0-cc51-4271-a3eb-545a85882e5f.json")
 REPLY = '{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],' \
         '"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}'
-EVERY_CALL = "  - stage: snip\n"  # declares no condition it acts on: it sees every call
+EVERY_CALL = "  - stage: micro\n    params: {keep_recent: 5, min_chars: 600, until: target}\n"  # declares no condition: it sees every call
 
 
 def free_port():
