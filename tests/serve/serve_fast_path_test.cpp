@@ -10,6 +10,9 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -214,6 +217,37 @@ TEST(ServeFastPath, TheSameCallAtOnceStoresItsStateWithoutAFailure) {
   EXPECT_EQ(calls_on(serve.port(), "fast"), std::size_t{kClients * kCalls});
   EXPECT_EQ(metric(serve.port(), "compactor_serve_store_errors_total{op=\"state_put\"}"), 0u) << serve.stderr_text();
   EXPECT_EQ(serve.stderr_text().find("the store failed"), std::string::npos) << serve.stderr_text();
+}
+
+// A call sent again stores the same history under the same key: the state file is kept (no new
+// file renamed over it) and only its time moves on (when the history was last sent).
+TEST(ServeFastPath, AStateStoredAgainUnchangedIsOnlyMarkedAsSentNow) {
+  const fs::path dir = test::scratch_folder_until_exit("serve-fast-again");
+  const std::string config = write_config(dir, "c.yaml", "{unit: chars, limit: 20000, target: 12000}",
+                                          "  - stage: micro\n    when: over_budget\n    params: {keep_recent: 1, min_chars: 100}\n");
+  LoopbackHttpServer upstream(std::vector<ScriptedResponse>(2, ScriptedResponse{200, {}, test::anthropic_reply("ok")}));
+  ServeProcess serve(dir, config, upstream.base_url());
+  const std::string body = body_of({turn("t1", "Read", R"({"file_path":"/a"})", text_of(3000, 'a'))});
+  auto state = [&] {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir / "archive" / "serve-state")) files.push_back(e.path());
+    EXPECT_EQ(files.size(), 1u);
+    struct stat st {};
+    EXPECT_EQ(::stat(files.at(0).c_str(), &st), 0);
+    return st;
+  };
+  ASSERT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+  struct stat first = state();
+  const struct timespec old_time = {1000000000, 0};  // 2001: the next call must move it on
+  const struct timespec times[2] = {old_time, old_time};
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir / "archive" / "serve-state")) files.push_back(e.path());
+  ASSERT_EQ(::utimensat(AT_FDCWD, files.at(0).c_str(), times, 0), 0);
+  ASSERT_EQ(call(serve.port(), "POST", "/v1/messages", body).status, 200);
+  struct stat second = state();
+  EXPECT_EQ(second.st_ino, first.st_ino) << "the state file was written again";
+  EXPECT_GT(second.st_mtim.tv_sec, old_time.tv_sec);
+  EXPECT_EQ(calls_on(serve.port(), "fast"), 2u);
 }
 
 // A request body around a session's first `count` messages, the newest marked as agents mark it.

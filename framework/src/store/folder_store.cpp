@@ -187,7 +187,11 @@ Expected<std::optional<StoredState>> FolderStore::longest_state(const std::vecto
     if (!is_state_key(keys[k - 1])) continue;
     auto read = read_state_file(state_dir() + "/" + keys[k - 1] + ".json");
     if (!read) return done(read.error());
-    if (*read) return done(std::optional<StoredState>(StoredState{k, std::move((*read)->first), (*read)->second}));
+    if (*read) {
+      read_key_ = keys[k - 1];
+      read_bytes_ = (*read)->first;
+      return done(std::optional<StoredState>(StoredState{k, std::move((*read)->first), (*read)->second}));
+    }
   }
   return done(std::optional<StoredState>());
 }
@@ -207,6 +211,11 @@ Expected<bool> FolderStore::put_state(const std::string& key, std::string_view b
   for (const std::string& folder : {dir_, state_dir()})
     if (auto distrust = archive_folder_distrust(folder)) return done(Error{"continuity state not written: " + *distrust});
   const std::string path = state_dir() + "/" + key + ".json";
+  // The same history for the same prefix: only its time changes (when it was last sent, which
+  // the cost gate reads as the prompt cache's idle time). A new file would cost an inode and a
+  // rename for nothing.
+  if (key == read_key_ && bytes == read_bytes_ && ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW) == 0)
+    return done(true);
   struct stat before {};
   const std::int64_t replaced = ::lstat(path.c_str(), &before) == 0 && S_ISREG(before.st_mode) ? before.st_size : 0;
   if (auto admitted = admit(static_cast<std::int64_t>(bytes.size()) - replaced, "continuity state"); !admitted) {

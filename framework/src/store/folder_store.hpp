@@ -41,6 +41,9 @@ class FolderStore final : public Store {
 
   std::string dir_, root_, tenant_;
   bool settled_ = false, unverified_ = false;
+  // The state longest_state() found (its key and bytes): a put of the same bytes under the same
+  // key (a call sent again) only marks it as sent now.
+  std::string read_key_, read_bytes_;
 };
 
 }  // namespace compactor::store
