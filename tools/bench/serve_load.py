@@ -320,6 +320,10 @@ def main():
     try:
         text = open(a.config).read()
         text = re.sub(r"(?m)^archive:.*(\n  dir:.*)?$", "archive: {dir: archive}", text)
+        # The meter's fit and the price table are relative to the config's own folder.
+        here = os.path.dirname(os.path.abspath(a.config))
+        text = re.sub(r"(?m)^(\s*file:\s*)(\S+)", lambda m: m.group(1) + os.path.join(here, m.group(2)), text)
+        text = re.sub(r"(?m)^prices:\s*(\S+)", lambda m: "prices: " + os.path.join(here, m.group(1)), text)
         redis = None
         if a.redis:
             redis_port, redis_proc = start_redis(work)
@@ -402,6 +406,8 @@ def main():
             r["worker_peak_mb"] = max(metric(t, "compactor_serve_worker_peak_rss_bytes") for t in texts) / 2**20
             r["state_hits"] = sum(metric(t, 'compactor_serve_state_total\\{result="hit"\\}') for t in texts)
             r["state_misses"] = sum(metric(t, 'compactor_serve_state_total\\{result="miss"\\}') for t in texts)
+            r["fast"] = sum(metric(t, 'compactor_serve_path_seconds_count\\{path="fast"\\}') for t in texts)
+            r["worker"] = sum(metric(t, 'compactor_serve_path_seconds_count\\{path="worker"\\}') for t in texts)
             r["store_errors"] = sum(metric(t, "compactor_serve_store_errors_total") for t in texts)
             kind = "redis" if redis else "folder"
             r["store_ms"] = {op: (bucket_pct(texts, "compactor_serve_store_seconds", f'kind="{kind}",op="{op}"', 0.5),
@@ -464,7 +470,8 @@ def main():
             continue
         r = results[name]
         print(f"{name}: p50 {r['p50'] - d['p50']:+.0f} ms against the upstream alone, p99 {r['p99'] / max(d['p99'], 1e-9):.2f}x; "
-              f"statuses {r['statuses']}; state hits {r['state_hits']:.0f}, misses {r['state_misses']:.0f}"
+              f"statuses {r['statuses']}; calls without a worker {r.get('fast', 0):.0f}, through one {r.get('worker', 0):.0f}; "
+              f"state hits {r['state_hits']:.0f}, misses {r['state_misses']:.0f}"
               f"{' (after the restart)' if name == 'kill' else ''}; peak memory: server {r['server_peak_mb']:.1f} MB, "
               f"zygote {r['zygote_peak_mb']:.1f} MB, largest worker {r['worker_peak_mb']:.1f} MB; "
               f"{r['state_files']} state files, {r['state_torn']} torn, {r['temp_left']} temporary files left")
