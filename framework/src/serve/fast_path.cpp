@@ -1,5 +1,6 @@
 #include "serve/fast_path.hpp"
 
+#include "serve/call_savings.hpp"
 #include "serve/compaction_job.hpp"
 #include "serve/continuity_store.hpp"
 #include "serve/tenant.hpp"
@@ -7,6 +8,7 @@
 
 #include "compactor/protected_tail.hpp"
 #include "host/model_budget.hpp"
+#include "host/run_report.hpp"
 #include "loader/builtin_checkers.hpp"
 #include "model/conversation_host.hpp"
 
@@ -21,19 +23,35 @@ std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
 }
 
-// The sizes a worker's report would give for a run that left `input` as it was.
-void record_unchanged_run(JobOutcome& o, const RunBudget& rb, const Conversation& metered, const Conversation* received) {
-  const SizeUnit unit = rb.budget.unit;
+// What a worker's run reports when its stages all skip: `input` as its output, its sizes (and the
+// client's whole history's, when the input continues a compacted one) measured as the run does.
+RunReport unchanged_run(const RunBudget& rb, const Conversation& metered, const Conversation* received) {
+  RunReport r;
+  r.status = RunStatus::ok;
+  r.budget = rb.budget;
+  r.window = rb.window;
+  if (rb.price != nullptr) r.input_usd_per_mtok = rb.price->input;
+  r.input_size = r.output_size = SizeSnapshot::of(metered);
+  if (received != nullptr)
+    r.received_size = SizeSnapshot::of(rb.budget.unit == SizeUnit::tokens && rb.meter != nullptr ? ConversationHost::with_meter(*received, rb.meter)
+                                                                                                  : *received);
+  r.output = metered;
+  return r;
+}
+
+// The outcome's fields as the worker fills them from that report (compaction_job.cpp).
+void record_unchanged_run(JobOutcome& o, const PipelineConfig& config, const RunReport& r, const Conversation& request, bool openai) {
+  const SizeUnit unit = r.budget.unit;
   o.status = "ok";
   o.unit = std::string(to_string(unit));
-  o.size_in = o.size_out = metered.size_in(unit);
-  o.window = rb.window;
-  o.limit = rb.budget.limit;
-  o.size_received = o.size_in;
-  if (received != nullptr)
-    o.size_received = (unit == SizeUnit::tokens && rb.meter != nullptr ? ConversationHost::with_meter(*received, rb.meter) : *received).size_in(unit);
-  if (unit == SizeUnit::tokens && rb.price != nullptr && o.size_received > o.size_out)
-    o.saved_usd = static_cast<double>(o.size_received - o.size_out) * rb.price->input / 1e6;
+  o.size_in = r.input_size.sizes.in(unit);
+  o.size_out = r.output_size.sizes.in(unit);
+  o.window = r.window;
+  o.limit = r.budget.limit;
+  o.size_received = r.received_size ? r.received_size->sizes.in(unit) : o.size_in;
+  const CallSavings saved = savings_of(config, r, request, o.model, openai);
+  o.saved_tokens = saved.tokens;
+  o.saved_usd = saved.usd;
 }
 
 }  // namespace
@@ -92,7 +110,8 @@ std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFo
     return std::nullopt;
   }
   const bool continued_compacted = resumed.stored && !resumed.stored->unchanged;
-  record_unchanged_run(o, rb, input, continued_compacted ? &continuation.request() : nullptr);
+  record_unchanged_run(o, *budgeting, unchanged_run(rb, input, continued_compacted ? &continuation.request() : nullptr),
+                       continuation.request(), format.openai_tokenizer());
 
   t = Clock::now();
   auto committed = continuation.commit(resumed, input, [&](const Conversation& c) { return (*request)->write(c); },
