@@ -242,6 +242,7 @@ int run_bench(const ParsedArgs& args, CorpusRun& run) {
   for (const auto& path : config_paths) {
     auto config = load_config_or_print_errors(path, exit_code);
     if (!config) return exit_code;
+    say_summaries_inline(*config, "bench");
     run.configs.push_back(std::move(*config));
   }
   std::optional<Sweep> sweep;

@@ -14,4 +14,12 @@ std::optional<PipelineConfig> load_config_or_print_errors(const std::string& fil
   return std::nullopt;
 }
 
+void say_summaries_inline(const PipelineConfig& config, std::string_view command) {
+  if (!config.background_summaries()) return;
+  fmt::print(stderr,
+             "compactor {}: {}: summarizer.mode background is serve's; here the {} summarizer writes each summary inline, "
+             "as the call needs it\n",
+             command, config.file, config.summarizer_kind);
+}
+
 }  // namespace compactor::cli

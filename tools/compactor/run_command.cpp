@@ -83,6 +83,7 @@ int run_command(int argc, char** argv) {
 
   auto config = load_config_or_print_errors(*args->get("config"), exit_code);
   if (!config) return exit_code;
+  say_summaries_inline(*config, "run");
   ExitCode failure = kExitPluginError;
   auto pipeline = Pipeline::build(std::move(*config), &failure);
   if (!pipeline) {

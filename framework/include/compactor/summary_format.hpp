@@ -25,6 +25,7 @@ struct SummaryMessage {
   std::string_view unit;               // "chars", "bytes" or "tokens"
   std::uint64_t base = 0;              // the history's size right after it, in `unit`
   std::string restore;                 // how to restore `receipt` (StageContext::how_to_restore); empty: `compactor restore`
+  std::string_view stands_in_for;      // Summary::stands_in_for (empty: the summary is final)
 };
 
 std::string summary_message_text(const SummaryMessage& message);
@@ -36,6 +37,7 @@ struct SummaryState {
   std::string base_unit;         // "chars", "bytes" or "tokens"; empty when not recorded
   std::vector<std::string> requests;  // the requests it quoted, in conversation order
   std::string summary;           // the summary text itself (between its delimiters)
+  std::string stands_in_for;     // the background summary that replaces this one once ready (empty: none)
 };
 
 // How many of the history's first messages are summary messages: 0, 1, or more when summaries
@@ -46,6 +48,11 @@ std::size_t leading_summaries(const Conversation& conversation);
 SummaryState read_summary_state(const Conversation& conversation);
 // The summary message `message` (count 0 when it is not one).
 SummaryState read_summary_state(const Conversation& conversation, std::size_t message);
+
+// A stand-in summary message's first text (SummaryState::stands_in_for set) with `summary` in
+// place of its own and the stand-in mark gone: what the host writes once the model's is ready.
+// Everything else in the text (the quoted requests, the receipt, the count) stays.
+std::string with_final_summary(std::string_view message_text, std::string_view summary);
 
 // Whether messages [0, end) already say how to restore archived content: the history starts with
 // a summary, or a Compactor marker (`[compactor …`) comes before `end`. Markers are short and say

@@ -76,6 +76,7 @@ Expected<Pipeline> Pipeline::build(PipelineConfig config, ExitCode* failure) {
     auto s = create_guarded_summarizer(*p.config_->summarizer, p.config_->summarizer_params, &refused);
     if (!s) return fail(s.error());
     p.summarizer_ = std::move(s).value();
+    if (p.config_->background_summaries()) p.stand_in_ = make_extractive_summarizer();
   }
   auto build_list = [&refused](std::vector<PipelineEntryConfig>& entries, std::vector<BuiltStage>& out) -> std::optional<Error> {
     for (auto& e : entries) {
@@ -206,6 +207,11 @@ StageRunReport Pipeline::run_stage_on(BuiltStage& s, Conversation& committed, Ru
   context.tail = compute_protected_tail(committed, config_->recent_exchanges);
   context.requests = run.requests;
   context.summarizer = summarizer_.get();
+  std::unique_ptr<Summarizer> background;
+  if (run.options.background_summaries != nullptr && stand_in_ != nullptr) {
+    background = make_background_summarizer(*run.options.background_summaries, *stand_in_);
+    context.summarizer = background.get();
+  }
   context.restore_via = restore_phrase_;
 
   // What the stage archives stays only if its candidate is committed (not declined, rejected

@@ -11,6 +11,7 @@
 #include "host/pipeline_config.hpp"
 #include "host/run_report.hpp"
 #include "compactor/summarizer.hpp"
+#include "summarizer/background_summaries.hpp"
 
 #include <functional>
 #include <memory>
@@ -52,6 +53,9 @@ struct RunOptions {
   // Why the over-budget stages defer to the API (WireFormat::native_context): the request asks the
   // API to make room itself. Empty: they run.
   std::string native_context;
+  // Where model summaries are kept and started in the background (serve's worker), when the
+  // config's summarizer.mode is background; null: the summarizer is called inline.
+  BackgroundSummaries* background_summaries = nullptr;
 };
 
 class Pipeline {
@@ -65,6 +69,8 @@ class Pipeline {
   RunReport run(const Conversation& input, const RunOptions& options, StageLogger& log);
 
   const PipelineConfig& config() const { return *config_; }
+  // The configured summarizer (guarded), called inline: serve's background summary job.
+  Summarizer* summarizer() const { return summarizer_.get(); }
 
   // The runs that follow archive for `tenant` (serve's worker, after its fork): the restore
   // instruction they write names its namespace.
@@ -92,6 +98,7 @@ class Pipeline {
   std::vector<CheckerPtr> checkers_;
   std::vector<CheckerPtr> default_rules_;
   std::unique_ptr<Summarizer> summarizer_;  // guarded
+  std::unique_ptr<Summarizer> stand_in_;    // the extractive one, while a background summary is written
   std::string restore_phrase_;              // StageContext::restore_via, from the config
 };
 

@@ -81,6 +81,16 @@ struct PipelineConfig {
   std::string summarizer_kind = "extractive";
   const RegisteredSummarizer* summarizer = nullptr;  // resolved
   ParamValues summarizer_params;                     // validated, defaults filled in
+  // `summarizer.mode`: under serve, a model summarizer's summary is written in the background (the
+  // call that needs it gets the extractive one as its stand-in) or inline (the call waits).
+  // `compactor run` and the bench write it inline whatever it says. Background by default for
+  // every summarizer but the extractive one, which is never slow.
+  enum class SummarizerMode { background, inline_call } summarizer_mode = SummarizerMode::background;
+  // `summarizer.background_timeout_s`: how long a background summary may take (its lease lasts as
+  // long); `background_attempts`: how many times one summary is tried before it is given up.
+  std::int64_t background_timeout_s = 300;
+  std::int64_t background_attempts = 3;
+  bool background_summaries() const { return summarizer_mode == SummarizerMode::background && summarizer_kind != "extractive"; }
   std::string prices_file;                           // `prices:`, resolved; empty when not given
   std::shared_ptr<const PriceTable> prices;          // loaded from it
   // The checkers that run, in run order: every built-in one, then those `checkers.enabled` adds;

@@ -12,6 +12,21 @@ namespace compactor::detail {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The host's own keys of `summarizer:` (beside kind and plugin): how a summary is waited for.
+void read_background_keys(ConfigContext& c, const YAML::Node& s) {
+  if (auto mode = c.r.member(s, "summarizer", "mode", false))
+    if (auto m = c.r.choice(*mode, "summarizer.mode", {"background", "inline"}))
+      c.config.summarizer_mode = *m == "inline" ? PipelineConfig::SummarizerMode::inline_call : PipelineConfig::SummarizerMode::background;
+  if (auto t = c.r.member(s, "summarizer", "background_timeout_s", false))
+    if (auto v = c.r.integer(*t, "summarizer.background_timeout_s", 1, 86400)) c.config.background_timeout_s = *v;
+  if (auto a = c.r.member(s, "summarizer", "background_attempts", false))
+    if (auto v = c.r.integer(*a, "summarizer.background_attempts", 1, 100)) c.config.background_attempts = *v;
+}
+
+}  // namespace
+
 void read_summarizer_section(ConfigContext& c, const YAML::Node& root) {
   PluginRegistry& registry = PluginRegistry::instance();
   std::optional<YAML::Node> section, kind_node, plugin_node;
@@ -23,6 +38,7 @@ void read_summarizer_section(ConfigContext& c, const YAML::Node& root) {
     section = *s;
     kind_node = c.r.member(*s, "summarizer", "kind", true);
     plugin_node = c.r.member(*s, "summarizer", "plugin", false);
+    read_background_keys(c, *s);
     if (kind_node) {
       auto k = c.r.string(*kind_node, "summarizer.kind");
       if (!k) return;
@@ -68,7 +84,7 @@ void read_summarizer_section(ConfigContext& c, const YAML::Node& root) {
   }
   // The backend's params sit flat beside `kind` and `plugin`, validated against its schema.
   c.read_param_map(c.config.summarizer->info->params, "summarizer " + c.config.summarizer_kind, section ? &*section : nullptr,
-                   "summarizer", {"kind", "plugin"}, section ? c.r.location(*section) : SourceLocation{c.config.file, 1, 1},
+                   "summarizer", {"kind", "plugin", "mode", "background_timeout_s", "background_attempts"}, section ? c.r.location(*section) : SourceLocation{c.config.file, 1, 1},
                    "summarizer", c.config.summarizer_params);
 }
 
@@ -87,6 +103,9 @@ void check_summary_lengths(ConfigContext& c) {
 
 void print_summarizer_section(std::string& out, const PipelineConfig& c) {
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
+  if (c.summarizer_kind != "extractive")
+    out += fmt::format("  mode: {}\n  background_timeout_s: {}\n  background_attempts: {}\n",
+                       c.background_summaries() ? "background" : "inline", c.background_timeout_s, c.background_attempts);
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
     out += "  plugin: " + quoted(c.summarizer->plugin->file) + "  # plugin " + c.summarizer->plugin->name + " " +
            c.summarizer->plugin->version + "\n";

@@ -1,6 +1,7 @@
 #include "serve/compaction_job.hpp"
 
 #include "serve/call_savings.hpp"
+#include "serve/background_summary.hpp"
 #include "session/continuation.hpp"
 
 #include <fmt/core.h>
@@ -98,6 +99,10 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   const std::optional<SentHistory>& stored = resumed.stored;
   o.state_hit = stored.has_value();
   o.covered = stored ? stored->covered : 0;
+  // A model's summary written since replaces its stand-in before the stages see the history.
+  std::optional<StoredSummaries> summaries;
+  if (pipeline.config().background_summaries()) summaries.emplace(store, pipeline.config());
+  const Conversation input = summaries ? summaries->with_ready_summaries(resumed.input, log) : resumed.input;
   o.state_us = us_since(t);
 
   const std::vector<CheckerPtr> rules = format.rules();
@@ -109,6 +114,7 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
   options.model = o.model;
   options.openai = format.openai_tokenizer();
   options.native_context = native;
+  if (summaries) options.background_summaries = &*summaries;
   if (stored) options.cache = cache_of(*stored, continuation.request());
   // A continued history that was compacted before is smaller than what the client sent: what the
   // call saves is counted against the client's.
@@ -117,8 +123,9 @@ CompactionResult run_compaction(Pipeline& pipeline, store::Store& store, const w
     options.on_stage_start = [progress](const std::string& stage, const std::string& plugin) { progress->stage_started(stage, plugin); };
     options.on_stage_end = [progress] { progress->stage_finished(); };
   }
-  RunReport r = pipeline.run(resumed.input, options, log);
+  RunReport r = pipeline.run(input, options, log);
   record_run(r, o);
+  if (summaries) o.background_summaries = summaries->started(), o.summaries_replaced = summaries->replaced();
   o.size_received = r.received_size ? r.received_size->sizes.in(r.budget.unit) : o.size_in;
   const CallSavings saved = savings_of(pipeline.config(), r, continuation.request(), o.model, format.openai_tokenizer());
   o.saved_tokens = saved.tokens;

@@ -1,5 +1,7 @@
 #include "serve/fast_path.hpp"
 
+#include "compactor/summary_format.hpp"
+
 #include "serve/call_savings.hpp"
 #include "serve/compaction_job.hpp"
 #include "serve/continuity_store.hpp"
@@ -105,6 +107,12 @@ std::optional<JobRun> run_without_worker(const Deployment& d, const wire::WireFo
     why = "the input breaks the API's rules";  // the worker refuses it, naming the rule
     return std::nullopt;
   }
+  // A summary standing in for a model's is replaced by a worker once the model's is written.
+  for (std::size_t i = 0, n = leading_summaries(input); i < n; ++i)
+    if (!read_summary_state(input, i).stands_in_for.empty()) {
+      why = "a summary stands in for a model's";
+      return std::nullopt;
+    }
   if (auto reason = triage->needs_pipeline(input, rb.budget)) {
     why = std::move(*reason);
     return std::nullopt;

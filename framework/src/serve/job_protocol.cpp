@@ -43,7 +43,10 @@ json::object JobOutcome::to_json() const {
   for (std::size_t i = 0; i < stage_statuses.size(); ++i)
     stages.push_back(json::array{json::string(stage_statuses[i].first), json::string(stage_statuses[i].second),
                                  i < stage_us.size() ? stage_us[i] : 0});
+  json::array summaries;
+  for (const auto& key : background_summaries) summaries.emplace_back(key);
   return json::object{{"result", to_string(result)}, {"warning", warning},  {"status", status},
+                      {"background_summaries", std::move(summaries)}, {"summaries_replaced", summaries_replaced},
                       {"unit", unit},                {"in", size_in},         {"out", size_out}, {"received", size_received},
                       {"stages", std::move(stages)}, {"parse_us", parse_us},  {"state_us", state_us},
                       {"stages_us", stages_us},      {"write_us", write_us},  {"messages", messages},
@@ -121,6 +124,8 @@ std::optional<JobOutcome> JobOutcome::from_json(std::string_view text) {
     out.changed = o.at("changed").as_bool();
     for (const auto& r : o.at("receipts").as_array()) out.receipts.emplace_back(r.as_string());
     out.receipt_count = o.at("receipt_count").to_number<std::size_t>();
+    for (const auto& key : o.at("background_summaries").as_array()) out.background_summaries.emplace_back(key.as_string());
+    out.summaries_replaced = o.at("summaries_replaced").to_number<int>();
     return out;
   } catch (const std::exception&) {
     return std::nullopt;

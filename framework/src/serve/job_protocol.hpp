@@ -25,6 +25,8 @@ struct Job {
   // fills it); empty: the default namespace. No look-up of the worker leaves it.
   std::string tenant;
   std::string model;  // the model a request names outside its body (Gemini's URL); empty: the body's
+  // Not empty: the job is this background summary's (serve/background_summary.hpp), not a request's.
+  std::string summary_key;
 };
 
 // What became of one request's compaction: the worker's answer, or the server's account of a
@@ -80,6 +82,10 @@ struct JobOutcome {
   // The cost gate, when it weighed a compaction: its decision and both figures (USD).
   bool gated = false, gate_commit = true;
   double gate_saved_usd = 0, gate_broken_usd = 0;
+  // Background summaries this call's worker took the lease of (serve starts them once the call's
+  // answer came), and the stand-ins it replaced with a model's summary.
+  std::vector<std::string> background_summaries;
+  int summaries_replaced = 0;
 
   // The x-compactor-status value: `compacted` only when this call changed the history and the
   // forwarded body is within the budget; `over_budget` when the pipeline ran and it is still over

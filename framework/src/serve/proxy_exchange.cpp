@@ -215,7 +215,7 @@ void Exchange::compact(bool prompt_too_long, std::function<void(JobRun)> then) {
       if (fast) {
         run = std::move(*fast);
       } else {
-        run = d->zygote->run(Job{std::string(format->name()), prompt_too_long, tenant, model}, *body,
+        run = d->zygote->run(Job{std::string(format->name()), prompt_too_long, tenant, model, {}}, *body,
                              std::chrono::milliseconds(d->settings.serve.request_timeout_ms));
         run.why = std::move(why);
         metrics.observe("compactor_serve_worker_seconds", "", static_cast<double>(us_since(began)) / 1e6);
@@ -340,6 +340,12 @@ void Exchange::forward(std::shared_ptr<const std::string> body, Headers extra) {
 void Exchange::on_head(int status, Headers headers) {
   status_ = status;
   if (status / 100 == 2 && outcome_.store.unverified && shared_.vouch) shared_.vouch(tenant_);
+  // The summaries this call's compaction asked for start once it is answered: a refused call, or
+  // one whose client left, starts no model call.
+  if (status / 100 == 2 && !outcome_.background_summaries.empty() && shared_.start_summaries) {
+    shared_.start_summaries(d_, tenant_, outcome_.background_summaries);
+    outcome_.background_summaries.clear();  // a retried forward starts them once
+  }
   upstream_headers_ = std::move(headers);
   hold_.head(status, *this);
 }

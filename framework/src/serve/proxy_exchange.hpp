@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace compactor::serve {
 
@@ -34,6 +35,8 @@ struct ProxyShared {
   // Before a tenant's pipeline runs (on a queue thread, which may wait): a vouch for it still
   // under way ends first, so a key's next call finds itself known.
   std::function<void(const std::string&)> await_vouch;
+  // The background summaries a compaction named (serve/summary_pool.hpp), once its call was answered.
+  std::function<void(std::shared_ptr<const Deployment>, const std::string& tenant, const std::vector<std::string>& keys)> start_summaries;
   OperatorLedger* ledger = nullptr;  // what /dashboard shows, told of every compaction job's outcome
 };
 

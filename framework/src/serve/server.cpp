@@ -6,6 +6,7 @@
 #include "serve/pipeline_queue.hpp"
 #include "serve/proxy_exchange.hpp"
 #include "serve/serve_metrics.hpp"
+#include "serve/summary_pool.hpp"
 #include "serve/tenant.hpp"
 #include "serve/upstream_pool.hpp"
 #include "serve/upstream_url.hpp"
@@ -165,6 +166,7 @@ class Server final : public RequestHandler {
   std::mutex tenants_mutex_;
   std::set<std::string> tenant_labels_;
   OperatorLedger ledger_;
+  SummaryPool summaries_{metrics_, [this](const std::string& t) { await_vouch(t); }};  // first to stop
 };
 
 Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
@@ -173,7 +175,10 @@ Server::Server(ServeOptions options, std::shared_ptr<Deployment> deployment)
       queue_(current_->workers(), static_cast<std::size_t>(current_->settings.serve.max_queued)),
       shared_{metrics_, queue_, in_flight_, [this](const std::string& t) { return tenant_label(t); },
               [this](std::string_view where, std::string_view what) { contain(where, what); },
-              [this](const std::string& t) { vouch(t); }, [this](const std::string& t) { await_vouch(t); }} {
+              [this](const std::string& t) { vouch(t); }, [this](const std::string& t) { await_vouch(t); },
+              [this](std::shared_ptr<const Deployment> d, const std::string& tenant, const std::vector<std::string>& keys) {
+                for (const auto& key : keys) summaries_.submit(SummaryPool::Task{d, tenant, key});
+              }} {
   shared_.ledger = &ledger_;
   describe_metrics();
   zero_tenant_metrics(*current_);
@@ -189,6 +194,7 @@ Server::~Server() {
 
 void Server::describe_metrics() {
   describe_exchange_metrics(metrics_);
+  SummaryPool::describe(metrics_);
   metrics_.describe("compactor_serve_rejections_total", "counter", "Requests refused by the server's limits, by reason.");
   metrics_.describe("compactor_serve_reloads_total", "counter", "Config reloads by result.");
   metrics_.describe("compactor_serve_open_connections", "gauge", "Client connections open now.");

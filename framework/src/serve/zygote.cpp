@@ -108,6 +108,7 @@ std::shared_ptr<Zygote> Zygote::start(const std::string& config_file, std::chron
   // A triage that does not read back sends every call to a worker, as before there was one.
   if (const json::value* t = o->if_contains("triage"))
     if (auto triage = CallTriage::from_json(*t)) z->triage_ = std::make_shared<const CallTriage>(std::move(*triage));
+  z->background_timeout_ = std::chrono::milliseconds(o->at("background_timeout_ms").to_number<std::int64_t>());
   return z;
 }
 
@@ -122,7 +123,7 @@ bool Zygote::alive() const {
   return ::poll(&p, 1, 0) == 0;
 }
 
-JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::milliseconds request_timeout) {
+JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::milliseconds request_timeout, const std::atomic<bool>* cancel) {
   const auto deadline = Clock::now() + request_timeout;
   int memfd = memfd_with("compactor-request", body);
   if (memfd < 0) return failed(std::string("cannot create a memfd: ") + std::strerror(errno));
@@ -131,7 +132,7 @@ JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::millise
     ::close(memfd);
     return failed(std::string("cannot create a socket for the worker: ") + std::strerror(errno));
   }
-  const std::string header = json::serialize(json::object{{"wire", job.wire}, {"prompt_too_long", job.prompt_too_long}, {"tenant", job.tenant}, {"model", job.model}});
+  const std::string header = json::serialize(json::object{{"wire", job.wire}, {"prompt_too_long", job.prompt_too_long}, {"tenant", job.tenant}, {"model", job.model}, {"summary", job.summary_key}});
   bool sent;
   {
     std::lock_guard lock(send_mutex_);
@@ -163,13 +164,21 @@ JobRun Zygote::run(const Job& job, const std::string& body, std::chrono::millise
   };
   while (!answered) {
     auto until = in_stage ? std::min(stage_deadline, deadline) : deadline;
-    auto message = receive_message(reply, ms_until(until));
+    // A job that may be cancelled looks at its flag every 100 ms.
+    auto message = receive_message(reply, cancel != nullptr ? std::min(ms_until(until), 100) : ms_until(until));
+    if (!message && cancel != nullptr && !cancel->load() && Clock::now() < until) continue;
+    if (!message && cancel != nullptr && cancel->load()) {
+      stop_worker();
+      run = failed("serve is stopping");
+      break;
+    }
     if (!message) {
       stop_worker();
       bool stage_limit = in_stage && stage_deadline <= deadline;
       run = failed(stage_limit ? fmt::format("{} ran past limits.stage_timeout_ms ({} ms) and was stopped", blame(),
                                              stage_timeout_.count())
-                               : fmt::format("{} ran past serve.request_timeout_ms ({} ms) and was stopped", blame(),
+                               : fmt::format("{} ran past {} ({} ms) and was stopped", blame(),
+                                             job.summary_key.empty() ? "serve.request_timeout_ms" : "summarizer.background_timeout_s",
                                              request_timeout.count()));
       break;
     }

@@ -11,6 +11,7 @@
 
 #include "host/call_triage.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -45,9 +46,11 @@ class Zygote {
   Zygote(const Zygote&) = delete;
   Zygote& operator=(const Zygote&) = delete;
 
-  // Runs one request's compaction in a new worker, waiting at most `request_timeout` in all and
-  // the config's `limits.stage_timeout_ms` per stage.
-  JobRun run(const Job& job, const std::string& body, std::chrono::milliseconds request_timeout);
+  // Runs one request's compaction (or a background summary: Job::summary_key) in a new worker,
+  // waiting at most `request_timeout` in all and the config's `limits.stage_timeout_ms` per stage;
+  // `cancel`, when given and set, stops the worker (serve is stopping).
+  JobRun run(const Job& job, const std::string& body, std::chrono::milliseconds request_timeout,
+             const std::atomic<bool>* cancel = nullptr);
 
   // False once the zygote process has ended (then it must be replaced).
   bool alive() const;
@@ -60,6 +63,8 @@ class Zygote {
   const std::string& config_hash() const { return config_hash_; }
   // What the loaded stages act on (host/call_triage.hpp); null: every call needs a worker.
   const std::shared_ptr<const CallTriage>& triage() const { return triage_; }
+  // summarizer.background_timeout_s: a background summary's time limit.
+  std::chrono::milliseconds background_timeout() const { return background_timeout_; }
 
  private:
   Zygote() = default;
@@ -70,6 +75,7 @@ class Zygote {
   std::string archive_dir_, unit_, config_hash_;
   std::chrono::milliseconds stage_timeout_{600000};
   std::shared_ptr<const CallTriage> triage_;
+  std::chrono::milliseconds background_timeout_{300000};
 };
 
 // Ignores SIGCHLD in the server so that ended zygotes are reaped by the kernel; called once at

@@ -1,5 +1,6 @@
 #include "serve/zygote_main.hpp"
 
+#include "serve/background_summary.hpp"
 #include "serve/compaction_job.hpp"
 #include "store/store.hpp"
 #include "serve/job_protocol.hpp"
@@ -62,6 +63,10 @@ std::string describe_status(int status) {
   const wire::WireFormat* format = wire::wire_format_named(job.wire);
   if (!job.tenant.empty() && !is_tenant_id(job.tenant)) {
     result.outcome.warning = "pipeline failed, forwarded unchanged: \"" + job.tenant + "\" is not a tenant id";
+  } else if (!job.summary_key.empty()) {
+    auto log = make_stderr_logger(fmt::format("serve: tenant={}: ", tenant_name(job.tenant)));
+    result.outcome = run_summary_job(pipeline, *store, job.summary_key, *log);
+    report_store(result.outcome, *store, config.store.kind == StoreConfig::Kind::redis ? "redis" : "folder");
   } else if (format != nullptr) {
     ChildProgress progress(reply);
     auto log = make_stderr_logger(fmt::format("serve: tenant={}: ", tenant_name(job.tenant)));
@@ -109,11 +114,13 @@ std::optional<Job> parse_job(std::string_view text) {
   const json::value* ptl = o.if_contains("prompt_too_long");
   const json::value* tenant = o.if_contains("tenant");
   const json::value* model = o.if_contains("model");
+  const json::value* summary = o.if_contains("summary");
   if (wire == nullptr || !wire->is_string() || ptl == nullptr || !ptl->is_bool() || (tenant != nullptr && !tenant->is_string()))
     return std::nullopt;
-  if (model != nullptr && !model->is_string()) return std::nullopt;
+  if ((model != nullptr && !model->is_string()) || (summary != nullptr && !summary->is_string())) return std::nullopt;
   return Job{std::string(wire->get_string()), ptl->get_bool(), tenant != nullptr ? std::string(tenant->get_string()) : std::string(),
-             model != nullptr ? std::string(model->get_string()) : std::string()};
+             model != nullptr ? std::string(model->get_string()) : std::string(),
+             summary != nullptr ? std::string(summary->get_string()) : std::string()};
 }
 
 // The loaded pipeline, or why there is none (the lines the server prints, and its exit code).
@@ -258,7 +265,8 @@ int zygote_main(const std::string& config_file, int control_fd, int parent) {
                            {"stage_timeout_ms", config.stage_timeout_ms},
                            // What each stage declared it acts on: the server forwards a call none
                            // can act on without a worker, deciding with the host's code alone.
-                           {"triage", CallTriage::of(config).to_json()}};
+                           {"triage", CallTriage::of(config).to_json()},
+                           {"background_timeout_ms", config.background_timeout_s * 1000}};
   if (!send_message(control_fd, json::serialize(ready))) return kExitOk;
   Zygote(*loaded.pipeline, control_fd).run();
   ::close(control_fd);

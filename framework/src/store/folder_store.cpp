@@ -6,11 +6,13 @@
 #include "archive/folder_trust.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 
@@ -223,6 +225,50 @@ Expected<bool> FolderStore::put_state(const std::string& key, std::string_view b
     return admitted.error();  // counted by admit
   }
   return done(write_whole(path, bytes));
+}
+
+namespace {
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The time a lease file says it ends (ms since the epoch); 0 when it says nothing readable.
+std::int64_t lease_end(int fd) {
+  char text[32] = {};
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  return n > 0 ? std::strtoll(text, nullptr, 10) : 0;
+}
+
+}  // namespace
+
+// The lease is a file created exclusively, holding when it ends. An ended one is taken over under
+// an exclusive flock of the file, after reading its end again, so two takers cannot both see it ended.
+Expected<bool> FolderStore::take_lease(const std::string& key, std::int64_t ttl_ms) {
+  settle();
+  if (!is_state_key(key)) return Error{"\"" + key + "\" is not a state key"};
+  if (auto made = make_private_folder(state_dir()); !made) return made.error();
+  const std::string path = state_dir() + "/" + key + ".lease";
+  const std::string end = std::to_string(wall_ms() + ttl_ms);
+  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    const bool written = ::write(fd, end.data(), end.size()) == static_cast<ssize_t>(end.size());
+    ::close(fd);
+    return written ? Expected<bool>(true) : Expected<bool>(Error{"cannot write the lease " + path + ": " + std::strerror(errno)});
+  }
+  if (errno != EEXIST) return Error{"cannot create the lease " + path + ": " + std::strerror(errno)};
+  fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;  // released meanwhile: whoever released it may take it again
+  bool taken = false;
+  if (::flock(fd, LOCK_EX) == 0 && lease_end(fd) <= wall_ms())
+    taken = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, end.data(), end.size(), 0) == static_cast<ssize_t>(end.size());
+  ::close(fd);  // lets the flock go
+  return taken;
+}
+
+void FolderStore::release_lease(const std::string& key) {
+  settle();
+  if (is_state_key(key)) ::unlink((state_dir() + "/" + key + ".lease").c_str());
 }
 
 // What gc removed is no longer held: the namespace is measured again at its next write.

@@ -26,6 +26,8 @@ class FolderStore final : public Store {
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) override;
+  Expected<bool> take_lease(const std::string& key, std::int64_t ttl_ms) override;
+  void release_lease(const std::string& key) override;
   Expected<bool> unverified() override;
 
   const std::string& dir() const { return dir_; }

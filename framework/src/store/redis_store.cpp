@@ -439,6 +439,19 @@ Expected<std::optional<StoredState>> RedisStore::longest_state(const std::vector
   return out;
 }
 
+// SET NX PX: the key exists while the lease lasts, and Redis ends it on time.
+Expected<bool> RedisStore::take_lease(const std::string& key, std::int64_t ttl_ms) {
+  if (!is_state_key(key)) return Error{"\"" + key + "\" is not a state key"};
+  const std::string name = tag_ + ":lease:" + key, ttl = std::to_string(ttl_ms);
+  auto replies = client_.run({{"SET", name, "1", "NX", "PX", ttl}});
+  if (!replies) return Error{"lease: " + replies.error().message};
+  return !replies->empty() && replies->front().type == RedisReply::Type::status;
+}
+
+void RedisStore::release_lease(const std::string& key) {
+  if (is_state_key(key)) (void)client_.run({{"DEL", tag_ + ":lease:" + key}});
+}
+
 Expected<bool> RedisStore::put_state(const std::string& key, std::string_view bytes, const std::string& supersedes) {
   const auto started = Clock::now();
   auto done = [&](Expected<bool> out) {

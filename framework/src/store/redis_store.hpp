@@ -34,6 +34,8 @@ class RedisStore final : public Store {
   Expected<std::optional<StoredState>> longest_state(const std::vector<std::string>& keys, std::size_t count) override;
   Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") override;
   Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) override;
+  Expected<bool> take_lease(const std::string& key, std::int64_t ttl_ms) override;
+  void release_lease(const std::string& key) override;
   Expected<bool> unverified() override;
 
   // Vouching (store.hpp vouch_for): the tenant's pending blobs are its own for good, it is known

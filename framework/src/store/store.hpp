@@ -86,6 +86,12 @@ class Store {
   // `supersedes`, when not empty, names the state this one continues: a store that keeps state
   // with a lifetime shortens that one's (only a rewind to it still needs it).
   virtual Expected<bool> put_state(const std::string& key, std::string_view bytes, const std::string& supersedes = "") = 0;
+  // A lease on `key` (a state key) for `ttl_ms`: true when this caller took it (nobody held it, or
+  // its holder's time had passed), false while another holds it. Two replicas that both would
+  // start one background summary: one does. Time is the wall clock, which replicas share.
+  virtual Expected<bool> take_lease(const std::string& key, std::int64_t ttl_ms) = 0;
+  // The holder is done: the next taker need not wait for its time to pass.
+  virtual void release_lease(const std::string& key) = 0;
   // Removes what was written more than `keep` ago (blobs, and state the store does not expire);
   // `dry_run`: removes nothing, and lists what it would.
   virtual Expected<ArchiveGcResult> collect_garbage(std::chrono::hours keep, bool dry_run = false) = 0;

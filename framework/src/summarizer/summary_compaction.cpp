@@ -2,6 +2,7 @@
 
 #include "compactor/summary_format.hpp"
 #include "model/active_request.hpp"
+#include "summarizer/background_summaries.hpp"
 
 
 #include <boost/json.hpp>
@@ -95,6 +96,8 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
   if (text.find("summary>>>") != std::string::npos)
     return StageResult::decline("the summary contains the untrusted block's closing delimiter");
 
+  const std::string stands_in_for = stand_in_key(context.summarizer);
+
   // 3. The new first message, the durable instructions it replaces after it verbatim, then the
   //    kept messages verbatim.
   std::uint64_t kept = 0;
@@ -104,7 +107,7 @@ StageResult compact_with_summary(const Conversation& c, const StageContext& cont
     boost::json::array content{boost::json::object{
         {"type", "text"},
         {"text", summary_message_text({plan.reactive, context.requests, text, plan.end - plan.begin, *receipt, state.count + 1, unit, base,
-                                       context.how_to_restore(*receipt)})}}};
+                                       context.how_to_restore(*receipt), stands_in_for})}}};
     for (const auto& block : durable) content.push_back(block);
     return Message::from_json(boost::json::object{{"role", "user"}, {"content", std::move(content)}});
   };
