@@ -32,6 +32,7 @@
 #include <utime.h>
 
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -648,6 +649,56 @@ TEST(StoreConfigSection, MistakesAreLocatedAndTlsIsRefusedWithWhatToDo) {
   EXPECT_EQ(settings->store.port, 7000);
   EXPECT_EQ(settings->store.db, 3);
   EXPECT_EQ(settings->store.prefix, "team");
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// The lease two replicas take before one starts a background summary: one taker wins while it
+// lasts, an ended one is taken again, and a released one at once; each tenant's are its own.
+void expect_lease_rules(store::Store& a, store::Store& b, store::Store& other_tenant) {
+  const std::string key(64, 'a');
+  EXPECT_TRUE(a.take_lease(key, 60000).value());
+  EXPECT_FALSE(b.take_lease(key, 60000).value());
+  EXPECT_TRUE(other_tenant.take_lease(key, 60000).value());
+  a.release_lease(key);
+  EXPECT_TRUE(b.take_lease(key, 1).value());
+  // Held: not taken, however short the taker's own lease would be.
+  const std::string other(64, 'b');
+  ASSERT_TRUE(a.take_lease(other, 60000).value());
+  EXPECT_FALSE(b.take_lease(other, 1).value());
+  EXPECT_FALSE(a.take_lease("../x", 1));
+}
+
+TEST(StoreLease, OneTakerWinsOnTheFolderStore) {
+  const fs::path dir = test::scratch_folder_until_exit("store-lease");
+  StoreConfig folder;
+  const std::string archive = (dir / "archive").string();
+  auto a = store::open_store(folder, archive, "alice"), b = store::open_store(folder, archive, "alice"),
+       bob = store::open_store(folder, archive, "bob");
+  expect_lease_rules(*a, *b, *bob);
+  // An ended lease file is taken over.
+  const std::string key(64, 'c');
+  ASSERT_TRUE(a->take_lease(key, 1).value());
+  bool taken = false;
+  for (int i = 0; i < 1000 && !taken; ++i) {  // its end is 1 ms away: waits for that state, bounded
+    auto took = b->take_lease(key, 60000);
+    taken = took && *took;
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(taken);
+  EXPECT_FALSE(a->take_lease(key, 60000).value());
+}
+
+TEST(StoreLease, OneTakerWinsOnRedis) {
+  RedisServer redis;
+  ASSERT_NE(redis.port(), 0);
+  const StoreConfig config = redis_config(redis);
+  auto a = store::open_store(config, "", "alice"), b = store::open_store(config, "", "alice"), bob = store::open_store(config, "", "bob");
+  expect_lease_rules(*a, *b, *bob);
 }
 
 }  // namespace

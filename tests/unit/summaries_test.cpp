@@ -6,6 +6,9 @@
 #include "loader/builtin_checkers.hpp"
 #include "host/pipeline.hpp"
 #include "compactor/summary_compaction.hpp"
+#include "compactor/summary_format.hpp"
+
+#include <boost/json.hpp>
 
 #include <gtest/gtest.h>
 
@@ -219,6 +222,35 @@ TEST(LoopGuard, ASecondSummaryBeforeTheHistoryGrewIsDeclined) {
   EXPECT_EQ(state.base_unit, "bytes");
   EXPECT_LE(in_bytes.output->size_in(SizeUnit::bytes) - state.base, 10u);  // recorded before its own digits
   EXPECT_NE((*in_bytes.output)[0].text().find("; compactor-base-bytes: " + std::to_string(state.base)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace compactor
+
+namespace compactor {
+namespace {
+
+// A summary that stands in for a model's carries the key in its message, is read as any other,
+// and takes the model's text in place of its own with everything else kept.
+TEST(SummaryStandIn, TheKeyIsReadBackAndTheModelsSummaryTakesTheStandInsPlace) {
+  const std::string key(64, 'f');
+  SummaryMessage m{false, {"fix the parser"}, "extractive facts", 40, "sha256:" + std::string(64, '0'), 2, "chars", 1234, "", key};
+  const std::string text = summary_message_text(m);
+  auto message = Message::from_json(boost::json::object{{"role", "user"}, {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text}}}}});
+  ASSERT_TRUE(message);
+  const Conversation c = Conversation::from_messages({*message});
+  SummaryState state = read_summary_state(c, 0);
+  EXPECT_EQ(state.stands_in_for, key);
+  EXPECT_EQ(state.count, 2);
+  EXPECT_EQ(state.base, 1234u);
+  EXPECT_EQ(state.summary, "extractive facts");
+
+  const std::string final_text = with_final_summary(text, "the model's summary");
+  m.summary = "the model's summary";
+  m.stands_in_for = "";
+  EXPECT_EQ(final_text, summary_message_text(m));
+  // A summary with no stand-in mark has none.
+  EXPECT_EQ(final_text.find("compactor-stand-in"), std::string::npos);
 }
 
 }  // namespace

@@ -439,7 +439,7 @@ TEST(ModelSummarizerConfig, ParamsAreValidatedWithLocations) {
   EXPECT_EQ(config_errors("  kind: anthropic\n"),
             std::vector<std::string>{"4:3: summarizer: missing required parameter \"model\" (a string)"});
   EXPECT_EQ(config_errors("  kind: anthropic\n  model: m\n  timeout: 5\n"),
-            std::vector<std::string>{"6:3: summarizer.timeout: unknown key; expected one of: kind, plugin, model, base_url, "
+            std::vector<std::string>{"6:3: summarizer.timeout: unknown key; expected one of: background_attempts, background_timeout_s, kind, mode, plugin, model, base_url, "
                                      "api_key_env, max_output_tokens, max_input_tokens, timeout_s, connect_timeout_s, "
                                      "retries, retry_base_ms, max_total_s"});
   EXPECT_EQ(config_errors("  kind: openai\n  model: m\n  retries: lots\n"),
@@ -453,7 +453,7 @@ TEST(ModelSummarizerConfig, ParamsAreValidatedWithLocations) {
             std::vector<std::string>{"4:9: summarizer.kind: unknown summarizer \"anthropc\"; known summarizers: anthropic, "
                                      "extractive, openai"});
   EXPECT_EQ(config_errors("  kind: extractive\n  model: m\n"),
-            std::vector<std::string>{"5:3: summarizer.model: unknown key; expected one of: kind, plugin"});
+            std::vector<std::string>{"5:3: summarizer.model: unknown key; expected one of: background_attempts, background_timeout_s, kind, mode, plugin"});
 }
 
 // End to end: `compactor run` with a model summarizer on loopback: the summary lands in the
