@@ -87,6 +87,7 @@ Expected<ArchiveGcResult> collect_archive_garbage(const std::string& archive, st
       }
     } else if (name == kContinuityFolder) {
       sweep(fan.path(), ".json", "", true);
+      sweep(fan.path(), ".lease", "", true);  // background summaries' leases (serve/background_summary.hpp)
     } else if (name.size() == 2 && all_hex(name)) {
       sweep(fan.path(), "", name, false);
     }
