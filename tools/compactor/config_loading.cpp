@@ -15,7 +15,7 @@ std::optional<PipelineConfig> load_config_or_print_errors(const std::string& fil
 }
 
 void say_summaries_inline(const PipelineConfig& config, std::string_view command) {
-  if (!config.background_summaries()) return;
+  if (!config.background_summaries() || !config.summarizer_mode_written) return;
   fmt::print(stderr,
              "compactor {}: {}: summarizer.mode background is serve's; here the {} summarizer writes each summary inline, "
              "as the call needs it\n",

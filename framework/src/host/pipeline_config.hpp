@@ -86,6 +86,7 @@ struct PipelineConfig {
   // `compactor run` and the bench write it inline whatever it says. Background by default for
   // every summarizer but the extractive one, which is never slow.
   enum class SummarizerMode { background, inline_call } summarizer_mode = SummarizerMode::background;
+  bool summarizer_mode_written = false;  // the config says it (run and bench then say they write inline)
   // `summarizer.background_timeout_s`: how long a background summary may take (its lease lasts as
   // long); `background_attempts`: how many times one summary is tried before it is given up.
   std::int64_t background_timeout_s = 300;

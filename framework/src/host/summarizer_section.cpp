@@ -18,7 +18,7 @@ namespace {
 void read_background_keys(ConfigContext& c, const YAML::Node& s) {
   if (auto mode = c.r.member(s, "summarizer", "mode", false))
     if (auto m = c.r.choice(*mode, "summarizer.mode", {"background", "inline"}))
-      c.config.summarizer_mode = *m == "inline" ? PipelineConfig::SummarizerMode::inline_call : PipelineConfig::SummarizerMode::background;
+      c.config.summarizer_mode_written = true, c.config.summarizer_mode = *m == "inline" ? PipelineConfig::SummarizerMode::inline_call : PipelineConfig::SummarizerMode::background;
   if (auto t = c.r.member(s, "summarizer", "background_timeout_s", false))
     if (auto v = c.r.integer(*t, "summarizer.background_timeout_s", 1, 86400)) c.config.background_timeout_s = *v;
   if (auto a = c.r.member(s, "summarizer", "background_attempts", false))
@@ -103,9 +103,11 @@ void check_summary_lengths(ConfigContext& c) {
 
 void print_summarizer_section(std::string& out, const PipelineConfig& c) {
   out += "summarizer:\n  kind: " + quoted(c.summarizer_kind) + "\n";
-  if (c.summarizer_kind != "extractive")
-    out += fmt::format("  mode: {}\n  background_timeout_s: {}\n  background_attempts: {}\n",
-                       c.background_summaries() ? "background" : "inline", c.background_timeout_s, c.background_attempts);
+  // The host's keys when not their defaults (a resolved config reads back the same either way).
+  const PipelineConfig defaults;
+  if (c.summarizer_mode != defaults.summarizer_mode) out += "  mode: inline\n";
+  if (c.background_timeout_s != defaults.background_timeout_s) out += fmt::format("  background_timeout_s: {}\n", c.background_timeout_s);
+  if (c.background_attempts != defaults.background_attempts) out += fmt::format("  background_attempts: {}\n", c.background_attempts);
   if (c.summarizer != nullptr && c.summarizer->plugin != nullptr)
     out += "  plugin: " + quoted(c.summarizer->plugin->file) + "  # plugin " + c.summarizer->plugin->name + " " +
            c.summarizer->plugin->version + "\n";

@@ -494,6 +494,30 @@ TEST(ModelSummarizerRun, TheRunReportsTheCallAndItsCostAndNeverTheKey) {
     EXPECT_EQ(text.find("NEVER-LOGGED"), std::string::npos);
 }
 
+// `compactor run` has no later call to put a background summary in: with `mode: background` it
+// says so in one line and writes the model's summary inline.
+TEST(ModelSummarizerRun, RunSaysItWritesABackgroundSummaryInline) {
+  KeyEnv key;
+  LoopbackHttpServer server({{200, {}, test::anthropic_reply("Goal: fix the parser.", "end_turn", 1200, 300), {}}});
+  test::ScratchFolder scratch("http-run-background");
+  const fs::path& dir = scratch.path();
+  std::ofstream(dir / "c.yaml") << "version: 1\nbudget: {unit: chars, limit: 2000}\nrecent: {exchanges: 1}\narchive: {dir: archive}\n"
+                                << "summarizer:\n  kind: anthropic\n  model: claude-sonnet-4-5-20250929\n  mode: background\n  base_url: "
+                                << server.base_url() << "\n  api_key_env: COMPACTOR_TEST_KEY\n"
+                                << "pipeline:\n  - stage: summarize\n    when: over_budget\n    params: {max_chars: 1000}\n";
+  std::ofstream(dir / "in.json") << long_session_json();
+  auto r = test::run_cli({"run", "--config", (dir / "c.yaml").string(), "--input", (dir / "in.json").string(), "--output",
+                          (dir / "out.json").string()},
+                         "", dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("compactor run: " + (dir / "c.yaml").string() +
+                       ": summarizer.mode background is serve's; here the anthropic summarizer writes each summary inline"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(test::read_file((dir / "out.json").string()).find("Goal: fix the parser."), std::string::npos);
+  EXPECT_EQ(server.requests().size(), 1u);
+}
+
 }  // namespace
 }  // namespace compactor
 
