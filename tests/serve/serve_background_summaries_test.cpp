@@ -12,13 +12,17 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 namespace compactor {
@@ -109,6 +113,32 @@ std::string summaries_total(const std::string& result) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The processes under `root` (its zygote, their workers), from /proc.
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::map<pid_t, pid_t> parent;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    parent[std::stoi(name)] = ppid;
+  }
+  std::vector<pid_t> out{root};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (const auto& [pid, ppid] : parent)
+      if (ppid == out[i]) out.push_back(pid);
+  out.erase(out.begin());
+  return out;
+}
+
 // The background summary records serve keeps in the folder store, by their attempts.
 std::vector<int> record_attempts(const fs::path& archive) {
   std::vector<int> out;
@@ -191,7 +221,14 @@ TEST(ServeBackgroundSummaries, APendingSummaryLostToKill9IsStartedAgainByALaterC
     ASSERT_EQ(a.status, 200) << a.body;
     ASSERT_TRUE(has(upstream.requests().back().body, kStandIn));
     ASSERT_TRUE(wait_until([&] { return model.requests().size() == 1; }));
+    const std::vector<pid_t> under = descendants_of(first.pid());
+    ASSERT_FALSE(under.empty());
     first.kill_hard();
+    // Its zygote and the summary's worker end with it (their parent-death signal): waited for,
+    // so the held answer cannot reach a worker still alive.
+    ASSERT_TRUE(wait_until([&] {
+      return std::none_of(under.begin(), under.end(), [](pid_t p) { return ::kill(p, 0) == 0; });
+    }));
   }
   gate.release();  // the held answer goes to a worker that is gone
 
