@@ -28,6 +28,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 using test::call;
 using test::LoopbackHttpServer;
@@ -91,12 +92,6 @@ std::string config(const fs::path& dir, const std::string& model_url, const std:
 }
 
 const std::vector<std::pair<std::string, std::string>> kKey{{"COMPACTOR_TEST_KEY", "sk-test-key"}};
-
-double metric(unsigned short port, const std::string& series) {
-  const std::string metrics = call(port, "GET", "/metrics").body;
-  std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
-}
 
 // Waits (up to 20 s) for `done`: what happens after an answer is seen by its state, not by a sleep.
 bool wait_until(const std::function<bool()>& done) {

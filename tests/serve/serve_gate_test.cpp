@@ -23,6 +23,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using test::call;
@@ -47,11 +48,6 @@ std::string usd(double v) {
   char out[32];
   std::snprintf(out, sizeof out, "$%.4f", v);
   return out;
-}
-
-double metric(const std::string& metrics, const std::string& series) {
-  const std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 // The messages of a forwarded body, each as its JSON.

@@ -18,6 +18,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using test::call;
@@ -29,11 +30,6 @@ using test::ServeProcess;
 // `printf %s sk-ant-alice-key | sha256sum` and bob's, their first 16 hex digits.
 constexpr const char* kAlice = "key-c094271d52fa91ba";
 constexpr const char* kBob = "key-631915c105c6f2d0";
-
-double metric(const std::string& metrics, const std::string& series) {
-  const std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
-}
 
 // The chars of a body's messages: each message's JSON as it was written (Boost.JSON writes the
 // compact ASCII the test sends, and the stages' messages, back as they were).

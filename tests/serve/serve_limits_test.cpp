@@ -33,6 +33,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace http = boost::beast::http;
 using test::call;
@@ -56,12 +57,6 @@ const std::string kStreamBody = R"({"model":"m","max_tokens":5,"stream":true,"me
 std::string post(const std::string& body, const std::string& extra_headers = "") {
   return "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: sk-ant-k\r\n" + extra_headers +
          "content-length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-double metric(unsigned short port, const std::string& series) {
-  const std::string metrics = call(port, "GET", "/metrics").body;
-  const std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 // A test that failed may leave a request in flight (a stream never resumed, connections serve never

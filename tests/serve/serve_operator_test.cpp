@@ -26,6 +26,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using test::call;
@@ -40,11 +41,6 @@ constexpr const char* kBob = "97dd3707015dcf069cf73022ed7173b1165db6eff24b441cb5
 
 // What the chars4 meter counts: a message's JSON chars over 4, rounded up.
 std::uint64_t chars4(const std::string& text) { return (test::code_points(text) + 3) / 4; }
-
-double metric(const std::string& metrics, const std::string& series) {
-  const std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
-}
 
 std::vector<std::string> forwarded_messages(const std::string& body) {
   std::vector<std::string> out;

@@ -28,6 +28,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using test::call;
@@ -43,12 +44,6 @@ std::string write_config(const fs::path& dir, const std::string& extra) {
   // Replaced whole, as deploy tools do: a reload sees the old file or the new one.
   fs::rename(dir / "next.yaml", dir / "c.yaml");
   return "c.yaml";
-}
-
-double metric(unsigned short port, const std::string& series) {
-  const std::string metrics = call(port, "GET", "/metrics").body;
-  const std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 // A connection written to by hand: what arrives is read as it comes, for a bounded time.

@@ -25,6 +25,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 using test::call;
 using test::LoopbackHttpServer;
@@ -51,11 +52,6 @@ std::string config(const fs::path& dir, const std::string& extra_serve, const st
                                 << "pipeline:\n  - stage: micro\n    when: over_budget\n    params: {keep_recent: 3, min_chars: 120}\n"
                                 << store << "serve: {" << extra_serve << "}\n";
   return "c.yaml";
-}
-
-double metric(const std::string& metrics, const std::string& series) {
-  std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 // Waits (up to 10 s) for `series` to reach `value` in serve's metrics: what happens after an

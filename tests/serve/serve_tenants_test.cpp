@@ -23,6 +23,7 @@
 namespace compactor {
 namespace {
 
+using test::metric;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using test::call;
@@ -58,11 +59,6 @@ std::string text_of(const json::value& answer) {
 bool is_error(const json::value& answer) {
   const auto* e = answer.at("result").as_object().if_contains("isError");
   return e != nullptr && e->as_bool();
-}
-
-double metric(const std::string& metrics, const std::string& series) {
-  std::size_t at = metrics.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 TEST(ServeTenants, NeitherTenantReachesTheOthersArchiveOrConversations) {

@@ -139,4 +139,11 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
+double metric(const std::string& metrics, const std::string& series) {
+  const std::size_t at = metrics.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(metrics.substr(at + series.size() + 2));
+}
+
+double metric(unsigned short port, const std::string& series) { return metric(call(port, "GET", "/metrics").body, series); }
+
 }  // namespace compactor::test

@@ -49,6 +49,11 @@ Reply call(unsigned short port, const std::string& method, const std::string& ta
 Reply call_at(const std::string& address, unsigned short port, const std::string& method, const std::string& target,
               const std::string& body = "", const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+// The value of an unlabelled or fully labelled series in a /metrics text (`series` as written
+// there, labels and all); -1 when it is not there. The second form scrapes serve on `port`.
+double metric(const std::string& metrics, const std::string& series);
+double metric(unsigned short port, const std::string& series);
+
 // The pids of a process's children (from /proc; the ones its threads started included).
 std::vector<pid_t> children_of(pid_t pid);
 
